@@ -1,0 +1,269 @@
+#include "model/decoder.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace textgen {
+
+Decoder::Decoder(Checkpoint checkpoint)
+    : config_(std::move(checkpoint.config)),
+      weights_(std::move(checkpoint.weights)) {
+  if (config_.positions == PositionKind::kRotary) {
+    // RoPE in the Hugging Face "rotate half" layout: dimension i pairs with i +
+    // D/2 and turns by position × theta^(-2i/D). Computed in double, rounded
+    // once.
+    const int half = config_.head_dim() / 2;
+    rope_cos_.resize(config_.context_length, half);
+    rope_sin_.resize(config_.context_length, half);
+    for (int p = 0; p < config_.context_length; ++p) {
+      for (int i = 0; i < half; ++i) {
+        const double inv_freq =
+            std::pow(static_cast<double>(config_.rope_theta),
+                     -2.0 * i / config_.head_dim());
+        rope_cos_(p, i) = static_cast<float>(std::cos(p * inv_freq));
+        rope_sin_(p, i) = static_cast<float>(std::sin(p * inv_freq));
+      }
+    }
+  }
+}
+
+absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
+                               const KvCache& cache) const {
+  if (batch.empty()) return absl::InvalidArgumentError("empty batch");
+  std::vector<bool> seen(cache.num_slots(), false);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceChunk& s = batch[i];
+    if (s.slot < 0 || s.slot >= cache.num_slots()) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": slot ",
+                                                     s.slot, " is outside [0, ",
+                                                     cache.num_slots(), ")"));
+    }
+    if (seen[s.slot]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence ", i, ": slot ", s.slot, " appears twice in the batch"));
+    }
+    seen[s.slot] = true;
+    if (s.tokens.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence ", i, ": no tokens"));
+    }
+    for (int id : s.tokens) {
+      if (id < 0 || id >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sequence ", i, ": token id ", id,
+            " is outside the vocabulary [0, ", config_.vocab_size, ")"));
+      }
+    }
+    const int end = cache.length(s.slot) + static_cast<int>(s.tokens.size());
+    if (end > cache.capacity()) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "sequence ", i, ": ", cache.length(s.slot), " cached + ",
+          s.tokens.size(), " new tokens exceed the context length ",
+          cache.capacity()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
+                              KvCache& cache, const ForwardOptions& options,
+                              ForwardResult& result) {
+  if (absl::Status s = Validate(batch, cache); !s.ok()) return s;
+
+  // Pack the new tokens of all sequences into rows of one matrix.
+  first_row_.resize(batch.size());
+  int n = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    first_row_[i] = n;
+    n += static_cast<int>(batch[i].tokens.size());
+  }
+  x_.resize(n, config_.d_model);
+  Embed(batch, cache);  // x_ [N, d_model]
+
+  ForwardResult* capture = nullptr;
+  result.attention.clear();
+  if (options.capture_attention) {
+    capture = &result;
+    for (const SequenceChunk& s : batch) {
+      AttentionMaps& maps = result.attention.emplace_back();
+      maps.n_layers = config_.n_layers;
+      maps.n_heads = config_.n_heads;
+      maps.n_queries = static_cast<int>(s.tokens.size());
+      maps.first_position = cache.length(s.slot);
+      maps.n_keys = maps.first_position + maps.n_queries;
+      maps.weights.assign(static_cast<size_t>(maps.n_layers) * maps.n_heads *
+                              maps.n_queries * maps.n_keys,
+                          0.0f);
+    }
+  }
+
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const LayerWeights& layer = weights_.layers[l];
+    // x += Attention(Norm(x))
+    Norm(layer.attn_norm, x_, normed_);    // [N, d_model]
+    qkv_.noalias() = normed_ * layer.qkv;  // [N, (H + 2 KV) D]
+    if (layer.qkv_bias.size()) qkv_.rowwise() += layer.qkv_bias;
+    Attend(l, batch, cache, capture);        // attn_ [N, H D]
+    x_.noalias() += attn_ * layer.attn_out;  // [N, d_model]
+    if (layer.attn_out_bias.size()) x_.rowwise() += layer.attn_out_bias;
+    // x += FeedForward(Norm(x))
+    Norm(layer.ffn_norm, x_, normed_);
+    FeedForward(layer);
+  }
+  for (const SequenceChunk& s : batch)
+    cache.Advance(s.slot, static_cast<int>(s.tokens.size()));
+
+  // logits = Norm(x) · headᵀ   [rows, vocab]
+  const Activations& head = weights_.head();
+  result.first_row = first_row_;
+  if (options.logits == LogitsMode::kAllTokens) {
+    Norm(weights_.final_norm, x_, normed_);
+    result.logits.noalias() = normed_ * head.transpose();
+  } else {
+    last_.resize(static_cast<int>(batch.size()), config_.d_model);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      last_.row(i) = x_.row(first_row_[i] + batch[i].tokens.size() - 1);
+      result.first_row[i] = static_cast<int>(i);
+    }
+    Norm(weights_.final_norm, last_, normed_);
+    result.logits.noalias() = normed_ * head.transpose();
+  }
+  return absl::OkStatus();
+}
+
+void Decoder::Embed(absl::Span<const SequenceChunk> batch,
+                    const KvCache& cache) {
+  const bool additive_positions = weights_.position_embedding.size() > 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int start = cache.length(batch[i].slot);
+    for (size_t t = 0; t < batch[i].tokens.size(); ++t) {
+      auto row = x_.row(first_row_[i] + t);
+      row = weights_.token_embedding.row(batch[i].tokens[t]);
+      if (additive_positions) row += weights_.position_embedding.row(start + t);
+    }
+  }
+}
+
+void Decoder::Norm(const NormWeights& norm, const Activations& in,
+                   Activations& out) const {
+  out.resize(in.rows(), in.cols());
+  const float inv_width = 1.0f / static_cast<float>(in.cols());
+  for (Eigen::Index r = 0; r < in.rows(); ++r) {
+    if (config_.norm == NormKind::kLayerNorm) {
+      // (x - mean) / sqrt(var + eps) * gain + bias, with the biased variance.
+      const float mean = in.row(r).sum() * inv_width;
+      out.row(r) = in.row(r).array() - mean;
+      const float var = out.row(r).squaredNorm() * inv_width;
+      out.row(r) = (out.row(r) * (1.0f / std::sqrt(var + config_.norm_eps)))
+                       .cwiseProduct(norm.gain) +
+                   norm.bias;
+    } else {
+      // x / sqrt(mean(x²) + eps) * gain
+      const float mean_square = in.row(r).squaredNorm() * inv_width;
+      out.row(r) =
+          (in.row(r) * (1.0f / std::sqrt(mean_square + config_.norm_eps)))
+              .cwiseProduct(norm.gain);
+    }
+  }
+}
+
+void Decoder::ApplyRotary(int row, int position) {
+  const int d = config_.head_dim(), half = d / 2;
+  // Queries and keys are the first n_heads + n_kv_heads heads of the qkv row.
+  const int heads = config_.n_heads + config_.n_kv_heads;
+  float* v = qkv_.row(row).data();
+  const float* cos = rope_cos_.row(position).data();
+  const float* sin = rope_sin_.row(position).data();
+  for (int h = 0; h < heads; ++h, v += d) {
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cos[i] - b * sin[i];
+      v[i + half] = b * cos[i] + a * sin[i];
+    }
+  }
+}
+
+void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
+                     KvCache& cache, ForwardResult* capture) {
+  const int D = config_.head_dim();
+  const int H = config_.n_heads;
+  const int kv_width = config_.n_kv_heads * D;
+  const int group = config_.queries_per_kv_head();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  attn_.resize(x_.rows(), H * D);
+
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int slot = batch[i].slot;
+    const int r0 = first_row_[i];
+    const int T = static_cast<int>(batch[i].tokens.size());  // new tokens
+    const int start = cache.length(slot);  // their first position
+    const int L = start + T;               // keys visible to the last one
+
+    if (config_.positions == PositionKind::kRotary) {
+      for (int t = 0; t < T; ++t) ApplyRotary(r0 + t, start + t);
+    }
+    // Append this chunk's keys and values: cache rows [start, L).
+    Activations& keys = cache.keys(slot, l);      // [capacity, kv_width]
+    Activations& values = cache.values(slot, l);  // [capacity, kv_width]
+    keys.middleRows(start, T) = qkv_.block(r0, H * D, T, kv_width);
+    values.middleRows(start, T) = qkv_.block(r0, H * D + kv_width, T, kv_width);
+
+    if (scores_.rows() < T || scores_.cols() < L) {
+      scores_.resize(std::max<Eigen::Index>(scores_.rows(), T),
+                     std::max<Eigen::Index>(scores_.cols(), L));
+    }
+    for (int h = 0; h < H; ++h) {
+      const int kv_h =
+          h / group;  // Grouped-query attention: heads share K/V in groups.
+      auto q = qkv_.block(r0, h * D, T, D);       // [T, D]
+      auto k = keys.block(0, kv_h * D, L, D);     // [L, D]
+      auto v = values.block(0, kv_h * D, L, D);   // [L, D]
+      auto scores = scores_.topLeftCorner(T, L);  // [T, L]
+      scores.noalias() = q * k.transpose();
+      // Causal softmax: query t (position start + t) sees keys 0 .. start + t.
+      // Later keys get probability exactly 0, so they contribute nothing to the
+      // weighted sum below.
+      for (int t = 0; t < T; ++t) {
+        const int visible = start + t + 1;
+        auto row = scores.row(t);
+        auto seen = row.head(visible).array();
+        seen *= scale;
+        seen = (seen - seen.maxCoeff()).exp();
+        seen /= seen.sum();
+        row.tail(L - visible).setZero();
+      }
+      attn_.block(r0, h * D, T, D).noalias() = scores * v;  // [T, D]
+
+      if (capture != nullptr) {
+        AttentionMaps& maps = capture->attention[i];
+        float* out = maps.weights.data() + (static_cast<size_t>(l) * H + h) *
+                                               maps.n_queries * maps.n_keys;
+        Eigen::Map<Activations>(out, T, L) = scores;
+      }
+    }
+  }
+}
+
+void Decoder::FeedForward(const LayerWeights& layer) {
+  const int F = config_.d_ff;
+  ff_.noalias() = normed_ * layer.ff_in;  // [N, d_ff] or [N, 2 d_ff]
+  if (layer.ff_in_bias.size()) ff_.rowwise() += layer.ff_in_bias;
+  if (config_.feed_forward == FeedForwardKind::kGeluMlp) {
+    // GELU, tanh form (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
+    auto a = ff_.array();
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
+    x_.noalias() += ff_ * layer.ff_out;  // [N, d_model]
+  } else {
+    // SwiGLU: silu(gate) ⊙ up, with silu(g) = g / (1 + e^-g).
+    auto gate = ff_.leftCols(F).array();
+    auto up = ff_.rightCols(F).array();
+    gate = gate / (1.0f + (-gate).exp()) * up;
+    x_.noalias() += ff_.leftCols(F) * layer.ff_out;
+  }
+  if (layer.ff_out_bias.size()) x_.rowwise() += layer.ff_out_bias;
+}
+
+}  // namespace textgen

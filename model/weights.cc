@@ -1,0 +1,224 @@
+#include "model/weights.h"
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
+
+namespace textgen {
+namespace {
+
+using ColMajorMap = Eigen::Map<const Eigen::MatrixXf>;
+using RowMajorMap = Eigen::Map<const Activations>;
+
+// Reads tensors by name, checking shapes, and remembers which names were used
+// so that leftovers can be reported.
+class TensorReader {
+ public:
+  TensorReader(const SafetensorsFile& file, std::string prefix)
+      : file_(file), prefix_(std::move(prefix)) {}
+
+  // A vector of n values (a bias or a norm gain).
+  absl::StatusOr<RowVector> Vector(const std::string& name, int64_t n) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {n}));
+    return RowVector(Eigen::Map<const RowVector>(v.data(), n));
+  }
+
+  // A table with one row per index (embeddings, lm_head), stored [rows, cols].
+  absl::StatusOr<Activations> Rows(const std::string& name, int64_t rows,
+                                   int64_t cols) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {rows, cols}));
+    return Activations(RowMajorMap(v.data(), rows, cols));
+  }
+
+  // A GPT-2 Conv1D weight, stored [in, out] row-major: transposed into
+  // column-major.
+  absl::StatusOr<WeightMatrix> Conv1D(const std::string& name, int64_t in,
+                                      int64_t out) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {in, out}));
+    return WeightMatrix(RowMajorMap(v.data(), in, out));
+  }
+
+  // An nn.Linear weight, stored [out, in] row-major: the same bytes as [in,
+  // out] column-major.
+  absl::StatusOr<WeightMatrix> Linear(const std::string& name, int64_t out,
+                                      int64_t in) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {out, in}));
+    return WeightMatrix(ColMajorMap(v.data(), in, out));
+  }
+
+  bool Has(const std::string& name) const {
+    return file_.Find(prefix_ + name) != nullptr;
+  }
+
+  // Fails on the first tensor that was neither read nor `ignorable`.
+  absl::Status CheckAllUsed(bool (*ignorable)(const std::string&),
+                            const ModelConfig& config) const {
+    for (const auto& [name, info] : file_.tensors()) {
+      if (used_.count(name) || ignorable(name)) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(file_.source(), ": unexpected tensor '", name, "' ",
+                       ShapeToString(info.shape), "; the config describes ",
+                       DescribeConfig(config)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<std::vector<float>> Read(const std::string& name,
+                                          const std::vector<int64_t>& shape) {
+    const std::string full = prefix_ + name;
+    used_.insert(full);
+    return file_.ReadFloats(full, shape);
+  }
+
+  const SafetensorsFile& file_;
+  const std::string prefix_;
+  std::set<std::string> used_;
+};
+
+bool IsGpt2Buffer(const std::string& name) {
+  // Causal-mask buffers that old GPT-2 exports carry, and a saved copy of the
+  // tied head.
+  return absl::EndsWith(name, ".attn.bias") ||
+         absl::EndsWith(name, ".attn.masked_bias") || name == "lm_head.weight";
+}
+
+bool IsLlamaBuffer(const std::string& name) {
+  return absl::EndsWith(name, "rotary_emb.inv_freq");
+}
+
+absl::StatusOr<NormWeights> LoadNorm(TensorReader& r, const std::string& name,
+                                     int d, bool with_bias) {
+  NormWeights norm;
+  TEXTGEN_ASSIGN_OR_RETURN(norm.gain, r.Vector(name + ".weight", d));
+  if (with_bias) {
+    TEXTGEN_ASSIGN_OR_RETURN(norm.bias, r.Vector(name + ".bias", d));
+  }
+  return norm;
+}
+
+absl::StatusOr<ModelWeights> LoadGpt2(const ModelConfig& c,
+                                      const SafetensorsFile& file) {
+  // GPT2LMHeadModel saves names under "transformer."; GPT2Model without a
+  // prefix.
+  TensorReader r(file,
+                 file.Find("transformer.wte.weight") ? "transformer." : "");
+  const int C = c.d_model, I = c.d_ff;
+  ModelWeights w;
+  TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
+                           r.Rows("wte.weight", c.vocab_size, C));
+  if (c.positions == PositionKind::kLearned) {
+    TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
+                             r.Rows("wpe.weight", c.context_length, C));
+  } else {
+    w.position_embedding = SinusoidalPositions(c.context_length, C);
+  }
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string h = absl::StrCat("h.", i, ".");
+    LayerWeights& L = w.layers.emplace_back();
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, LoadNorm(r, h + "ln_1", C, true));
+    TEXTGEN_ASSIGN_OR_RETURN(L.qkv,
+                             r.Conv1D(h + "attn.c_attn.weight", C, 3 * C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.qkv_bias,
+                             r.Vector(h + "attn.c_attn.bias", 3 * C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_out,
+                             r.Conv1D(h + "attn.c_proj.weight", C, C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
+                             r.Vector(h + "attn.c_proj.bias", C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, LoadNorm(r, h + "ln_2", C, true));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_in, r.Conv1D(h + "mlp.c_fc.weight", C, I));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_in_bias, r.Vector(h + "mlp.c_fc.bias", I));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out, r.Conv1D(h + "mlp.c_proj.weight", I, C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out_bias, r.Vector(h + "mlp.c_proj.bias", C));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "ln_f", C, true));
+  TEXTGEN_RETURN_IF_ERROR(r.CheckAllUsed(IsGpt2Buffer, c));
+  return w;
+}
+
+absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
+                                       const SafetensorsFile& file) {
+  TensorReader r(file, "");
+  const int C = c.d_model, I = c.d_ff, D = c.head_dim();
+  const int q_cols = c.n_heads * D, kv_cols = c.n_kv_heads * D;
+  ModelWeights w;
+  TEXTGEN_ASSIGN_OR_RETURN(
+      w.token_embedding, r.Rows("model.embed_tokens.weight", c.vocab_size, C));
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    LayerWeights& L = w.layers.emplace_back();
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm,
+                             LoadNorm(r, p + "input_layernorm", C, false));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        WeightMatrix q, r.Linear(p + "self_attn.q_proj.weight", q_cols, C));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        WeightMatrix k, r.Linear(p + "self_attn.k_proj.weight", kv_cols, C));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        WeightMatrix v, r.Linear(p + "self_attn.v_proj.weight", kv_cols, C));
+    L.qkv.resize(C, q_cols + 2 * kv_cols);
+    L.qkv << q, k, v;
+    TEXTGEN_ASSIGN_OR_RETURN(
+        L.attn_out, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
+    TEXTGEN_ASSIGN_OR_RETURN(WeightMatrix gate,
+                             r.Linear(p + "mlp.gate_proj.weight", I, C));
+    TEXTGEN_ASSIGN_OR_RETURN(WeightMatrix up,
+                             r.Linear(p + "mlp.up_proj.weight", I, C));
+    L.ff_in.resize(C, 2 * I);
+    L.ff_in << gate, up;
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out,
+                             r.Linear(p + "mlp.down_proj.weight", C, I));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "model.norm", C, false));
+  if (!c.tied_lm_head) {
+    TEXTGEN_ASSIGN_OR_RETURN(w.lm_head,
+                             r.Rows("lm_head.weight", c.vocab_size, C));
+  } else if (r.Has("lm_head.weight")) {
+    // Some tied exports still save the head; it must then equal the embedding.
+    TEXTGEN_ASSIGN_OR_RETURN(Activations head,
+                             r.Rows("lm_head.weight", c.vocab_size, C));
+    if (head != w.token_embedding) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.source(),
+          ": tensor 'lm_head.weight' differs from 'model.embed_tokens.weight' "
+          "but config.json says tie_word_embeddings=true"));
+    }
+  }
+  TEXTGEN_RETURN_IF_ERROR(r.CheckAllUsed(IsLlamaBuffer, c));
+  return w;
+}
+
+}  // namespace
+
+Activations SinusoidalPositions(int context, int d_model) {
+  Activations table(context, d_model);
+  for (int p = 0; p < context; ++p) {
+    for (int i = 0; 2 * i < d_model; ++i) {
+      const double angle = p / std::pow(10000.0, 2.0 * i / d_model);
+      table(p, 2 * i) = static_cast<float>(std::sin(angle));
+      if (2 * i + 1 < d_model)
+        table(p, 2 * i + 1) = static_cast<float>(std::cos(angle));
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
+                                         const SafetensorsFile& file) {
+  TEXTGEN_RETURN_IF_ERROR(config.Validate());
+  switch (config.family) {
+    case Family::kGpt2:
+      return LoadGpt2(config, file);
+    case Family::kLlama:
+      return LoadLlama(config, file);
+  }
+  return absl::InternalError("unknown model family");
+}
+
+}  // namespace textgen

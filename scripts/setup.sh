@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, every Debian package textgen needs to build, test and train, skipping
+# what is already there. Run as root on Debian bookworm (CI and the README commands call it).
+# This is the single list of dependencies: the container image runs this same script.
+set -euo pipefail
+
+packages=(
+  # Build toolchain.
+  build-essential cmake ninja-build pkg-config
+  # C++ libraries (see README "Dependencies").
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Training and reference outputs for tests (never used at serving time).
+  python3 python3-torch python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing packages and not root; run as root or install them yourself" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

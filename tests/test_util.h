@@ -1,0 +1,84 @@
+// Helpers shared by the tests: building safetensors bytes by hand and locating
+// golden data.
+#ifndef TEXTGEN_TESTS_TEST_UTIL_H_
+#define TEXTGEN_TESTS_TEST_UTIL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace textgen::testing {
+
+// Path of a directory under tests/golden/ in the source tree.
+inline std::string GoldenDir(const std::string& name) {
+  return absl::StrCat(TEXTGEN_SOURCE_DIR, "/tests/golden/", name);
+}
+
+// Builds a safetensors file: header entries are written exactly as given, so
+// tests can make files that lie (wrong offsets, shapes, dtypes) as well as
+// valid ones.
+class SafetensorsBuilder {
+ public:
+  // Appends a tensor whose data_offsets are its true place in the data section.
+  SafetensorsBuilder& Add(const std::string& name, const std::string& dtype,
+                          const std::vector<int64_t>& shape,
+                          const std::string& bytes) {
+    const size_t begin = data_.size();
+    data_ += bytes;
+    return AddEntry(name, dtype, shape, begin, data_.size());
+  }
+  SafetensorsBuilder& AddF32(const std::string& name,
+                             const std::vector<int64_t>& shape,
+                             const std::vector<float>& values) {
+    std::string bytes(values.size() * 4, '\0');
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return Add(name, "F32", shape, bytes);
+  }
+  // Appends a header entry only, with any offsets.
+  SafetensorsBuilder& AddEntry(const std::string& name,
+                               const std::string& dtype,
+                               const std::vector<int64_t>& shape,
+                               uint64_t begin, uint64_t end) {
+    entries_.push_back(absl::StrCat("\"", name, "\":{\"dtype\":\"", dtype,
+                                    "\",\"shape\":[", absl::StrJoin(shape, ","),
+                                    "],\"data_offsets\":[", begin, ",", end,
+                                    "]}"));
+    return *this;
+  }
+  SafetensorsBuilder& AddRawEntry(const std::string& json_member) {
+    entries_.push_back(json_member);
+    return *this;
+  }
+  SafetensorsBuilder& AppendData(const std::string& bytes) {
+    data_ += bytes;
+    return *this;
+  }
+
+  std::string Header() const {
+    return absl::StrCat("{", absl::StrJoin(entries_, ","), "}");
+  }
+  std::string Build() const { return WithHeader(Header()); }
+  std::string WithHeader(const std::string& header) const {
+    std::string out(8, '\0');
+    const uint64_t n = header.size();
+    std::memcpy(out.data(), &n, 8);
+    return out + header + data_;
+  }
+
+ private:
+  std::vector<std::string> entries_;
+  std::string data_;
+};
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+}  // namespace textgen::testing
+
+#endif  // TEXTGEN_TESTS_TEST_UTIL_H_
