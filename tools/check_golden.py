@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Sanity checks for the golden test data written by tools/make_golden.py.
+
+For every `<golden>/<name>/` directory (with config.json, model.safetensors and
+golden.safetensors) this checks that:
+
+  1. the files parse strictly (safetensors_io) and hold exactly the expected tensors:
+     input_ids I64 [T], logits F32 [T, V], attn.{l} F32 [H, T, T] for every layer, and a
+     __metadata__ naming the generator and torch version;
+  2. tools/reference_model.py, rerun on the stored weights, reproduces the stored logits
+     and attention (it is deterministic, so the difference is expected to be 0);
+  3. a second, independently written forward pass (below: batched heads, torch.nn.functional
+     building blocks, and for LLaMA Meta's original interleaved complex-number RoPE on
+     weights un-permuted back to Meta's layout) agrees with the reference in float64.
+     This guards the oracle itself against a convention slip (RoPE layout, GQA mapping,
+     Conv1D orientation, q/k/v split) that a self-comparison would never catch;
+  4. the stored attention is causal: exactly 0 above the diagonal, >= 0, rows sum to 1.
+
+Usage:
+    /usr/bin/python3 tools/check_golden.py [--golden tests/golden]
+Exits non-zero on the first failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_model as ref  # noqa: E402
+from safetensors_io import load_file, load_metadata  # noqa: E402
+
+
+# ----------------------------------------------------------------------------- second opinion
+
+def alt_gpt2(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor):
+    """GPT-2 with all heads at once and torch.nn.functional blocks.  -> [T, V], L x [H, T, T]"""
+    T, C, H, D, eps = len(ids), cfg["C"], cfg["H"], cfg["D"], cfg["eps"]
+    if cfg["position_embedding_type"] == "learned":
+        pos = w["wpe.weight"][:T]
+    else:  # Element by element from the formula, with Python's math module.
+        pos = torch.tensor([[math.sin(p / 10000 ** (c / C)) if c % 2 == 0
+                             else math.cos(p / 10000 ** ((c - 1) / C)) for c in range(C)]
+                            for p in range(T)], dtype=torch.float64)
+    x = F.embedding(ids, w["wte.weight"]) + pos
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    maps = []
+    for i in range(cfg["L"]):
+        p = f"h.{i}."
+        h = F.layer_norm(x, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        # Conv1D [in, out] == nn.Linear with the transposed weight.
+        q, k, v = F.linear(h, w[p + "attn.c_attn.weight"].T, w[p + "attn.c_attn.bias"]).split(C, -1)
+        q, k, v = (t.view(T, H, D).transpose(0, 1) for t in (q, k, v))    # [H, T, D]
+        s = (q @ k.transpose(1, 2)) * D ** -0.5
+        a = F.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)        # [H, T, T]
+        maps.append(a)
+        y = (a @ v).transpose(0, 1).reshape(T, C)
+        x = x + F.linear(y, w[p + "attn.c_proj.weight"].T, w[p + "attn.c_proj.bias"])
+        h = F.layer_norm(x, (C,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        h = F.gelu(F.linear(h, w[p + "mlp.c_fc.weight"].T, w[p + "mlp.c_fc.bias"]),
+                   approximate="tanh")
+        x = x + F.linear(h, w[p + "mlp.c_proj.weight"].T, w[p + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (C,), w["ln_f.weight"], w["ln_f.bias"], eps)
+    return F.linear(x, w["wte.weight"]), maps
+
+
+def hf_to_meta(wq: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undoes the row permutation HF's convert_llama_weights_to_hf.py applies to q/k.
+
+    Meta rotates adjacent pairs (2i, 2i+1) of each head; HF rotates (i, i + D/2) and
+    permutes the projection rows to compensate:
+        hf = meta.view(H, D/2, 2, C).transpose(1, 2).reshape(H*D, C)
+    so meta = hf.view(H, 2, D/2, C).transpose(1, 2).reshape(H*D, C).
+    """
+    rows, C = wq.shape
+    D = rows // n_heads
+    return wq.view(n_heads, 2, D // 2, C).transpose(1, 2).reshape(rows, C)
+
+
+def meta_rope(x: torch.Tensor, theta: float) -> torch.Tensor:
+    """Meta LLaMA's apply_rotary_emb: pairs (2i, 2i+1) as complex numbers times e^{i p f_i}.
+    x [H, T, D] -> [H, T, D]"""
+    Hh, T, D = x.shape
+    freqs = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float64)[: D // 2] / D)
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), freqs)       # [T, D/2]
+    rot = torch.polar(torch.ones_like(angles), angles)                      # e^{i angle}
+    xc = torch.view_as_complex(x.reshape(Hh, T, D // 2, 2).contiguous())
+    return torch.view_as_real(xc * rot).reshape(Hh, T, D)
+
+
+def alt_llama(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor):
+    """LLaMA in Meta's original formulation (interleaved complex RoPE, repeat_interleave
+    for grouped kv heads).  -> [T, V], L x [H, T, T]"""
+    T, C, H, KV, D, eps = len(ids), cfg["C"], cfg["H"], cfg["KV"], cfg["D"], cfg["eps"]
+
+    def rms(x, g):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+
+    x = F.embedding(ids, w["model.embed_tokens.weight"])
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    maps = []
+    for i in range(cfg["L"]):
+        p = f"model.layers.{i}.self_attn."
+        h = rms(x, w[f"model.layers.{i}.input_layernorm.weight"])
+        q = F.linear(h, hf_to_meta(w[p + "q_proj.weight"], H)).view(T, H, D).transpose(0, 1)
+        k = F.linear(h, hf_to_meta(w[p + "k_proj.weight"], KV)).view(T, KV, D).transpose(0, 1)
+        v = F.linear(h, w[p + "v_proj.weight"]).view(T, KV, D).transpose(0, 1)
+        q, k = meta_rope(q, cfg["rope_theta"]), meta_rope(k, cfg["rope_theta"])
+        k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)
+        s = (q @ k.transpose(1, 2)) / math.sqrt(D)
+        a = F.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)        # [H, T, T]
+        maps.append(a)
+        x = x + F.linear((a @ v).transpose(0, 1).reshape(T, H * D), w[p + "o_proj.weight"])
+        m = f"model.layers.{i}.mlp."
+        h = rms(x, w[f"model.layers.{i}.post_attention_layernorm.weight"])
+        x = x + F.linear(F.silu(F.linear(h, w[m + "gate_proj.weight"]))
+                         * F.linear(h, w[m + "up_proj.weight"]), w[m + "down_proj.weight"])
+    x = rms(x, w["model.norm.weight"])
+    head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+    return F.linear(x, head), maps
+
+
+# ----------------------------------------------------------------------------- checks
+
+def check_dir(d: str) -> str:
+    """Runs all checks on one golden directory; returns a one-line summary."""
+    cfg, weights = ref.load_model(d)                    # strict: names, shapes, file layout
+    golden = load_file(os.path.join(d, "golden.safetensors"))
+    meta = load_metadata(os.path.join(d, "golden.safetensors"))
+    assert "generator" in meta and "torch_version" in meta, f"{d}: metadata {meta}"
+
+    L, H, V = cfg["L"], cfg["H"], cfg["V"]
+    ids = golden["input_ids"]
+    T = len(ids)
+    want = {"input_ids": (torch.int64, [T]), "logits": (torch.float32, [T, V])}
+    want.update({f"attn.{l}": (torch.float32, [H, T, T]) for l in range(L)})
+    got = {k: (t.dtype, list(t.shape)) for k, t in golden.items()}
+    assert got == want, f"{d}: golden tensors {got}, expected {want}"
+    assert T == 64 and 0 <= int(ids.min()) and int(ids.max()) < V
+
+    # 2. The reference reproduces the stored values.
+    logits, attn = ref.forward(cfg, weights, ids)
+    d_logits = (logits.float() - golden["logits"]).abs().max().item()
+    d_attn = max((a.float() - golden[f"attn.{l}"]).abs().max().item() for l, a in enumerate(attn))
+    assert d_logits <= 1e-6 and d_attn <= 1e-7, f"{d}: reference moved: {d_logits}, {d_attn}"
+
+    # 3. The independent implementation agrees in float64.
+    alt = alt_gpt2 if cfg["family"] == "gpt2" else alt_llama
+    alt_logits, alt_attn = alt(cfg, weights, ids)
+    x_logits = (alt_logits - logits).abs().max().item()
+    x_attn = max((a - b).abs().max().item() for a, b in zip(alt_attn, attn))
+    assert x_logits <= 1e-9 and x_attn <= 1e-11, f"{d}: second opinion differs: {x_logits}, {x_attn}"
+
+    # 4. Stored attention is a causal distribution.
+    worst_sum = 0.0
+    for l in range(L):
+        a = golden[f"attn.{l}"]
+        assert torch.equal(a.triu(1), torch.zeros_like(a)), f"{d}: attn.{l} not causal"
+        assert (a >= 0).all() and torch.isfinite(a).all(), f"{d}: attn.{l} bad values"
+        worst_sum = max(worst_sum, (a.double().sum(-1) - 1).abs().max().item())
+    assert worst_sum <= 1e-6, f"{d}: attention rows sum to 1 +- {worst_sum}"
+    assert torch.isfinite(golden["logits"]).all()
+
+    return (f"{os.path.basename(d):16s} ok  reference vs stored: logits {d_logits:.1g}, "
+            f"attn {d_attn:.1g}; second opinion vs reference: logits {x_logits:.1g}, "
+            f"attn {x_attn:.1g}; |row sum - 1| <= {worst_sum:.1g}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--golden", default="tests/golden", help="directory of golden cases")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)  # Same as make_golden.py, so the rerun is bit-identical.
+
+    dirs = sorted(os.path.join(args.golden, n) for n in os.listdir(args.golden)
+                  if os.path.isfile(os.path.join(args.golden, n, "golden.safetensors")))
+    assert dirs, f"no golden directories under {args.golden}"
+    for d in dirs:
+        print(check_dir(d))
+    print(f"all {len(dirs)} golden directories OK")
+
+
+if __name__ == "__main__":
+    main()

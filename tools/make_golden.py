@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Writes the golden test data for the C++ decoder's parity tests (tests/parity_test.cc).
+
+For each config below this creates `<out>/<name>/` with
+    config.json         Hugging Face config keys (plus our `position_embedding_type`)
+    model.safetensors   random weights, HF tensor names, in the config's storage dtype
+    golden.safetensors  input_ids  I64 [64]          random token ids in [0, V)
+                        logits     F32 [64, V]       reference logits
+                        attn.{l}   F32 [H, 64, 64]   attention probabilities of layer l
+                        __metadata__                 generator, torch version, seed, ...
+
+The reference (tools/reference_model.py) runs in float64 on the weights *as stored*: the
+script writes model.safetensors first, reads it back and runs the reference on what it
+read, so rounding to F16/BF16 is part of the model rather than an error the C++ side
+would be blamed for.  Results are cast to float32 only at the end.
+
+Random weights are scaled so that the test has teeth: query/key projections are large
+enough that attention is sharp (mean max-probability per row well above the ~0.07 of
+uniform causal attention over 64 tokens), so a wrong mask, scale, RoPE layout or head
+mapping shows up as a large difference; norm weights are 1 + noise and biases are small
+but nonzero, so a dropped bias or a swapped norm parameter is visible too.
+
+Everything is deterministic (fixed seeds, one thread, fixed JSON layout): running the
+script twice gives byte-identical files.
+
+Usage:
+    /usr/bin/python3 tools/make_golden.py [--out tests/golden]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_model as ref  # noqa: E402
+from safetensors_io import load_file, save_file  # noqa: E402
+
+T = 64  # Prompt length of every golden case (tests/parity_test.cc expects 64).
+
+STORAGE_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+# name -> (seed, storage dtype, HF config).  Seeds are fixed integers (never hash(), which
+# is randomized per process).
+CONFIGS: dict[str, tuple[int, str, dict]] = {
+    "gpt2_learned": (1001, "F32", {
+        "model_type": "gpt2",
+        "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": 97,
+        "n_positions": 128,
+        "n_embd": 64,
+        "n_layer": 3,
+        "n_head": 4,
+        "n_inner": None,
+        "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new",
+        "tie_word_embeddings": True,
+        "position_embedding_type": "learned",
+    }),
+    "gpt2_sinusoidal": (1002, "F16", {
+        "model_type": "gpt2",
+        "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": 80,
+        "n_positions": 128,
+        "n_embd": 64,
+        "n_layer": 2,
+        "n_head": 8,
+        "n_inner": 192,
+        "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new",
+        "tie_word_embeddings": True,
+        "position_embedding_type": "sinusoidal",
+    }),
+    "llama_gqa": (1003, "BF16", {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": 101,
+        "hidden_size": 64,
+        "intermediate_size": 172,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+    }),
+    "llama_tied_mha": (1004, "F32", {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": 67,
+        "hidden_size": 48,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 96,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 500.0,
+        "tie_word_embeddings": True,
+        "hidden_act": "silu",
+    }),
+}
+
+# Init scales (standard deviations).  Attention scores are q.k / sqrt(D) with q, k the
+# projections of a unit-variance normalized input, so score std ~ C * QK_STD^2: the
+# QK_GAIN / sqrt(C) choice below makes that ~QK_GAIN^2, i.e. sharp but not one-hot.
+QK_GAIN = 1.6
+EMBED_STD = 0.45      # Token (and learned position) embeddings; tied heads reuse wte, so
+                      # this also sets the logit spread: std(logits) ~ sqrt(C) * 0.45.
+NORM_NOISE = 0.1      # Norm weights are 1 + NORM_NOISE * N(0, 1).
+BIAS_STD = 0.05       # Small but nonzero biases.
+FC_GAIN = 1.5         # MLP input projections: pre-activations of a few units, so GELU/SiLU
+                      # work in their curved region, not their linear tails.
+
+
+def init_weights(cfg: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """Random float32 master weights for `cfg`, in `ref.expected_shapes` order."""
+    C, I = cfg["C"], cfg["I"]
+
+    def normal(shape, std):
+        return torch.randn(*shape, generator=g, dtype=torch.float32) * std
+
+    qk_std = QK_GAIN / math.sqrt(C)
+    w: dict[str, torch.Tensor] = {}
+    for name, shape in ref.expected_shapes(cfg).items():
+        leaf = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. "c_fc.weight"
+        if "norm" in name or leaf.startswith("ln_"):
+            # LayerNorm / RMSNorm parameters.
+            w[name] = 1.0 + normal(shape, NORM_NOISE) if name.endswith("weight") \
+                else normal(shape, BIAS_STD)
+        elif name.endswith("bias"):
+            w[name] = normal(shape, BIAS_STD)
+        elif name in ("wte.weight", "wpe.weight", "model.embed_tokens.weight",
+                      "lm_head.weight"):
+            w[name] = normal(shape, EMBED_STD)
+        elif leaf == "c_attn.weight":
+            # [C, 3C] Conv1D: columns [:2C] are q and k, [2C:] is v.
+            w[name] = torch.cat([normal([C, 2 * C], qk_std),
+                                 normal([C, C], 1.0 / math.sqrt(C))], dim=1)
+        elif leaf in ("q_proj.weight", "k_proj.weight"):
+            w[name] = normal(shape, qk_std)
+        elif leaf in ("c_fc.weight", "gate_proj.weight", "up_proj.weight"):
+            w[name] = normal(shape, FC_GAIN / math.sqrt(C))
+        elif (leaf == "c_proj.weight" and ".mlp." in name) or leaf == "down_proj.weight":
+            w[name] = normal(shape, 1.0 / math.sqrt(I))
+        else:  # v_proj, o_proj, attn.c_proj: keep the residual stream at unit scale.
+            fan_in = shape[1] if cfg["family"] == "llama" else shape[0]
+            w[name] = normal(shape, 1.0 / math.sqrt(fan_in))
+    return w
+
+
+def write_json(path: str, obj: dict) -> None:
+    """Pretty JSON with a trailing newline; `"key": value` spacing is what the C++ tests
+    edit (e.g. "\\"n_layer\\": 3"), so keep json.dumps' default separators."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(obj, indent=2) + "\n")
+
+
+def mean_max_prob(attn: torch.Tensor) -> float:
+    """Mean over heads and query rows of the largest attention probability. [H, T, T]"""
+    return attn.max(dim=-1).values.mean().item()
+
+
+def make_one(name: str, out_dir: str) -> dict:
+    """Generates one golden directory; returns summary numbers."""
+    seed, dtype_name, hf_config = CONFIGS[name]
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+
+    config = dict(hf_config, torch_dtype=TORCH_DTYPE_NAMES[dtype_name])
+    cfg = ref.parse_config(config, source=name)
+    g = torch.Generator().manual_seed(seed)
+    master = init_weights(cfg, g)                                  # float32
+    ids = torch.randint(0, cfg["V"], (T,), generator=g, dtype=torch.int64)
+
+    # 1. Write the checkpoint in its storage dtype.
+    stored = {k: v.to(STORAGE_DTYPES[dtype_name]) for k, v in master.items()}
+    write_json(os.path.join(d, "config.json"), config)
+    save_file(stored, os.path.join(d, "model.safetensors"),
+              metadata={"format": "pt", "generator": "tools/make_golden.py"})
+
+    # 2. Read it back exactly as a consumer would and run the float64 reference on it.
+    cfg, weights = ref.load_model(d)
+    logits, attn = ref.forward(cfg, weights, ids)                  # float64
+    for a in attn:
+        assert torch.equal(torch.triu(a, diagonal=1), torch.zeros_like(a)), "not causal"
+        assert (a.sum(-1) - 1).abs().max() < 1e-12, "rows do not sum to 1"
+    assert torch.isfinite(logits).all() and all(torch.isfinite(a).all() for a in attn)
+
+    # How much the storage rounding matters: the same reference on the float32 masters.
+    # (For F32 storage this is 0.)  A large value is why the golden uses stored weights.
+    master_logits, _ = ref.forward(cfg, master, ids)
+    rounding_shift = (master_logits - logits).abs().max().item()
+
+    golden = {"input_ids": ids, "logits": logits.to(torch.float32)}
+    for l, a in enumerate(attn):
+        golden[f"attn.{l}"] = a.to(torch.float32)                 # [H, T, T]
+    save_file(golden, os.path.join(d, "golden.safetensors"), metadata={
+        "generator": "tools/make_golden.py",
+        "reference": "tools/reference_model.py (float64 on the stored weights, cast to F32)",
+        "torch_version": torch.__version__,
+        "config": name,
+        "seed": str(seed),
+        "weights_dtype": dtype_name,
+        "contents": "input_ids I64 [T]; logits F32 [T, vocab]; attn.{layer} F32 [heads, T, T]",
+    })
+
+    return {
+        "name": name, "dtype": dtype_name, "family": cfg["family"],
+        "params": sum(t.numel() for t in stored.values()),
+        "logits_min": logits.min().item(), "logits_max": logits.max().item(),
+        "logits_std": logits.std().item(),
+        "max_prob": [mean_max_prob(a) for a in attn],
+        "rounding_shift": rounding_shift,
+        "files": {f: os.path.getsize(os.path.join(d, f))
+                  for f in ("config.json", "model.safetensors", "golden.safetensors")},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="tests/golden", help="output directory (tests/golden)")
+    ap.add_argument("--only", nargs="*", choices=sorted(CONFIGS), help="subset of configs")
+    args = ap.parse_args(argv)
+
+    # One thread: float64 BLAS results must not depend on how work is split across cores,
+    # otherwise a last-bit difference could flip a float32 rounding between runs/machines.
+    torch.set_num_threads(1)
+
+    # Uniform causal attention over T tokens would give a mean max-prob of H_T / T.
+    uniform = sum(1.0 / (i + 1) for i in range(T)) / T
+    total = 0
+    for name in args.only or CONFIGS:
+        s = make_one(name, args.out)
+        size = sum(s["files"].values())
+        total += size
+        probs = ", ".join(f"{p:.2f}" for p in s["max_prob"])
+        print(f"{name:16s} {s['family']:5s} {s['dtype']:4s} {s['params']:7d} params  "
+              f"logits [{s['logits_min']:+.2f}, {s['logits_max']:+.2f}] std {s['logits_std']:.2f}  "
+              f"mean max attn prob per layer [{probs}] (uniform {uniform:.2f})  "
+              f"storage rounding shifts logits by {s['rounding_shift']:.2g}  "
+              f"{size / 1024:.0f} KiB")
+    print(f"wrote {args.out}: {total / 1024:.0f} KiB in total")
+
+
+if __name__ == "__main__":
+    main()
