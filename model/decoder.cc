@@ -1,9 +1,11 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/kernels.h"
 
 namespace textgen {
 
@@ -102,12 +104,11 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
   for (int l = 0; l < config_.n_layers; ++l) {
     const LayerWeights& layer = weights_.layers[l];
     // x += Attention(Norm(x))
-    Norm(layer.attn_norm, x_, normed_);    // [N, d_model]
-    qkv_.noalias() = normed_ * layer.qkv;  // [N, (H + 2 KV) D]
-    if (layer.qkv_bias.size()) qkv_.rowwise() += layer.qkv_bias;
-    Attend(l, batch, cache, capture);        // attn_ [N, H D]
-    x_.noalias() += attn_ * layer.attn_out;  // [N, d_model]
-    if (layer.attn_out_bias.size()) x_.rowwise() += layer.attn_out_bias;
+    Norm(layer.attn_norm, x_, normed_);                 // [N, d_model]
+    Project(normed_, layer.qkv, layer.qkv_bias, qkv_);  // [N, (H + 2 KV) D]
+    Attend(l, batch, cache, capture);                   // attn_ [N, H D]
+    Project(attn_, layer.attn_out, layer.attn_out_bias, x_,
+            /*accumulate=*/true);
     // x += FeedForward(Norm(x))
     Norm(layer.ffn_norm, x_, normed_);
     FeedForward(layer);
@@ -116,20 +117,24 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     cache.Advance(s.slot, static_cast<int>(s.tokens.size()));
 
   // logits = Norm(x) · headᵀ   [rows, vocab]
-  const Activations& head = weights_.head();
   result.first_row = first_row_;
-  if (options.logits == LogitsMode::kAllTokens) {
-    Norm(weights_.final_norm, x_, normed_);
-    result.logits.noalias() = normed_ * head.transpose();
-  } else {
+  const Activations* final_rows = &x_;
+  if (options.logits == LogitsMode::kLastToken) {
     last_.resize(static_cast<int>(batch.size()), config_.d_model);
     for (size_t i = 0; i < batch.size(); ++i) {
       last_.row(i) = x_.row(first_row_[i] + batch[i].tokens.size() - 1);
       result.first_row[i] = static_cast<int>(i);
     }
-    Norm(weights_.final_norm, last_, normed_);
-    result.logits.noalias() = normed_ * head.transpose();
+    final_rows = &last_;
   }
+  Norm(weights_.final_norm, *final_rows, normed_);
+  const Activations& head =
+      weights_.head();  // [vocab, d_model]: row v scores token v.
+  result.logits.resize(normed_.rows(), config_.vocab_size);
+  kernels::MatMul(normed_.data(), normed_.rows(), config_.d_model,
+                  config_.d_model, head.data(), config_.d_model,
+                  config_.vocab_size, result.logits.data(), config_.vocab_size,
+                  /*accumulate=*/false);
   return absl::OkStatus();
 }
 
@@ -148,25 +153,41 @@ void Decoder::Embed(absl::Span<const SequenceChunk> batch,
 
 void Decoder::Norm(const NormWeights& norm, const Activations& in,
                    Activations& out) const {
-  out.resize(in.rows(), in.cols());
-  const float inv_width = 1.0f / static_cast<float>(in.cols());
+  const int width = static_cast<int>(in.cols());
+  out.resize(in.rows(), width);
+  const float inv_width = 1.0f / static_cast<float>(width);
   for (Eigen::Index r = 0; r < in.rows(); ++r) {
     if (config_.norm == NormKind::kLayerNorm) {
       // (x - mean) / sqrt(var + eps) * gain + bias, with the biased variance.
-      const float mean = in.row(r).sum() * inv_width;
+      const float mean = kernels::Sum(in.row(r).data(), width) * inv_width;
       out.row(r) = in.row(r).array() - mean;
-      const float var = out.row(r).squaredNorm() * inv_width;
+      const float* centered = out.row(r).data();
+      const float var = kernels::Dot(centered, centered, width) * inv_width;
       out.row(r) = (out.row(r) * (1.0f / std::sqrt(var + config_.norm_eps)))
                        .cwiseProduct(norm.gain) +
                    norm.bias;
     } else {
       // x / sqrt(mean(x²) + eps) * gain
-      const float mean_square = in.row(r).squaredNorm() * inv_width;
+      const float* x = in.row(r).data();
+      const float mean_square = kernels::Dot(x, x, width) * inv_width;
       out.row(r) =
           (in.row(r) * (1.0f / std::sqrt(mean_square + config_.norm_eps)))
               .cwiseProduct(norm.gain);
     }
   }
+}
+
+void Decoder::Project(const Activations& in, const WeightMatrix& weight,
+                      const RowVector& bias, Activations& out,
+                      bool accumulate) const {
+  // out (+)= in · weight (+ bias)   [N, in_width] · [in_width, out_width]
+  const int in_width = static_cast<int>(weight.rows());
+  const int out_width = static_cast<int>(weight.cols());
+  if (!accumulate) out.resize(in.rows(), out_width);
+  kernels::MatMul(in.data(), in.rows(), in_width, static_cast<int>(in.cols()),
+                  weight.data(), in_width, out_width, out.data(), out_width,
+                  accumulate);
+  if (bias.size()) out.rowwise() += bias;
 }
 
 void Decoder::ApplyRotary(int row, int position) {
@@ -214,33 +235,38 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
       scores_.resize(std::max<Eigen::Index>(scores_.rows(), T),
                      std::max<Eigen::Index>(scores_.cols(), L));
     }
+    const int score_stride = static_cast<int>(scores_.cols());
+    const int qkv_stride = static_cast<int>(qkv_.cols());
     for (int h = 0; h < H; ++h) {
       const int kv_h =
           h / group;  // Grouped-query attention: heads share K/V in groups.
-      auto q = qkv_.block(r0, h * D, T, D);       // [T, D]
-      auto k = keys.block(0, kv_h * D, L, D);     // [L, D]
-      auto v = values.block(0, kv_h * D, L, D);   // [L, D]
-      auto scores = scores_.topLeftCorner(T, L);  // [T, L]
-      scores.noalias() = q * k.transpose();
-      // Causal softmax: query t (position start + t) sees keys 0 .. start + t.
-      // Later keys get probability exactly 0, so they contribute nothing to the
-      // weighted sum below.
+      const float* q =
+          qkv_.row(r0).data() + h * D;          // [T, D], row stride qkv_stride
+      const float* k = keys.data() + kv_h * D;  // [L, D], row stride kv_width
+      const float* v = values.data() + kv_h * D;  // [L, D], row stride kv_width
+      // scores = q · kᵀ   [T, L]
+      kernels::MatMul(q, T, D, qkv_stride, k, kv_width, L, scores_.data(),
+                      score_stride,
+                      /*accumulate=*/false);
       for (int t = 0; t < T; ++t) {
+        // Causal: query t (position start + t) sees keys 0 .. start + t; later
+        // keys get probability exactly 0 and are never read.
         const int visible = start + t + 1;
-        auto row = scores.row(t);
-        auto seen = row.head(visible).array();
-        seen *= scale;
-        seen = (seen - seen.maxCoeff()).exp();
-        seen /= seen.sum();
-        row.tail(L - visible).setZero();
+        float* p = scores_.row(t).data();
+        for (int j = 0; j < visible; ++j) p[j] *= scale;
+        kernels::Softmax(p, visible);
+        std::fill(p + visible, p + L, 0.0f);
+        // out_t = Σ_j p[j] · v_j   [D]
+        float* out = attn_.row(r0 + t).data() + h * D;
+        std::fill(out, out + D, 0.0f);
+        for (int j = 0; j < visible; ++j)
+          kernels::Axpy(p[j], v + j * kv_width, out, D);
       }
-      attn_.block(r0, h * D, T, D).noalias() = scores * v;  // [T, D]
-
       if (capture != nullptr) {
         AttentionMaps& maps = capture->attention[i];
-        float* out = maps.weights.data() + (static_cast<size_t>(l) * H + h) *
+        float* dst = maps.weights.data() + (static_cast<size_t>(l) * H + h) *
                                                maps.n_queries * maps.n_keys;
-        Eigen::Map<Activations>(out, T, L) = scores;
+        Eigen::Map<Activations>(dst, T, L) = scores_.topLeftCorner(T, L);
       }
     }
   }
@@ -248,21 +274,21 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
 
 void Decoder::FeedForward(const LayerWeights& layer) {
   const int F = config_.d_ff;
-  ff_.noalias() = normed_ * layer.ff_in;  // [N, d_ff] or [N, 2 d_ff]
-  if (layer.ff_in_bias.size()) ff_.rowwise() += layer.ff_in_bias;
+  const int rows = static_cast<int>(normed_.rows());
+  Project(normed_, layer.ff_in, layer.ff_in_bias,
+          ff_);  // [N, d_ff] or [N, 2 d_ff]
   if (config_.feed_forward == FeedForwardKind::kGeluMlp) {
-    // GELU, tanh form (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
-    auto a = ff_.array();
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
-    x_.noalias() += ff_ * layer.ff_out;  // [N, d_model]
+    kernels::GeluTanh(ff_.data(), static_cast<int>(ff_.size()));
   } else {
-    // SwiGLU: silu(gate) ⊙ up, with silu(g) = g / (1 + e^-g).
-    auto gate = ff_.leftCols(F).array();
-    auto up = ff_.rightCols(F).array();
-    gate = gate / (1.0f + (-gate).exp()) * up;
-    x_.noalias() += ff_.leftCols(F) * layer.ff_out;
+    for (int r = 0; r < rows;
+         ++r) {  // gate ⊙= up, in the gate half of each row.
+      kernels::SiluMultiply(ff_.row(r).data(), ff_.row(r).data() + F, F);
+    }
   }
+  // x += act · W_out (+ bias)   [N, d_ff] · [d_ff, d_model]
+  kernels::MatMul(ff_.data(), rows, F, static_cast<int>(ff_.cols()),
+                  layer.ff_out.data(), F, config_.d_model, x_.data(),
+                  config_.d_model, /*accumulate=*/true);
   if (layer.ff_out_bias.size()) x_.rowwise() += layer.ff_out_bias;
 }
 

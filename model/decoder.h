@@ -100,6 +100,10 @@ class Decoder {
   void Embed(absl::Span<const SequenceChunk> batch, const KvCache& cache);
   void Norm(const NormWeights& norm, const Activations& in,
             Activations& out) const;
+  // out (+)= in · weight (+ bias), one batch-invariant product over every row.
+  void Project(const Activations& in, const WeightMatrix& weight,
+               const RowVector& bias, Activations& out,
+               bool accumulate = false) const;
   void ApplyRotary(int row, int position);
   void Attend(int layer, absl::Span<const SequenceChunk> batch, KvCache& cache,
               ForwardResult* capture);
