@@ -131,10 +131,10 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
   const Activations& head =
       weights_.head();  // [vocab, d_model]: row v scores token v.
   result.logits.resize(normed_.rows(), config_.vocab_size);
-  kernels::MatMul(normed_.data(), normed_.rows(), config_.d_model,
-                  config_.d_model, head.data(), config_.d_model,
-                  config_.vocab_size, result.logits.data(), config_.vocab_size,
-                  /*accumulate=*/false);
+  kernels::MatMulTransposed(normed_.data(), normed_.rows(), config_.d_model,
+                            config_.d_model, head.data(), config_.d_model,
+                            config_.vocab_size, result.logits.data(),
+                            config_.vocab_size);
   return absl::OkStatus();
 }
 
@@ -177,16 +177,15 @@ void Decoder::Norm(const NormWeights& norm, const Activations& in,
   }
 }
 
-void Decoder::Project(const Activations& in, const WeightMatrix& weight,
+void Decoder::Project(const Activations& in,
+                      const kernels::PackedWeights& weight,
                       const RowVector& bias, Activations& out,
                       bool accumulate) const {
   // out (+)= in · weight (+ bias)   [N, in_width] · [in_width, out_width]
-  const int in_width = static_cast<int>(weight.rows());
-  const int out_width = static_cast<int>(weight.cols());
-  if (!accumulate) out.resize(in.rows(), out_width);
-  kernels::MatMul(in.data(), in.rows(), in_width, static_cast<int>(in.cols()),
-                  weight.data(), in_width, out_width, out.data(), out_width,
-                  accumulate);
+  if (!accumulate) out.resize(in.rows(), weight.cols());
+  kernels::MatMul(in.data(), static_cast<int>(in.rows()),
+                  static_cast<int>(in.cols()), weight, out.data(),
+                  weight.cols(), accumulate);
   if (bias.size()) out.rowwise() += bias;
 }
 
@@ -245,9 +244,8 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
       const float* k = keys.data() + kv_h * D;  // [L, D], row stride kv_width
       const float* v = values.data() + kv_h * D;  // [L, D], row stride kv_width
       // scores = q · kᵀ   [T, L]
-      kernels::MatMul(q, T, D, qkv_stride, k, kv_width, L, scores_.data(),
-                      score_stride,
-                      /*accumulate=*/false);
+      kernels::MatMulTransposed(q, T, D, qkv_stride, k, kv_width, L,
+                                scores_.data(), score_stride);
       for (int t = 0; t < T; ++t) {
         // Causal: query t (position start + t) sees keys 0 .. start + t; later
         // keys get probability exactly 0 and are never read.
@@ -286,9 +284,8 @@ void Decoder::FeedForward(const LayerWeights& layer) {
     }
   }
   // x += act · W_out (+ bias)   [N, d_ff] · [d_ff, d_model]
-  kernels::MatMul(ff_.data(), rows, F, static_cast<int>(ff_.cols()),
-                  layer.ff_out.data(), F, config_.d_model, x_.data(),
-                  config_.d_model, /*accumulate=*/true);
+  kernels::MatMul(ff_.data(), rows, static_cast<int>(ff_.cols()), layer.ff_out,
+                  x_.data(), config_.d_model, /*accumulate=*/true);
   if (layer.ff_out_bias.size()) x_.rowwise() += layer.ff_out_bias;
 }
 

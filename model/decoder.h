@@ -19,6 +19,7 @@
 #include "absl/types/span.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/kernels.h"
 #include "model/kv_cache.h"
 #include "model/tensor.h"
 
@@ -101,7 +102,7 @@ class Decoder {
   void Norm(const NormWeights& norm, const Activations& in,
             Activations& out) const;
   // out (+)= in · weight (+ bias), one batch-invariant product over every row.
-  void Project(const Activations& in, const WeightMatrix& weight,
+  void Project(const Activations& in, const kernels::PackedWeights& weight,
                const RowVector& bias, Activations& out,
                bool accumulate = false) const;
   void ApplyRotary(int row, int position);

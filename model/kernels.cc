@@ -54,31 +54,117 @@ float Sum(const float* a, int n) {
   return FoldLanes(acc);
 }
 
-void MatMul(const float* x, int rows, int depth, int x_stride, const float* w,
-            int w_stride, int cols, float* y, int y_stride, bool accumulate) {
-  // Row blocks small enough to stay in cache while every weight vector streams
-  // past them; within a block, four rows share each weight load.
+namespace {
+
+// One vector of output columns. GCC's vector extension compiles to the widest
+// registers the target has (AVX-512, AVX2 or SSE), always with the same
+// per-lane arithmetic.
+constexpr int kVec = 16;
+typedef float Vec __attribute__((vector_size(kVec * sizeof(float))));
+
+inline Vec Load(const float* p) {
+  Vec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void Store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
+
+constexpr int kPanelVecs = PackedWeights::kPanel / kVec;
+
+// Rows [0, R) × one panel of x · W, accumulated in registers over the whole
+// depth in increasing k. Writes the first `valid` columns of the panel.
+template <int R>
+inline void PanelTile(const float* x, int depth, int x_stride,
+                      const float* panel, float* y, int y_stride, int valid,
+                      bool accumulate) {
+  Vec acc[R][kPanelVecs] = {};
+  for (int k = 0; k < depth; ++k) {
+    const float* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    Vec b[kPanelVecs];
+    for (int c = 0; c < kPanelVecs; ++c) b[c] = Load(wk + c * kVec);
+    for (int r = 0; r < R; ++r) {
+      const float a = x[static_cast<long>(r) * x_stride + k];
+      for (int c = 0; c < kPanelVecs; ++c) acc[r][c] += a * b[c];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* out = y + static_cast<long>(r) * y_stride;
+    if (valid == PackedWeights::kPanel) {
+      for (int c = 0; c < kPanelVecs; ++c) {
+        Store(out + c * kVec,
+              accumulate ? Load(out + c * kVec) + acc[r][c] : acc[r][c]);
+      }
+    } else {
+      float sums[PackedWeights::kPanel];
+      __builtin_memcpy(sums, acc[r], sizeof(sums));
+      for (int j = 0; j < valid; ++j)
+        out[j] = accumulate ? out[j] + sums[j] : sums[j];
+    }
+  }
+}
+
+}  // namespace
+
+PackedWeights::PackedWeights(const float* w, int depth, int cols, int w_stride)
+    : depth_(depth), cols_(cols) {
+  const int panels = (cols + kPanel - 1) / kPanel;
+  data_.assign(static_cast<size_t>(panels) * depth * kPanel, 0.0f);
+  for (int j = 0; j < cols; ++j) {
+    float* column = data_.data() +
+                    static_cast<size_t>(j / kPanel) * depth * kPanel +
+                    j % kPanel;
+    for (int k = 0; k < depth; ++k)
+      column[k * kPanel] = w[static_cast<long>(k) * w_stride + j];
+  }
+}
+
+void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
+            float* y, int y_stride, bool accumulate) {
+  // Panel by panel, so each panel of W stays in cache while every row passes
+  // over it; four rows share each load from the panel.
+  constexpr int kRows = 4;
+  const int panels =
+      (w.cols() + PackedWeights::kPanel - 1) / PackedWeights::kPanel;
+  for (int p = 0; p < panels; ++p) {
+    const int j0 = p * PackedWeights::kPanel;
+    const int valid = std::min(PackedWeights::kPanel, w.cols() - j0);
+    int r = 0;
+    for (; r + kRows <= rows; r += kRows) {
+      PanelTile<kRows>(x + static_cast<long>(r) * x_stride, w.depth(), x_stride,
+                       w.panel(p), y + static_cast<long>(r) * y_stride + j0,
+                       y_stride, valid, accumulate);
+    }
+    for (; r < rows; ++r) {
+      PanelTile<1>(x + static_cast<long>(r) * x_stride, w.depth(), x_stride,
+                   w.panel(p), y + static_cast<long>(r) * y_stride + j0,
+                   y_stride, valid, accumulate);
+    }
+  }
+}
+
+void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
+                      const float* v, int v_stride, int cols, float* y,
+                      int y_stride) {
+  // Row blocks small enough to stay in cache while every vector streams past
+  // them; within a block, four rows share each load of v_j.
   constexpr int kRowBlock = 64;
   constexpr int kTile = 4;
   for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int r_end = std::min(rows, r0 + kRowBlock);
     for (int j = 0; j < cols; ++j) {
-      const float* wj = w + static_cast<long>(j) * w_stride;
+      const float* vj = v + static_cast<long>(j) * v_stride;
       int r = r0;
       float out[kTile];
       for (; r + kTile <= r_end; r += kTile) {
-        DotRows<kTile>(x + static_cast<long>(r) * x_stride, x_stride, wj, depth,
+        DotRows<kTile>(x + static_cast<long>(r) * x_stride, x_stride, vj, depth,
                        out);
-        for (int t = 0; t < kTile; ++t) {
-          float& dst = y[static_cast<long>(r + t) * y_stride + j];
-          dst = accumulate ? dst + out[t] : out[t];
-        }
+        for (int t = 0; t < kTile; ++t)
+          y[static_cast<long>(r + t) * y_stride + j] = out[t];
       }
       for (; r < r_end; ++r) {
-        DotRows<1>(x + static_cast<long>(r) * x_stride, x_stride, wj, depth,
+        DotRows<1>(x + static_cast<long>(r) * x_stride, x_stride, vj, depth,
                    out);
-        float& dst = y[static_cast<long>(r) * y_stride + j];
-        dst = accumulate ? dst + out[0] : out[0];
+        y[static_cast<long>(r) * y_stride + j] = out[0];
       }
     }
   }

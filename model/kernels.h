@@ -9,17 +9,25 @@
 // pass, a KV-cached decode step and a batched step. Drift of that kind is
 // invisible in one step but can flip a greedy argmax between "alone" and
 // "batched". Here, instead:
-//   - every reduction (dot product, sum) accumulates element i into lane i %
-//   kLanes, in index
-//     order, and folds the lanes in one fixed tree;
-//   - transcendental functions (exp, tanh) are the scalar libm calls for every
-//   element.
-// The compiler vectorizes the lane loops without reassociating anything, so the
-// code is both fast and exactly reproducible: KV-cached decoding equals full
-// recomputation bit for bit, and a sequence's logits do not depend on its
-// batch.
+//   - MatMul (the projections) sums each output over k in increasing order, one
+//   multiply
+//     and one add per step, vectorized across output columns: lanes never
+//     interact;
+//   - Dot, Sum and MatMulTransposed accumulate element i into lane i % kLanes
+//   in index
+//     order and fold the lanes in one fixed tree;
+//   - exp and tanh are the scalar libm calls for every element;
+//   - multiplies and adds are never fused (kernels.cc is built with
+//   -ffp-contract=off),
+//     so vector lanes and scalar tails compute identical values.
+// KV-cached decoding therefore equals full recomputation bit for bit, and a
+// sequence's logits do not depend on its batch; tests/parity_test.cc holds the
+// decoder to that.
 #ifndef TEXTGEN_MODEL_KERNELS_H_
 #define TEXTGEN_MODEL_KERNELS_H_
+
+#include <cstddef>
+#include <vector>
 
 namespace textgen::kernels {
 
@@ -33,18 +41,57 @@ float Dot(const float* a, const float* b, int n);
 // Σ a[i], i < n.
 float Sum(const float* a, int n);
 
-// y[r, j] (+)= Σ_k x[r, k] · w_j[k]  for r < rows, j < cols.
-//   x:  rows × depth, row-major with row stride x_stride.
-//   w:  cols vectors of `depth` floats, vector j at w + j * w_stride. With
-//   w_stride = depth
-//       that is a column-major [depth, cols] matrix (PyTorch's nn.Linear weight
-//       [out, in]); it is also how attention reads keys out of a row-major
-//       cache.
-//   y:  rows × cols, row-major with row stride y_stride. accumulate: add to y,
-//   don't set.
-// Each y[r, j] is exactly Dot(x row r, w_j, depth), whatever rows and cols are.
-void MatMul(const float* x, int rows, int depth, int x_stride, const float* w,
-            int w_stride, int cols, float* y, int y_stride, bool accumulate);
+// A weight matrix W [depth, cols] (the [in, out] layout of GPT-2's Conv1D)
+// repacked for MatMul: cut into panels of kPanel consecutive columns, each
+// stored k-major, so the kernel streams through memory in order. The last panel
+// is zero-padded to kPanel columns.
+class PackedWeights {
+ public:
+  static constexpr int kPanel = 64;
+
+  PackedWeights() = default;
+  // `w` is row-major [depth, cols] with row stride `w_stride`.
+  PackedWeights(const float* w, int depth, int cols, int w_stride);
+
+  int depth() const { return depth_; }
+  int cols() const { return cols_; }
+  // Panel p: depth × kPanel floats, row k holding columns p·kPanel .. p·kPanel
+  // + kPanel - 1.
+  const float* panel(int p) const {
+    return data_.data() + static_cast<size_t>(p) * depth_ * kPanel;
+  }
+  // W[k, j], for tests and debugging.
+  float at(int k, int j) const {
+    return panel(j / kPanel)[k * kPanel + j % kPanel];
+  }
+  size_t MemoryBytes() const { return data_.size() * sizeof(float); }
+
+ private:
+  int depth_ = 0;
+  int cols_ = 0;
+  std::vector<float> data_;
+};
+
+// y[r, j] (+)= Σ_k x[r, k] · W[k, j]   for r < rows, j < w.cols().         y =
+// x · W
+//   x: rows × w.depth(), row-major with row stride x_stride.
+//   y: rows × w.cols(), row-major with row stride y_stride. accumulate: add the
+//   product to y.
+// Each y[r, j] is the sum over k in increasing order, one multiply and one add
+// per step, whatever rows is. Register-tiled like a GEMM micro-kernel,
+// vectorized across columns.
+void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
+            float* y, int y_stride, bool accumulate);
+
+// y[r, j] = Σ_k x[r, k] · v_j[k]   for r < rows, j < cols; each is exactly
+// Dot(x_r, v_j).
+//   v: cols vectors of `depth` floats, vector j at v + j * v_stride (rows of an
+//   embedding
+//      table, or keys in a row-major KV cache): a product with the transpose of
+//      a row-major matrix, without copying it.
+void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
+                      const float* v, int v_stride, int cols, float* y,
+                      int y_stride);
 
 // y[j] += a · x[j], j < n.
 void Axpy(float a, const float* x, float* y, int n);

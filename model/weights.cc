@@ -12,6 +12,13 @@
 namespace textgen {
 namespace {
 
+// Packs a row-major [in, out] matrix for kernels::MatMul.
+kernels::PackedWeights Pack(const Activations& w) {
+  return kernels::PackedWeights(w.data(), static_cast<int>(w.rows()),
+                                static_cast<int>(w.cols()),
+                                static_cast<int>(w.cols()));
+}
+
 using ColMajorMap = Eigen::Map<const Eigen::MatrixXf>;
 using RowMajorMap = Eigen::Map<const Activations>;
 
@@ -35,20 +42,20 @@ class TensorReader {
     return Activations(RowMajorMap(v.data(), rows, cols));
   }
 
-  // A GPT-2 Conv1D weight, stored [in, out] row-major: transposed into
-  // column-major.
-  absl::StatusOr<WeightMatrix> Conv1D(const std::string& name, int64_t in,
-                                      int64_t out) {
-    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {in, out}));
-    return WeightMatrix(RowMajorMap(v.data(), in, out));
+  // A GPT-2 Conv1D weight, stored [in, out] row-major: the layout y = x · W
+  // uses.
+  absl::StatusOr<kernels::PackedWeights> Conv1D(const std::string& name,
+                                                int64_t in, int64_t out) {
+    TEXTGEN_ASSIGN_OR_RETURN(Activations w, Rows(name, in, out));
+    return Pack(w);
   }
 
-  // An nn.Linear weight, stored [out, in] row-major: the same bytes as [in,
-  // out] column-major.
-  absl::StatusOr<WeightMatrix> Linear(const std::string& name, int64_t out,
-                                      int64_t in) {
+  // An nn.Linear weight, stored [out, in] row-major (the same bytes as [in,
+  // out] column-major), returned as [in, out] row-major.
+  absl::StatusOr<Activations> Linear(const std::string& name, int64_t out,
+                                     int64_t in) {
     TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {out, in}));
-    return WeightMatrix(ColMajorMap(v.data(), in, out));
+    return Activations(ColMajorMap(v.data(), in, out));
   }
 
   bool Has(const std::string& name) const {
@@ -155,25 +162,29 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
     TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm,
                              LoadNorm(r, p + "input_layernorm", C, false));
     TEXTGEN_ASSIGN_OR_RETURN(
-        WeightMatrix q, r.Linear(p + "self_attn.q_proj.weight", q_cols, C));
+        Activations q, r.Linear(p + "self_attn.q_proj.weight", q_cols, C));
     TEXTGEN_ASSIGN_OR_RETURN(
-        WeightMatrix k, r.Linear(p + "self_attn.k_proj.weight", kv_cols, C));
+        Activations k, r.Linear(p + "self_attn.k_proj.weight", kv_cols, C));
     TEXTGEN_ASSIGN_OR_RETURN(
-        WeightMatrix v, r.Linear(p + "self_attn.v_proj.weight", kv_cols, C));
-    L.qkv.resize(C, q_cols + 2 * kv_cols);
-    L.qkv << q, k, v;
+        Activations v, r.Linear(p + "self_attn.v_proj.weight", kv_cols, C));
+    Activations qkv(C, q_cols + 2 * kv_cols);  // [C, Q | K | V]
+    qkv << q, k, v;
+    L.qkv = Pack(qkv);
     TEXTGEN_ASSIGN_OR_RETURN(
-        L.attn_out, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
+        Activations o, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
+    L.attn_out = Pack(o);
     TEXTGEN_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
-    TEXTGEN_ASSIGN_OR_RETURN(WeightMatrix gate,
+    TEXTGEN_ASSIGN_OR_RETURN(Activations gate,
                              r.Linear(p + "mlp.gate_proj.weight", I, C));
-    TEXTGEN_ASSIGN_OR_RETURN(WeightMatrix up,
+    TEXTGEN_ASSIGN_OR_RETURN(Activations up,
                              r.Linear(p + "mlp.up_proj.weight", I, C));
-    L.ff_in.resize(C, 2 * I);
-    L.ff_in << gate, up;
-    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out,
+    Activations gate_up(C, 2 * I);  // [C, gate | up]
+    gate_up << gate, up;
+    L.ff_in = Pack(gate_up);
+    TEXTGEN_ASSIGN_OR_RETURN(Activations down,
                              r.Linear(p + "mlp.down_proj.weight", C, I));
+    L.ff_out = Pack(down);
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "model.norm", C, false));
   if (!c.tied_lm_head) {

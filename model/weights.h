@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/config.h"
+#include "model/kernels.h"
 #include "model/safetensors.h"
 #include "model/tensor.h"
 
@@ -28,16 +29,17 @@ struct NormWeights {
 
 struct LayerWeights {
   NormWeights attn_norm;
-  WeightMatrix qkv;       // [d_model, (n_heads + 2 * n_kv_heads) * head_dim]
-  RowVector qkv_bias;     // [(n_heads + 2 * n_kv_heads) * head_dim], or empty.
-  WeightMatrix attn_out;  // [n_heads * head_dim, d_model]
-  RowVector attn_out_bias;  // [d_model], or empty.
+  // Projections are [in, out], packed for kernels::MatMul.
+  kernels::PackedWeights qkv;  // [d_model, (n_heads + 2 n_kv_heads) head_dim]
+  RowVector qkv_bias;  // [(n_heads + 2 * n_kv_heads) * head_dim], or empty.
+  kernels::PackedWeights attn_out;  // [n_heads head_dim, d_model]
+  RowVector attn_out_bias;          // [d_model], or empty.
   NormWeights ffn_norm;
-  WeightMatrix ff_in;  // GELU MLP: [d_model, d_ff]; SwiGLU: [d_model, 2 * d_ff]
-                       // (gate | up).
-  RowVector ff_in_bias;   // [d_ff], or empty.
-  WeightMatrix ff_out;    // [d_ff, d_model]
-  RowVector ff_out_bias;  // [d_model], or empty.
+  // GELU MLP: [d_model, d_ff]; SwiGLU: [d_model, 2 d_ff] (gate | up).
+  kernels::PackedWeights ff_in;
+  RowVector ff_in_bias;           // [d_ff], or empty.
+  kernels::PackedWeights ff_out;  // [d_ff, d_model]
+  RowVector ff_out_bias;          // [d_model], or empty.
 };
 
 struct ModelWeights {
