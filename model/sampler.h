@@ -1,0 +1,70 @@
+// Choosing the next token from a row of logits: greedy, temperature, top-k,
+// top-p (nucleus) and a repetition penalty, driven by a per-request seeded
+// generator so that the same request with the same seed always gives the same
+// tokens.
+//
+// Order of operations (the one Hugging Face's generate() uses):
+//   logits → repetition penalty → (temperature 0: argmax) → ÷ temperature →
+//   top-k → softmax → top-p → draw.
+#ifndef TEXTGEN_MODEL_SAMPLER_H_
+#define TEXTGEN_MODEL_SAMPLER_H_
+
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace textgen {
+
+struct SamplingParams {
+  float temperature =
+      1.0f;            // 0 picks the most likely token (greedy); else > 0.
+  int top_k = 0;       // Keep the k most likely tokens; 0 keeps all.
+  float top_p = 1.0f;  // Keep the smallest set with this much mass; (0, 1].
+  float repetition_penalty =
+      1.0f;           // > 1 discourages tokens already seen (CTRL's rule).
+  uint64_t seed = 0;  // Seeds the generator; same seed, same draws.
+};
+
+// INVALID_ARGUMENT naming the field for a value outside its range (NaN
+// included).
+absl::Status ValidateSamplingParams(const SamplingParams& params);
+
+// One request's sampler: owns its generator and scratch. Not thread-safe.
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // Picks the next token. `logits` has one entry per vocabulary id; `history`
+  // holds the tokens so far (prompt and generated), which the repetition
+  // penalty discourages.
+  int Sample(absl::Span<const float> logits, absl::Span<const int> history);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  // A uniform draw in [0, 1) built from the generator's bits, the same on every
+  // platform.
+  float Uniform();
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<float> scores_;  // [vocab] processed logits
+  std::vector<int> seen_;      // distinct ids of the history
+  std::vector<std::pair<float, int>> candidates_;  // (probability, id)
+};
+
+// log softmax(logits)[i] for every i, computed stably.
+void LogSoftmax(absl::Span<const float> logits, std::vector<float>& out);
+
+// The n most likely ids as (id, logprob), most likely first; ties go to the
+// lower id.
+std::vector<std::pair<int, float>> TopLogprobs(absl::Span<const float> logprobs,
+                                               int n);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_MODEL_SAMPLER_H_
