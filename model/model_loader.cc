@@ -1,0 +1,59 @@
+#include "model/model_loader.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "model/file_util.h"
+#include "model/llama2c_checkpoint.h"
+#include "model/status_macros.h"
+
+namespace textgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
+                                      const std::string& tokenizer_path) {
+  LoadedModel model;
+  std::error_code ec;
+  std::string found_tokenizer = tokenizer_path;
+  if (fs::is_directory(model_path, ec)) {
+    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint, LoadCheckpoint(model_path));
+    if (found_tokenizer.empty() && HasTokenizer(model_path)) {
+      found_tokenizer = model_path;
+    }
+  } else if (fs::exists(model_path, ec)) {
+    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
+                             LoadLlama2cCheckpoint(model_path));
+    const std::string dir = fs::path(model_path).parent_path().string();
+    for (const std::string& name :
+         {absl::StrCat("tok", model.checkpoint.config.vocab_size, ".bin"),
+          std::string("tokenizer.bin")}) {
+      if (!found_tokenizer.empty()) break;
+      if (IsFile(JoinPath(dir, name))) found_tokenizer = JoinPath(dir, name);
+    }
+  } else {
+    return absl::NotFoundError(absl::StrCat(
+        model_path,
+        ": no such model (expected a checkpoint directory with "
+        "config.json + model.safetensors, or a llama2.c .bin file)"));
+  }
+  if (!found_tokenizer.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        model.tokenizer,
+        LoadTokenizer(found_tokenizer, model.checkpoint.config.vocab_size));
+    model.tokenizer_path = found_tokenizer;
+  }
+  return model;
+}
+
+}  // namespace textgen
