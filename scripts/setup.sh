@@ -24,6 +24,12 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# Node.js and npm run the reference GPT-2 encoder the tokenizer tests compare against
+# (tests/npm). Any node counts: installing Debian's npm over another nodejs would replace it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
   exit 0

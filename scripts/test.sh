@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
+echo "== Test dependencies from npm (tests/npm/package-lock.json)"
+npm ci --prefix tests/npm --no-audit --no-fund --loglevel=error
+
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
