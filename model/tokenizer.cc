@@ -78,10 +78,11 @@ absl::StatusOr<Found> ClassifyFile(const std::string& path) {
   if (!absl::EndsWith(path, ".json")) {
     return Found{TokenizerKind::kSentencePiece, path};
   }
-  // A character vocabulary says so; any other JSON must be GPT-2's vocab.
+  // A character vocabulary says so; any other JSON must be GPT-2's vocab
+  // (where "type" is a token, mapped to an id rather than to a string).
   TEXTGEN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   const auto root = nlohmann::json::parse(text, nullptr, false);
-  if (root.is_object() && root.contains("type")) {
+  if (root.is_object() && root.contains("type") && root["type"].is_string()) {
     return Found{TokenizerKind::kChar, path};
   }
   const fs::path dir = fs::path(path).parent_path();

@@ -477,7 +477,11 @@ TEST(LoadTokenizerTest, FindsEachKindInADirectoryOrAsAFile) {
     fs::create_directories(d);
   }
   testing::WriteFile(char_dir + "/char_vocab.json", kCharVocab);
-  const BpeFiles bpe = MakeBpe(kMerges);
+  // GPT-2's real vocabulary has a token "type", as a character vocabulary has
+  // a key "type": the two must not be confused.
+  auto merges = kMerges;
+  merges.insert(merges.end(), {{"t", "y"}, {"ty", "p"}, {"typ", "e"}});
+  const BpeFiles bpe = MakeBpe(merges);
   testing::WriteFile(bpe_dir + "/vocab.json", bpe.vocab_json);
   testing::WriteFile(bpe_dir + "/merges.txt", bpe.merges);
   testing::WriteFile(openai_dir + "/encoder.json", bpe.vocab_json);
@@ -513,7 +517,7 @@ TEST(LoadTokenizerTest, FindsEachKindInADirectoryOrAsAFile) {
 
   // Vocabulary sizes are checked against the model's.
   EXPECT_THAT(LoadTokenizer(bpe_dir, 100).status().message(),
-              HasSubstr("vocab.json: has 265 tokens but the model's "
+              HasSubstr("vocab.json: has 268 tokens but the model's "
                         "vocabulary has only 100"));
   EXPECT_THAT(LoadTokenizer(sp_dir, 276).status().message(),
               HasSubstr("tokenizer.bin: has 275 tokens but the model's "
