@@ -1,9 +1,18 @@
-// textgen_generate: loads a checkpoint and greedily continues a prompt of token
-// ids, printing each new id as soon as it is decoded (one KV-cached step per
-// token).
+// textgen_generate: runs any supported checkpoint locally — a prompt in,
+// generated text streamed out as it is decoded (one KV-cached step per token,
+// each token's text written and flushed as soon as it is whole UTF-8).
 //
-//   build/model/textgen_generate --model tests/golden/gpt2_learned --prompt_ids
-//   1,2,3
+//   build/model/textgen_generate --prompt "Once upon a time"
+//       --model ../shared/models/stories260K/stories260K.bin
+//       --tokenizer ../shared/models/stories260K/tok512.bin
+//   build/model/textgen_generate --model models/shakespeare-char --prompt
+//   "ROMEO:"
+//
+// --model is a checkpoint directory (config.json + model.safetensors + a
+// tokenizer file) or a llama2.c .bin (tokenizer from --tokenizer, or found
+// beside it); see model/model_loader.h. A checkpoint without a tokenizer can
+// still run on --prompt_ids, printing ids. The prompt is echoed, then the
+// continuation; statistics go to stderr.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -13,16 +22,35 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
+#include "model/model_loader.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
 
-ABSL_FLAG(std::string, model, "",
-          "Checkpoint directory (config.json + model.safetensors).");
-ABSL_FLAG(std::string, prompt_ids, "0", "Comma-separated prompt token ids.");
-ABSL_FLAG(int, max_new_tokens, 32,
-          "Tokens to generate (stops early when the context is full).");
+ABSL_FLAG(std::string, model, "models/shakespeare-char",
+          "Checkpoint directory (config.json + model.safetensors + tokenizer) "
+          "or llama2.c .bin file.");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer file or directory; default: found beside --model.");
+ABSL_FLAG(std::string, prompt, "",
+          "Text to continue. Empty: start from the model's BOS (or GPT-2's "
+          "<|endoftext|>).");
+ABSL_FLAG(std::string, prompt_ids, "",
+          "Comma-separated prompt token ids, instead of --prompt (output is "
+          "then ids too when there is no tokenizer).");
+ABSL_FLAG(int, max_new_tokens, 256,
+          "Tokens to generate (stops early at end of sequence or when the "
+          "context is full).");
+ABSL_FLAG(float, temperature, 0.0f,
+          "0 picks the most likely token (greedy, reproducible); > 0 samples.");
+ABSL_FLAG(int, top_k, 0, "Sample among the k most likely tokens; 0 = all.");
+ABSL_FLAG(float, top_p, 1.0f, "Nucleus sampling mass, in (0, 1].");
+ABSL_FLAG(float, repetition_penalty, 1.0f,
+          "> 1 discourages tokens already in the sequence.");
+ABSL_FLAG(uint64_t, seed, 0, "Seed of the sampler; same seed, same text.");
 
 namespace {
 
@@ -31,56 +59,160 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+void Write(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Greedy generation from a checkpoint, streamed as token ids.");
+      "Generates text from a checkpoint, streamed to stdout as it is decoded.\n"
+      "  textgen_generate --model DIR_OR_BIN [--tokenizer FILE] --prompt TEXT");
   absl::ParseCommandLine(argc, argv);
-  const std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir.empty()) return Fail("--model is required");
 
-  std::vector<int> prompt;
-  for (absl::string_view piece :
-       absl::StrSplit(absl::GetFlag(FLAGS_prompt_ids), ',')) {
-    int id;
-    if (!absl::SimpleAtoi(piece, &id)) {
-      return Fail("--prompt_ids: '" + std::string(piece) +
-                  "' is not an integer");
-    }
-    prompt.push_back(id);
+  textgen::SamplingParams sampling;
+  sampling.temperature = absl::GetFlag(FLAGS_temperature);
+  sampling.top_k = absl::GetFlag(FLAGS_top_k);
+  sampling.top_p = absl::GetFlag(FLAGS_top_p);
+  sampling.repetition_penalty = absl::GetFlag(FLAGS_repetition_penalty);
+  sampling.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status s = textgen::ValidateSamplingParams(sampling); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
 
-  auto checkpoint = textgen::LoadCheckpoint(dir);
-  if (!checkpoint.ok()) return Fail(std::string(checkpoint.status().message()));
-  textgen::Decoder decoder(*std::move(checkpoint));
+  auto loaded = textgen::LoadModel(absl::GetFlag(FLAGS_model),
+                                   absl::GetFlag(FLAGS_tokenizer));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  std::unique_ptr<textgen::Tokenizer> tokenizer = std::move(loaded->tokenizer);
+  textgen::Decoder decoder(std::move(loaded->checkpoint));
   std::fprintf(stderr, "model: %s\n",
                textgen::DescribeConfig(decoder.config()).c_str());
-  textgen::KvCache cache(decoder.config(), /*num_slots=*/1);
+  if (tokenizer) {
+    std::fprintf(stderr, "tokenizer: %s (%s)\n", tokenizer->Describe().c_str(),
+                 loaded->tokenizer_path.c_str());
+  }
 
-  const auto start = std::chrono::steady_clock::now();
-  textgen::ForwardResult result;
+  // The prompt as ids.
+  std::vector<int> prompt;
+  if (!absl::GetFlag(FLAGS_prompt_ids).empty()) {
+    if (!absl::GetFlag(FLAGS_prompt).empty()) {
+      return Fail("give --prompt or --prompt_ids, not both");
+    }
+    for (absl::string_view piece :
+         absl::StrSplit(absl::GetFlag(FLAGS_prompt_ids), ',')) {
+      int id;
+      if (!absl::SimpleAtoi(piece, &id)) {
+        return Fail(
+            absl::StrCat("--prompt_ids: '", piece, "' is not an integer"));
+      }
+      prompt.push_back(id);
+    }
+  } else if (!tokenizer) {
+    return Fail(
+        absl::StrCat("no tokenizer found for ", absl::GetFlag(FLAGS_model),
+                     "; pass --tokenizer, or token ids with --prompt_ids"));
+  } else {
+    if (tokenizer->bos_id() >= 0) prompt.push_back(tokenizer->bos_id());
+    auto ids = tokenizer->Encode(absl::GetFlag(FLAGS_prompt));
+    if (!ids.ok())
+      return Fail(absl::StrCat("--prompt: ", ids.status().message()));
+    prompt.insert(prompt.end(), ids->begin(), ids->end());
+    if (prompt.empty() && tokenizer->eos_id() >= 0) {
+      // GPT-2 starts unconditional samples from <|endoftext|>.
+      prompt.push_back(tokenizer->eos_id());
+    }
+    if (prompt.empty()) {
+      return Fail("--prompt is empty and this tokenizer has no start token");
+    }
+  }
+  const int vocab = decoder.config().vocab_size;
+  for (int id : prompt) {
+    if (id < 0 || id >= vocab) {
+      return Fail(absl::StrCat("prompt token id ", id,
+                               " is outside the model's vocabulary 0..",
+                               vocab - 1));
+    }
+  }
+  textgen::KvCache cache(decoder.config(), /*num_slots=*/1);
+  if (static_cast<int>(prompt.size()) > cache.capacity()) {
+    return Fail(absl::StrCat("the prompt is ", prompt.size(),
+                             " tokens; the model's context holds ",
+                             cache.capacity()));
+  }
+
+  // Echo the prompt, then stream the continuation.
+  if (tokenizer) {
+    auto text = tokenizer->Decode(prompt);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    Write(*text);
+  } else {
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      Write(absl::StrCat(i ? "," : "", prompt[i]));
+    }
+    Write(" |");
+  }
+  std::unique_ptr<textgen::DecodeStream> stream;
+  if (tokenizer) {
+    stream = std::make_unique<textgen::DecodeStream>(*tokenizer, prompt.back());
+  }
+
+  textgen::Sampler sampler(sampling);
+  std::vector<int> history = prompt;
   std::vector<int> chunk = prompt;
+  textgen::ForwardResult result;
+  const char* stop = "length";
   int generated = 0;
-  for (; generated < absl::GetFlag(FLAGS_max_new_tokens); ++generated) {
-    if (cache.length(0) + static_cast<int>(chunk.size()) > cache.capacity())
+  double prefill_seconds = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (generated < absl::GetFlag(FLAGS_max_new_tokens)) {
+    if (cache.length(0) + static_cast<int>(chunk.size()) > cache.capacity()) {
+      stop = "context full";
       break;
+    }
     const textgen::SequenceChunk seq{0, chunk};
     if (absl::Status s = decoder.Forward({seq}, cache, {}, result); !s.ok()) {
       return Fail(std::string(s.message()));
     }
-    Eigen::Index next;
-    result.logits.row(0).maxCoeff(&next);
-    std::printf("%s%d", generated ? " " : "", static_cast<int>(next));
-    std::fflush(stdout);
-    chunk.assign(1, static_cast<int>(next));
+    if (generated == 0) {
+      prefill_seconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    }
+    const int next = sampler.Sample(
+        absl::MakeConstSpan(result.logits.row(0).data(), result.logits.cols()),
+        history);
+    ++generated;
+    if (tokenizer && (next == tokenizer->eos_id() ||
+                      (next == tokenizer->bos_id() && next >= 0))) {
+      // llama2.c models mark the start of the next story with BOS.
+      stop = "end of sequence";
+      break;
+    }
+    if (stream && next < tokenizer->vocab_size()) {
+      auto text = stream->Next(next);
+      if (!text.ok()) return Fail(std::string(text.status().message()));
+      Write(*text);
+    } else {
+      // No tokenizer, or an id past its vocabulary (a padded embedding
+      // table): show the id.
+      Write(absl::StrCat(" ", next));
+    }
+    history.push_back(next);
+    chunk.assign(1, next);
   }
+  if (stream) Write(stream->Flush());
+  Write("\n");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::printf("\n");
-  std::fprintf(stderr,
-               "%d tokens in %.3f s (%.1f tokens/s, prompt %zu tokens)\n",
-               generated, seconds, generated / seconds, prompt.size());
+  std::fprintf(
+      stderr,
+      "%d tokens in %.3f s (%.1f tokens/s after a %.3f s prefill of "
+      "%zu prompt tokens); stopped: %s\n",
+      generated, seconds,
+      generated > 1 ? (generated - 1) / (seconds - prefill_seconds) : 0.0,
+      prefill_seconds, prompt.size(), stop);
   return 0;
 }
