@@ -1,0 +1,514 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "model/utf8.h"
+
+namespace textgen {
+
+absl::Status EngineOptions::Validate() const {
+  auto at_least = [](const char* name, int value, int min) {
+    return value >= min ? absl::OkStatus()
+                        : absl::InvalidArgumentError(absl::StrCat(
+                              name, " must be >= ", min, ", got ", value));
+  };
+  for (absl::Status s :
+       {at_least("num_slots", num_slots, 1),
+        at_least("max_queue", max_queue, 0),
+        at_least("prefill_chunk_tokens", prefill_chunk_tokens, 1),
+        at_least("max_new_tokens_limit", max_new_tokens_limit, 1),
+        at_least("default_max_new_tokens", default_max_new_tokens, 1),
+        at_least("stream_buffer_events", stream_buffer_events, 1)}) {
+    if (!s.ok()) return s;
+  }
+  if (default_max_new_tokens > max_new_tokens_limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "default_max_new_tokens (", default_max_new_tokens,
+        ") exceeds max_new_tokens_limit (", max_new_tokens_limit, ")"));
+  }
+  return absl::OkStatus();
+}
+
+void Engine::Wakeup::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    pending = true;
+  }
+  cv.notify_one();
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
+    const EngineOptions& options, std::unique_ptr<Decoder> decoder,
+    std::shared_ptr<const Tokenizer> tokenizer) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (decoder == nullptr) {
+    return absl::InvalidArgumentError("the engine needs a decoder");
+  }
+  if (tokenizer != nullptr &&
+      tokenizer->vocab_size() > decoder->config().vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the tokenizer has ", tokenizer->vocab_size(),
+                     " tokens but the model's vocabulary has only ",
+                     decoder->config().vocab_size));
+  }
+  // The constructor is private: Create is the one way in.
+  return absl::WrapUnique(
+      new Engine(options, std::move(decoder), std::move(tokenizer)));
+}
+
+Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
+               std::shared_ptr<const Tokenizer> tokenizer)
+    : options_(options),
+      decoder_(std::move(decoder)),
+      tokenizer_(std::move(tokenizer)),
+      wakeup_(std::make_shared<Wakeup>()),
+      seed_source_(std::random_device{}()),
+      cache_(decoder_->config(), options.num_slots) {
+  stats_.num_slots = options_.num_slots;
+  // Slot 0 is handed out first (a stack, popped from the back).
+  for (int slot = options_.num_slots - 1; slot >= 0; --slot) {
+    free_slots_.push_back(slot);
+  }
+  running_.reserve(options_.num_slots);
+}
+
+Engine::~Engine() { Shutdown(); }
+
+absl::Status Engine::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return absl::FailedPreconditionError("engine already started");
+  if (stopping_) return absl::FailedPreconditionError("engine was shut down");
+  started_ = true;
+  thread_ = std::thread(&Engine::Run, this);
+  return absl::OkStatus();
+}
+
+void Engine::Shutdown(absl::Duration grace) {
+  std::lock_guard<std::mutex> serialize(shutdown_mu_);
+  bool started;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      abort_at_ = absl::Now() + grace;
+    }
+    started = started_;
+  }
+  if (started) {
+    wakeup_->Notify();
+    if (thread_.joinable()) thread_.join();
+  } else {
+    // No engine thread was ever started: this thread may end the queue.
+    AbortAll(absl::UnavailableError("the engine is shutting down"));
+  }
+}
+
+absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
+  const ModelConfig& config = decoder_->config();
+  auto invalid = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(parts...));
+  };
+  if (r.prompt.empty()) return invalid("prompt is empty");
+  for (size_t i = 0; i < r.prompt.size(); ++i) {
+    if (r.prompt[i] < 0 || r.prompt[i] >= config.vocab_size) {
+      return invalid("prompt[", i, "]: token id ", r.prompt[i],
+                     " is outside the model's vocabulary 0..",
+                     config.vocab_size - 1);
+    }
+  }
+  if (static_cast<int>(r.prompt.size()) >= config.context_length) {
+    return invalid("prompt is ", r.prompt.size(),
+                   " tokens; the model's context holds ", config.context_length,
+                   " and must keep room for a new token, so at most ",
+                   config.context_length - 1, " prompt tokens");
+  }
+  if (r.max_new_tokens < 0 ||
+      r.max_new_tokens > options_.max_new_tokens_limit) {
+    return invalid("max_new_tokens must be in 0..",
+                   options_.max_new_tokens_limit, " (0 means the default, ",
+                   options_.default_max_new_tokens, "), got ",
+                   r.max_new_tokens);
+  }
+  if (absl::Status s = ValidateSamplingParams(r.sampling); !s.ok()) {
+    return invalid("sampling.", s.message());
+  }
+  if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
+    return invalid("top_logprobs must be in 0..", kMaxTopLogprobs, ", got ",
+                   r.top_logprobs);
+  }
+  if (!r.stop.empty() && tokenizer_ == nullptr) {
+    return invalid(
+        "stop: this model has no tokenizer, so there is no text to "
+        "match stop strings in");
+  }
+  if (r.stop.size() > static_cast<size_t>(kMaxStopStrings)) {
+    return invalid("stop: at most ", kMaxStopStrings, " strings, got ",
+                   r.stop.size());
+  }
+  for (size_t i = 0; i < r.stop.size(); ++i) {
+    if (r.stop[i].empty()) return invalid("stop[", i, "] is empty");
+    if (r.stop[i].size() > static_cast<size_t>(kMaxStopBytes)) {
+      return invalid("stop[", i, "] is ", r.stop[i].size(), " bytes; at most ",
+                     kMaxStopBytes);
+    }
+    if (!IsValidUtf8(r.stop[i])) {
+      return invalid("stop[", i, "] is not valid UTF-8");
+    }
+  }
+  if (r.attention_tap) {
+    const AttentionTap& tap = *r.attention_tap;
+    for (size_t i = 0; i < tap.layers.size(); ++i) {
+      if (tap.layers[i] < 0 || tap.layers[i] >= config.n_layers) {
+        return invalid("attention_tap.layers[", i, "] = ", tap.layers[i],
+                       " is outside the model's layers 0..",
+                       config.n_layers - 1);
+      }
+    }
+    for (size_t i = 0; i < tap.heads.size(); ++i) {
+      if (tap.heads[i] < 0 || tap.heads[i] >= config.n_heads) {
+        return invalid("attention_tap.heads[", i, "] = ", tap.heads[i],
+                       " is outside the model's heads 0..", config.n_heads - 1);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
+    GenerationRequest request) {
+  const absl::Time arrival = absl::Now();
+  if (absl::Status s = ValidateRequest(request); !s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.rejected_invalid;
+    return s;
+  }
+  if (request.deadline <= arrival) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.deadline_exceeded;
+    return absl::DeadlineExceededError("the request's deadline has passed");
+  }
+  const int max_new_tokens = request.max_new_tokens > 0
+                                 ? request.max_new_tokens
+                                 : options_.default_max_new_tokens;
+  const std::optional<uint64_t> requested_seed = request.seed;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    return absl::UnavailableError("the engine is shutting down");
+  }
+  // A request waits only if there is no free slot for it: those in the queue
+  // beyond the free slots are the ones waiting.
+  const int free_slots = options_.num_slots - slots_in_use_;
+  const int waiting = static_cast<int>(queue_.size()) - free_slots;
+  if (waiting >= options_.max_queue) {
+    ++stats_.rejected_queue_full;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "queue is full: ", waiting,
+        " requests waiting (--max_queue=", options_.max_queue, ")"));
+  }
+  const uint64_t seed =
+      requested_seed ? *requested_seed : static_cast<uint64_t>(seed_source_());
+  auto stream =
+      std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
+                                      [wakeup = wakeup_] { wakeup->Notify(); });
+  queue_.push_back(std::make_unique<Sequence>(
+      std::move(request), seed, max_new_tokens, decoder_->config(),
+      tokenizer_.get(), stream, arrival));
+  stats_.queue_depth = static_cast<int>(queue_.size());
+  wakeup_->Notify();
+  return stream;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+absl::Status Engine::CheckWanted(const Sequence& seq, absl::Time now) {
+  const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+  if (stream == nullptr) {
+    return absl::CancelledError("the stream was dropped by its consumer");
+  }
+  if (stream->cancelled()) return absl::CancelledError("cancelled");
+  if (now >= seq.deadline()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "deadline exceeded after ", seq.generated(), " generated tokens"));
+  }
+  return absl::OkStatus();
+}
+
+void Engine::Run() {
+  while (true) {
+    {
+      // Cleared before looking at anything, so that whatever happens from
+      // here on sets it again and WaitForWork does not sleep through it.
+      std::lock_guard<std::mutex> lock(wakeup_->mu);
+      wakeup_->pending = false;
+    }
+    const absl::Time now = absl::Now();
+    if (!Admit(now)) break;
+    Reap(now);
+    if (Schedule()) {
+      Step();
+    } else {
+      WaitForWork();
+    }
+  }
+  AbortAll(absl::UnavailableError("the engine is shutting down"));
+}
+
+bool Engine::Admit(absl::Time now) {
+  std::vector<std::pair<std::unique_ptr<Sequence>, absl::Status>> unwanted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ &&
+        (now >= abort_at_ || (queue_.empty() && running_.empty()))) {
+      return false;
+    }
+    for (auto& seq : queue_) {
+      if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
+        unwanted.emplace_back(std::move(seq), std::move(s));
+      }
+    }
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), nullptr),
+                 queue_.end());
+    while (!queue_.empty() && !free_slots_.empty()) {
+      std::unique_ptr<Sequence> seq = std::move(queue_.front());
+      queue_.pop_front();
+      seq->Admit(free_slots_.back(), now);
+      free_slots_.pop_back();
+      running_.push_back(std::move(seq));
+      ++slots_in_use_;
+    }
+    stats_.queue_depth = static_cast<int>(queue_.size());
+    stats_.slots_in_use = slots_in_use_;
+  }
+  for (auto& [seq, status] : unwanted) {
+    events_.clear();
+    events_.push_back(seq->Abort(std::move(status), now));
+    Retire(std::move(seq), events_);
+  }
+  return true;
+}
+
+void Engine::Reap(absl::Time now) {
+  bool any = false;
+  for (std::unique_ptr<Sequence>& seq : running_) {
+    if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
+      events_.clear();
+      events_.push_back(seq->Abort(std::move(s), now));
+      Retire(std::move(seq), events_);
+      any = true;
+    }
+  }
+  if (any) {
+    running_.erase(std::remove(running_.begin(), running_.end(), nullptr),
+                   running_.end());
+  }
+}
+
+bool Engine::Schedule() {
+  batch_index_.clear();
+  batch_tokens_.clear();
+  int budget = options_.prefill_chunk_tokens;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& seq = *running_[i];
+    const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+    if (stream == nullptr) continue;  // Reaped at the next step.
+    int n = 1;
+    if (seq.prefilling()) {
+      // Events this chunk makes: one per echoed prompt token, and the first
+      // generated token if the chunk ends the prompt. If they do not all fit
+      // the stream's buffer, take a shorter chunk that does not end the
+      // prompt (as many echoed tokens as fit), or none.
+      const int remaining = seq.prompt_remaining();
+      n = std::min(budget, remaining);
+      if (n == 0) continue;
+      const int per_token = seq.echoes_prompt() ? 1 : 0;
+      const int ends = n == remaining ? 1 : 0;
+      const int wanted = n * per_token + ends;
+      const int room = static_cast<int>(stream->Room(wanted));
+      if (room < wanted) {
+        n = per_token ? std::min(room, remaining - 1) : remaining - 1;
+        n = std::min(n, budget);
+      }
+      if (n <= 0) continue;
+      budget -= n;
+    } else if (stream->Room(1) == 0) {
+      continue;  // Backpressure: wait for the consumer.
+    }
+    batch_index_.push_back(i);
+    batch_tokens_.push_back(n);
+  }
+  return !batch_index_.empty();
+}
+
+void Engine::Step() {
+  batch_.clear();
+  bool capture = false;
+  for (size_t b = 0; b < batch_index_.size(); ++b) {
+    const Sequence& seq = *running_[batch_index_[b]];
+    batch_.push_back({seq.slot(), seq.NextChunk(batch_tokens_[b])});
+    // Attention maps cost memory and time for the whole batch, so they are
+    // captured only when a tapped sequence picks a token this step.
+    capture |=
+        seq.wants_attention() &&
+        (!seq.prefilling() || batch_tokens_[b] == seq.prompt_remaining());
+  }
+  ForwardOptions forward_options;
+  forward_options.capture_attention = capture;
+  const absl::Status forward =
+      decoder_->Forward(batch_, cache_, forward_options, result_);
+  ++step_;
+  const absl::Time now = absl::Now();
+
+  // Every sequence's events first; then the step's counters; then the
+  // events go out, so that a consumer that has seen them sees the counters.
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  step_events_.resize(std::max(step_events_.size(), batch_index_.size()));
+  step_done_.assign(batch_index_.size(), false);
+  for (size_t b = 0; b < batch_index_.size(); ++b) {
+    Sequence& seq = *running_[batch_index_[b]];
+    std::vector<StreamEvent>& events = step_events_[b];
+    events.clear();
+    if (!forward.ok()) {
+      // Validation in Submit should make this impossible; if the model still
+      // refuses, fail these requests rather than retry forever.
+      events.push_back(
+          seq.Abort(absl::InternalError(absl::StrCat("forward pass failed: ",
+                                                     forward.message())),
+                    now));
+      step_done_[b] = true;
+      continue;
+    }
+    const int n = batch_tokens_[b];
+    if (seq.prefilling()) prompt_tokens += n;
+    const int generated_before = seq.generated();
+    step_done_[b] =
+        seq.Advance(n,
+                    absl::MakeConstSpan(result_.logits.row(b).data(),
+                                        result_.logits.cols()),
+                    capture ? &result_.attention[b] : nullptr, step_, now,
+                    logprobs_, events);
+    generated_tokens += seq.generated() - generated_before;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.steps;
+    stats_.last_batch_size = static_cast<int>(batch_index_.size());
+    stats_.prompt_tokens += prompt_tokens;
+    stats_.generated_tokens += generated_tokens;
+  }
+  for (size_t b = 0; b < batch_index_.size(); ++b) {
+    std::unique_ptr<Sequence>& seq = running_[batch_index_[b]];
+    if (step_done_[b]) {
+      Retire(std::move(seq), step_events_[b]);
+    } else {
+      Send(*seq, step_events_[b]);
+    }
+  }
+  running_.erase(std::remove(running_.begin(), running_.end(), nullptr),
+                 running_.end());
+}
+
+void Engine::Send(const Sequence& seq, std::vector<StreamEvent>& events) {
+  if (const std::shared_ptr<RequestStream> stream = seq.stream().lock()) {
+    stream->Push(events);
+  }
+  events.clear();
+}
+
+void Engine::Retire(std::unique_ptr<Sequence> seq,
+                    std::vector<StreamEvent>& events) {
+  const FinishEvent& finish = std::get<FinishEvent>(events.back());
+  if (seq->slot() >= 0) {
+    cache_.Clear(seq->slot());
+    free_slots_.push_back(seq->slot());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (seq->slot() >= 0) --slots_in_use_;
+    stats_.slots_in_use = slots_in_use_;
+    switch (finish.status.code()) {
+      case absl::StatusCode::kOk:
+        switch (finish.reason) {
+          case FinishReason::kLength:
+            ++stats_.finished_length;
+            break;
+          case FinishReason::kStop:
+            ++stats_.finished_stop;
+            break;
+          case FinishReason::kEos:
+            ++stats_.finished_eos;
+            break;
+          case FinishReason::kContextFull:
+            ++stats_.finished_context_full;
+            break;
+        }
+        break;
+      case absl::StatusCode::kCancelled:
+        ++stats_.cancelled;
+        break;
+      case absl::StatusCode::kDeadlineExceeded:
+        ++stats_.deadline_exceeded;
+        break;
+      case absl::StatusCode::kUnavailable:
+        ++stats_.shut_down;
+        break;
+      default:
+        ++stats_.failed;
+        break;
+    }
+  }
+  Send(*seq, events);
+}
+
+void Engine::WaitForWork() {
+  // Nothing can run: every sequence waits for its consumer, or there are
+  // none. Sleep until something changes (Submit, Poll, Cancel, a dropped
+  // stream, Shutdown: all Notify) or a deadline needs enforcing.
+  absl::Time wake_at = absl::InfiniteFuture();
+  for (const auto& seq : running_) wake_at = std::min(wake_at, seq->deadline());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& seq : queue_) wake_at = std::min(wake_at, seq->deadline());
+    if (stopping_) wake_at = std::min(wake_at, abort_at_);
+  }
+  std::unique_lock<std::mutex> lock(wakeup_->mu);
+  auto woken = [this] { return wakeup_->pending; };
+  if (wake_at == absl::InfiniteFuture()) {
+    wakeup_->cv.wait(lock, woken);
+  } else {
+    // Clamped so that now + timeout cannot overflow the clock.
+    const absl::Duration timeout =
+        std::min(wake_at - absl::Now(), absl::Hours(24 * 365));
+    wakeup_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), woken);
+  }
+}
+
+void Engine::AbortAll(const absl::Status& status) {
+  const absl::Time now = absl::Now();
+  for (std::unique_ptr<Sequence>& seq : running_) {
+    events_.clear();
+    events_.push_back(seq->Abort(status, now));
+    Retire(std::move(seq), events_);
+  }
+  running_.clear();
+  std::deque<std::unique_ptr<Sequence>> queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued.swap(queue_);
+    stats_.queue_depth = 0;
+  }
+  for (std::unique_ptr<Sequence>& seq : queued) {
+    events_.clear();
+    events_.push_back(seq->Abort(status, now));
+    Retire(std::move(seq), events_);
+  }
+}
+
+}  // namespace textgen

@@ -1,0 +1,210 @@
+// The engine: one thread that owns the model and its KV-cache slots and runs
+// every request through them with continuous batching.
+//
+//   Submit ─▶ queue ─▶ free slot ─▶ chunked prefill ─▶ decode, one token per
+//   step ─▶ sample ─▶ detokenize ─▶ stop check ─▶ RequestStream ─▶ consumer
+//
+// Each step builds one batch: every sequence that is decoding contributes its
+// last token, and sequences still reading their prompt share a budget of
+// prompt tokens (first come, first served), so a long prompt is spread over
+// several steps while running streams keep decoding. The batch is one
+// Decoder::Forward call. A new request joins at the next step; a finished,
+// cancelled or timed-out one leaves at once and its slot is free for the next.
+//
+// The decoder's arithmetic is batch-invariant (model/kernels.h), so a request
+// gets the same tokens whatever else runs beside it and however its prompt
+// was chunked: with the same seed, the same output.
+//
+// Only the engine thread touches the Decoder and the KvCache. Other threads
+// talk to it through Submit (a bounded queue) and RequestStream (events out,
+// Cancel in); the engine never blocks on either.
+#ifndef TEXTGEN_SERVER_ENGINE_H_
+#define TEXTGEN_SERVER_ENGINE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/decoder.h"
+#include "model/kv_cache.h"
+#include "model/tokenizer.h"
+#include "server/request.h"
+#include "server/request_stream.h"
+#include "server/sequence.h"
+
+namespace textgen {
+
+struct EngineOptions {
+  // Sequences generating at once, each holding one KV-cache slot.
+  int num_slots = 8;
+  // Requests that may wait for a slot; Submit rejects beyond this.
+  int max_queue = 64;
+  // Prompt tokens fed per step, over all sequences still reading their prompt.
+  // Decoding sequences add one token each on top, so a step is at most
+  // num_slots + prefill_chunk_tokens tokens. Smaller keeps running streams
+  // smoother while a long prompt arrives; larger prefills faster.
+  int prefill_chunk_tokens = 256;
+  // Largest max_new_tokens a request may ask for, and what 0 means.
+  int max_new_tokens_limit = 4096;
+  int default_max_new_tokens = 256;
+  // TokenEvents a stream buffers before its sequence waits for the consumer.
+  int stream_buffer_events = 64;
+
+  // INVALID_ARGUMENT naming the first option out of range.
+  absl::Status Validate() const;
+};
+
+// Counters for the metrics endpoint, read with Engine::stats().
+struct EngineStats {
+  int num_slots = 0;
+  int slots_in_use = 0;
+  int queue_depth = 0;        // Submitted, not yet in a slot.
+  int last_batch_size = 0;    // Sequences in the most recent step.
+  int64_t steps = 0;          // Forward passes run.
+  int64_t prompt_tokens = 0;  // Prompt tokens fed to the model.
+  int64_t generated_tokens = 0;
+  // Requests by how they ended.
+  int64_t finished_length = 0;
+  int64_t finished_stop = 0;
+  int64_t finished_eos = 0;
+  int64_t finished_context_full = 0;
+  int64_t cancelled = 0;  // Including streams dropped by their consumer.
+  int64_t deadline_exceeded = 0;
+  int64_t shut_down = 0;  // Still running or queued when the engine stopped.
+  int64_t failed = 0;     // An internal error (the model refused a batch).
+  // Requests refused by Submit.
+  int64_t rejected_queue_full = 0;
+  int64_t rejected_invalid = 0;
+};
+
+class Engine {
+ public:
+  // `tokenizer` may be null: the engine then works on ids only (no text, no
+  // stop strings, no EOS). INVALID_ARGUMENT for bad options or a tokenizer
+  // larger than the model's vocabulary.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      const EngineOptions& options, std::unique_ptr<Decoder> decoder,
+      std::shared_ptr<const Tokenizer> tokenizer);
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  // Shuts down (see Shutdown) and joins the engine thread.
+  ~Engine();
+
+  // Starts the engine thread. Requests submitted before wait in the queue.
+  // FAILED_PRECONDITION if already started or shut down.
+  absl::Status Start();
+
+  // Stops taking requests (Submit returns UNAVAILABLE), lets running and
+  // queued ones go on for up to `grace`, then ends the rest with UNAVAILABLE
+  // and joins the thread. The default ends everything at once. Idempotent.
+  void Shutdown(absl::Duration grace = absl::ZeroDuration());
+
+  // Queues a request and returns the stream of its events. Fails at once,
+  // with nothing queued:
+  //   INVALID_ARGUMENT naming the field of a bad request;
+  //   RESOURCE_EXHAUSTED when max_queue requests already wait for a slot;
+  //   DEADLINE_EXCEEDED if the deadline has passed; UNAVAILABLE after
+  //   Shutdown.
+  // Thread-safe.
+  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(
+      GenerationRequest request);
+
+  // A consistent snapshot. Thread-safe.
+  EngineStats stats() const;
+
+  const ModelConfig& config() const { return decoder_->config(); }
+  const EngineOptions& options() const { return options_; }
+  // May be null.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+
+ private:
+  // Wakes the engine thread from its idle wait. Shared with the streams, which
+  // may outlive the engine.
+  struct Wakeup {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool pending = false;
+    void Notify();
+  };
+
+  Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
+         std::shared_ptr<const Tokenizer> tokenizer);
+
+  absl::Status ValidateRequest(const GenerationRequest& request) const;
+  // OK while someone still wants `seq`'s output; else why not: CANCELLED
+  // (cancelled or dropped stream) or DEADLINE_EXCEEDED.
+  static absl::Status CheckWanted(const Sequence& seq, absl::Time now);
+
+  // The engine thread.
+  void Run();
+  // Moves queued requests into free slots; ends queued ones that were
+  // cancelled or expired. Returns false once the engine should stop.
+  bool Admit(absl::Time now);
+  // Ends running sequences that were cancelled, dropped or expired.
+  void Reap(absl::Time now);
+  // Chooses this step's batch; false if nothing can run.
+  bool Schedule();
+  // Runs the batch and hands each sequence its logits.
+  void Step();
+  // Frees `seq`'s slot, counts how it ended, then sends `events`, which end
+  // with its FinishEvent. Counting first means a consumer that has seen the
+  // FinishEvent also sees the slot free in stats().
+  void Retire(std::unique_ptr<Sequence> seq, std::vector<StreamEvent>& events);
+  // Sends `events` to `seq`'s stream, if anyone still holds it.
+  static void Send(const Sequence& seq, std::vector<StreamEvent>& events);
+  // Sleeps until woken or until the earliest deadline.
+  void WaitForWork();
+  // Ends every running and queued request with `status`.
+  void AbortAll(const absl::Status& status);
+
+  const EngineOptions options_;
+  const std::unique_ptr<Decoder> decoder_;
+  const std::shared_ptr<const Tokenizer> tokenizer_;
+  const std::shared_ptr<Wakeup> wakeup_;
+  std::mutex shutdown_mu_;  // Serializes Shutdown (and its join).
+  std::thread thread_;
+
+  // Shared with Submit and stats(). Locked before any stream's lock, never
+  // after. std::mutex rather than absl::Mutex throughout: Debian's Abseil is
+  // not built with ThreadSanitizer, which then cannot see absl::Mutex's
+  // ordering, while it understands the pthread calls under std::mutex.
+  mutable std::mutex mu_;
+  std::deque<std::unique_ptr<Sequence>> queue_;
+  int slots_in_use_ = 0;
+  bool started_ = false;
+  bool stopping_ = false;  // Shutdown called: no new requests.
+  absl::Time abort_at_ = absl::InfiniteFuture();  // End of Shutdown's grace.
+  uint64_t next_id_ = 1;
+  std::mt19937_64 seed_source_;  // Seeds for requests that bring none.
+  EngineStats stats_;
+
+  // Engine thread only.
+  KvCache cache_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
+  std::vector<int> free_slots_;
+  int64_t step_ = 0;
+  // The step's batch: which running sequences (indices into running_), how
+  // many tokens each.
+  std::vector<size_t> batch_index_;
+  std::vector<int> batch_tokens_;
+  std::vector<SequenceChunk> batch_;
+  ForwardResult result_;
+  std::vector<float> logprobs_;
+  std::vector<StreamEvent> events_;
+  // Per batch entry: the step's events, and whether the sequence ended.
+  std::vector<std::vector<StreamEvent>> step_events_;
+  std::vector<bool> step_done_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_ENGINE_H_

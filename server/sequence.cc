@@ -1,0 +1,181 @@
+#include "server/sequence.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "model/utf8.h"
+
+namespace textgen {
+namespace {
+
+std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
+  if (!listed.empty()) return listed;
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+SamplingParams WithSeed(SamplingParams params, uint64_t seed) {
+  params.seed = seed;
+  return params;
+}
+
+}  // namespace
+
+Sequence::Sequence(GenerationRequest request, uint64_t seed, int max_new_tokens,
+                   const ModelConfig& config, const Tokenizer* tokenizer,
+                   std::weak_ptr<RequestStream> stream, absl::Time arrival)
+    : request_(std::move(request)),
+      seed_(seed),
+      max_new_tokens_(max_new_tokens),
+      context_length_(config.context_length),
+      tokenizer_(tokenizer),
+      stream_(std::move(stream)),
+      history_(request_.prompt),
+      sampler_(WithSeed(request_.sampling, seed)),
+      stop_(request_.stop),
+      arrival_(arrival) {
+  if (request_.attention_tap) {
+    tap_layers_ = AllOrListed(request_.attention_tap->layers, config.n_layers);
+    tap_heads_ = AllOrListed(request_.attention_tap->heads, config.n_heads);
+  }
+  if (tokenizer_ != nullptr) {
+    if (request_.echo_prompt) prompt_text_.emplace(*tokenizer_);
+    text_.emplace(*tokenizer_, request_.prompt.back());
+  }
+  history_.reserve(request_.prompt.size() + max_new_tokens_);
+}
+
+absl::Span<const int> Sequence::NextChunk(int n) const {
+  if (prefilling()) {
+    return absl::MakeConstSpan(request_.prompt).subspan(prompt_done_, n);
+  }
+  return absl::Span<const int>(&last_token_, 1);
+}
+
+std::string Sequence::TokenText(int id, int previous) const {
+  if (tokenizer_ == nullptr || id >= tokenizer_->vocab_size()) return "";
+  return SanitizeUtf8(tokenizer_->TokenBytes(id, previous));
+}
+
+std::string Sequence::DecodeNext(int id) {
+  if (!text_ || id >= tokenizer_->vocab_size()) return "";
+  // Cannot fail: the id is inside the tokenizer's vocabulary.
+  return text_->Next(id).value_or("");
+}
+
+void Sequence::EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out) {
+  for (int i = prompt_done_; i < prompt_done_ + n; ++i) {
+    TokenEvent e;
+    e.id = request_.prompt[i];
+    e.position = i;
+    e.is_prompt = true;
+    e.step = step;
+    if (prompt_text_ && e.id < tokenizer_->vocab_size()) {
+      e.text = prompt_text_->Next(e.id).value_or("");
+      // The prompt's text is whole on its own: a character the prompt leaves
+      // unfinished shows as U+FFFD rather than leaking into generated text.
+      if (i == prompt_size() - 1) e.text += prompt_text_->Flush();
+    }
+    out.push_back(std::move(e));
+  }
+}
+
+bool Sequence::Advance(int n, absl::Span<const float> logits,
+                       const AttentionMaps* attention, int64_t step,
+                       absl::Time now, std::vector<float>& logprobs,
+                       std::vector<StreamEvent>& out) {
+  if (prefilling()) {
+    if (request_.echo_prompt) EchoPrompt(n, step, out);
+    prompt_done_ += n;
+    if (prefilling()) return false;
+  }
+
+  // The next token, and what the model thought of it and its rivals.
+  const int previous = history_.back();
+  const int id = sampler_.Sample(logits, history_);
+  history_.push_back(id);
+  last_token_ = id;
+  ++generated_;
+  if (!first_token_) first_token_ = now;
+
+  TokenEvent e;
+  e.id = id;
+  e.position = static_cast<int>(history_.size()) - 1;
+  e.step = step;
+  LogSoftmax(logits, logprobs);
+  e.logprob = logprobs[id];
+  if (request_.top_logprobs > 0) {
+    for (auto [alt, logprob] : TopLogprobs(logprobs, request_.top_logprobs)) {
+      e.top_logprobs.push_back({alt, TokenText(alt, previous), logprob});
+    }
+  }
+  if (attention != nullptr && request_.attention_tap) {
+    // The last query of the chunk predicted this token.
+    const int query = attention->n_queries - 1;
+    for (int layer : tap_layers_) {
+      for (int head : tap_heads_) {
+        // [layer][head][query][key] row-major, as AttentionMaps lays it out.
+        const size_t offset =
+            ((static_cast<size_t>(layer) * attention->n_heads + head) *
+                 attention->n_queries +
+             query) *
+            attention->n_keys;
+        const float* row = attention->weights.data() + offset;
+        e.attention.push_back(
+            {layer, head, std::vector<float>(row, row + attention->n_keys)});
+      }
+    }
+  }
+
+  // Text and the end. A stop string wins over everything (its text came
+  // first); then EOS; then the length limits, max_new_tokens first because
+  // that is what the caller asked for. llama2.c models mark the start of the
+  // next story with BOS, so it ends a sequence too (as textgen_generate does).
+  e.text = stop_.Push(DecodeNext(id));
+  std::optional<FinishReason> reason;
+  const bool end_token =
+      tokenizer_ != nullptr &&
+      (id == tokenizer_->eos_id() || (id == tokenizer_->bos_id() && id >= 0));
+  if (end_token) {
+    reason = FinishReason::kEos;
+  } else if (generated_ == max_new_tokens_) {
+    reason = FinishReason::kLength;
+  } else if (static_cast<int>(history_.size()) == context_length_) {
+    reason = FinishReason::kContextFull;
+  }
+  if (reason && !stop_.matched() && text_) {
+    // Nothing more is coming: release what was held back (an unfinished
+    // character becomes U+FFFD, which could itself complete a stop string).
+    e.text += stop_.Push(text_->Flush());
+    if (!stop_.matched()) e.text += stop_.Flush();
+  }
+  if (stop_.matched()) reason = FinishReason::kStop;
+  out.push_back(std::move(e));
+
+  if (!reason) return false;
+  out.push_back(Finish(absl::OkStatus(), *reason, now));
+  return true;
+}
+
+FinishEvent Sequence::Abort(absl::Status status, absl::Time now) const {
+  return Finish(std::move(status), FinishReason::kLength, now);
+}
+
+FinishEvent Sequence::Finish(absl::Status status, FinishReason reason,
+                             absl::Time now) const {
+  FinishEvent f;
+  f.status = std::move(status);
+  f.reason = reason;
+  f.usage.prompt_tokens = prompt_size();
+  f.usage.generated_tokens = generated_;
+  f.timings.queue = (admitted_ ? *admitted_ : now) - arrival_;
+  if (first_token_) f.timings.time_to_first_token = *first_token_ - arrival_;
+  f.timings.total = now - arrival_;
+  f.seed = seed_;
+  return f;
+}
+
+}  // namespace textgen

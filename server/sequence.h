@@ -1,0 +1,118 @@
+// One admitted request as the engine thread sees it: how far its prompt has
+// been fed to the model, and what to do with the logits it gets back — pick
+// the next token with its own seeded sampler, turn the token into text
+// (whole UTF-8 only, stop strings held back and cut off), decide whether the
+// request is finished, and write the events that say so.
+//
+// The engine owns scheduling (which sequences run in a step, with how many
+// tokens) and the KV slot; a Sequence owns everything per request. Not
+// thread-safe: only the engine thread touches it once it is submitted.
+#ifndef TEXTGEN_SERVER_SEQUENCE_H_
+#define TEXTGEN_SERVER_SEQUENCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "model/decoder.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+#include "server/request.h"
+#include "server/request_stream.h"
+#include "server/stop_matcher.h"
+
+namespace textgen {
+
+class Sequence {
+ public:
+  // `request` has been validated; `seed` and `max_new_tokens` are resolved
+  // (no "default" left). `tokenizer` may be null (ids only, no text) and must
+  // outlive the sequence.
+  Sequence(GenerationRequest request, uint64_t seed, int max_new_tokens,
+           const ModelConfig& config, const Tokenizer* tokenizer,
+           std::weak_ptr<RequestStream> stream, absl::Time arrival);
+
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  const std::weak_ptr<RequestStream>& stream() const { return stream_; }
+  absl::Time deadline() const { return request_.deadline; }
+  bool wants_attention() const { return request_.attention_tap.has_value(); }
+
+  // The KV-cache slot the engine gave it; -1 while waiting.
+  int slot() const { return slot_; }
+  // Takes `slot` (empty) at `now`: the end of its time in the queue.
+  void Admit(int slot, absl::Time now) {
+    slot_ = slot;
+    admitted_ = now;
+  }
+
+  bool prefilling() const { return prompt_done_ < prompt_size(); }
+  int prompt_remaining() const { return prompt_size() - prompt_done_; }
+  // Echoed prompt tokens become events, which must fit the stream's buffer.
+  bool echoes_prompt() const { return request_.echo_prompt; }
+
+  // The tokens to feed next: the next `n` prompt tokens while prefilling
+  // (n ≤ prompt_remaining()), else the last sampled token. Valid until the
+  // next call to Advance().
+  absl::Span<const int> NextChunk(int n) const;
+
+  // Called after the model has taken the chunk from NextChunk(n). `logits` is
+  // the chunk's last row; it is used only once the prompt is complete, to pick
+  // the next token. `attention` holds the chunk's maps if they were captured.
+  // Appends the step's events to `out`: echoed prompt tokens, the new token,
+  // and a FinishEvent if the request ended. Returns true if it ended (the
+  // engine then frees the slot). `logprobs` is scratch the engine lends.
+  bool Advance(int n, absl::Span<const float> logits,
+               const AttentionMaps* attention, int64_t step, absl::Time now,
+               std::vector<float>& logprobs, std::vector<StreamEvent>& out);
+
+  // Ends the request early with `status` (CANCELLED, DEADLINE_EXCEEDED,
+  // UNAVAILABLE, ...): returns its FinishEvent. Held-back text is dropped.
+  FinishEvent Abort(absl::Status status, absl::Time now) const;
+
+  int generated() const { return generated_; }
+
+ private:
+  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
+  void EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out);
+  // The text of `id` following `previous`, for top alternatives; "" without a
+  // tokenizer or for ids past its vocabulary (a padded embedding table).
+  std::string TokenText(int id, int previous) const;
+  // The text `id` completes in the generated stream, before stop matching.
+  std::string DecodeNext(int id);
+  FinishEvent Finish(absl::Status status, FinishReason reason,
+                     absl::Time now) const;
+
+  const GenerationRequest request_;
+  const uint64_t seed_;
+  const int max_new_tokens_;
+  const int context_length_;
+  const Tokenizer* const tokenizer_;
+  const std::weak_ptr<RequestStream> stream_;
+  // The resolved tap: explicit layer and head lists (empty request lists mean
+  // all).
+  std::vector<int> tap_layers_, tap_heads_;
+
+  int slot_ = -1;
+  int prompt_done_ = 0;  // Prompt tokens in the KV cache.
+  int generated_ = 0;
+  int last_token_ = -1;       // Sampled, not yet fed to the model.
+  std::vector<int> history_;  // Prompt and generated tokens: for the penalty.
+  Sampler sampler_;
+  std::optional<DecodeStream> prompt_text_;  // When echoing the prompt.
+  std::optional<DecodeStream> text_;         // Generated text.
+  StopMatcher stop_;
+
+  const absl::Time arrival_;
+  std::optional<absl::Time> admitted_;
+  std::optional<absl::Time> first_token_;  // First generated token.
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_SEQUENCE_H_
