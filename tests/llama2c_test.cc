@@ -214,6 +214,12 @@ double MaxLogitDifference(const Llama2c& model, Decoder& decoder,
   return max_diff;
 }
 
+// Names the shape in test logs (instead of gtest's bytes dump).
+void PrintTo(const Dims& d, std::ostream* os) {
+  *os << "dim " << d.dim << ", " << d.n_heads << "/" << d.n_kv_heads
+      << " heads, " << (d.shared ? "tied" : "separate") << " classifier";
+}
+
 class Llama2cTest : public ::testing::TestWithParam<Dims> {};
 
 TEST_P(Llama2cTest, DecoderMatchesLlama2csForwardPass) {
