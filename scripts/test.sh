@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release build (all labels), then the unit and
-# parity tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# parity tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the engine's
+# tests under ThreadSanitizer.
 # Usage: scripts/test.sh   (from anywhere; run as root on a fresh machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L 'unit|parity'
+
+echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread
+cmake --build build-tsan -j"$jobs" --target engine_test stop_matcher_test
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher)'
