@@ -78,11 +78,7 @@ std::string CharTokenizer::Describe() const {
 
 absl::StatusOr<std::vector<int>> CharTokenizer::Encode(
     std::string_view text) const {
-  size_t bad;
-  if (!IsValidUtf8(text, &bad)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text is not valid UTF-8 (byte offset ", bad, ")"));
-  }
+  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
   std::vector<int> ids;
   ids.reserve(text.size());
   size_t index = 0;  // In characters, which is what a user counts.

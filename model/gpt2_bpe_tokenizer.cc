@@ -331,11 +331,7 @@ void Gpt2BpeTokenizer::EncodePiece(std::string_view piece,
 
 absl::StatusOr<std::vector<int>> Gpt2BpeTokenizer::Encode(
     std::string_view text) const {
-  size_t bad;
-  if (!IsValidUtf8(text, &bad)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text is not valid UTF-8 (byte offset ", bad, ")"));
-  }
+  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
   std::vector<int> ids;
   ids.reserve(text.size() / 3 + 1);
   MatchData match(pattern_->code());

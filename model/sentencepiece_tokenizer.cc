@@ -169,11 +169,7 @@ struct Candidate {
 
 absl::StatusOr<std::vector<int>> SentencePieceTokenizer::Encode(
     std::string_view text) const {
-  size_t bad;
-  if (!IsValidUtf8(text, &bad)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text is not valid UTF-8 (byte offset ", bad, ")"));
-  }
+  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
   std::vector<Symbol> symbols;
   if (text.empty()) return std::vector<int>();
   auto add_bytes = [&](std::string_view chars) -> absl::Status {

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
+
 namespace textgen {
 namespace {
 
@@ -147,6 +149,13 @@ std::string SanitizeUtf8(std::string_view bytes) {
   std::string out = stream.Push(bytes);
   out += stream.Flush();
   return out;
+}
+
+absl::Status CheckUtf8(std::string_view text) {
+  size_t bad;
+  if (IsValidUtf8(text, &bad)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("text is not valid UTF-8 (byte offset ", bad, ")"));
 }
 
 }  // namespace textgen

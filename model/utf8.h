@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+
 namespace textgen {
 
 // U+FFFD REPLACEMENT CHARACTER, encoded.
@@ -32,6 +34,10 @@ inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 // U+10FFFF). Otherwise false, and *error_offset (if given) is the offset of the
 // first byte that is not part of a well-formed character.
 bool IsValidUtf8(std::string_view text, size_t* error_offset = nullptr);
+
+// OK if `text` is well-formed UTF-8, else INVALID_ARGUMENT naming the byte
+// offset of the first bad byte: the check every tokenizer's Encode starts with.
+absl::Status CheckUtf8(std::string_view text);
 
 // Decodes the code point at text[pos] of well-formed UTF-8 and advances pos
 // past it. Precondition: IsValidUtf8(text) and pos < text.size().
