@@ -1,0 +1,132 @@
+// textgen_server: serves a model over gRPC (textgen.v1.TextGeneration, plus
+// grpc.health.v1 and server reflection).
+//
+//   build/server/textgen_server --model models/shakespeare-char --port 50051
+//   build/server/textgen_server --model stories260K.bin --tokenizer tok512.bin
+//
+// SIGTERM or SIGINT drains: health turns NOT_SERVING, new requests are
+// refused, running streams get up to --drain_seconds to finish, then the
+// process exits.
+#include <signal.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "model/model_loader.h"
+#include "server/grpc_server.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, model, "models/shakespeare-char",
+          "Checkpoint directory (config.json + model.safetensors + tokenizer) "
+          "or a llama2.c .bin file");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer file or directory; default: the one beside the model");
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
+ABSL_FLAG(int, port, 50051, "Port to listen on; 0 picks a free one");
+ABSL_FLAG(int, threads, 1,
+          "Accepted for forward compatibility; the decoder runs on the one "
+          "engine thread for now");
+ABSL_FLAG(int, num_slots, 8, "Sequences generated at once (KV-cache slots)");
+ABSL_FLAG(int, max_queue, 64,
+          "Requests that may wait for a slot; beyond, RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_new_tokens_limit, 1024, "Largest max_new_tokens accepted");
+ABSL_FLAG(int, default_max_new_tokens, 256, "What max_new_tokens = 0 means");
+ABSL_FLAG(int, max_prompt_tokens, 0,
+          "Longest prompt in tokens; 0 = the model's context less one");
+ABSL_FLAG(int, prefill_chunk_tokens, 256, "Prompt tokens fed per engine step");
+ABSL_FLAG(int, max_attention_tokens, 256,
+          "Longest prompt DebugAttention accepts");
+ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
+ABSL_FLAG(double, drain_seconds, 30,
+          "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(int, metrics_port, 0,
+          "Prometheus metrics port; not served yet (0 = off)");
+
+namespace textgen {
+namespace {
+
+int Run() {
+  // Block the signals in every thread (gRPC's and the engine's inherit the
+  // mask) so that this thread alone receives them, with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (absl::GetFlag(FLAGS_threads) != 1) {
+    spdlog::warn("--threads={}: the decoder is single-threaded for now",
+                 absl::GetFlag(FLAGS_threads));
+  }
+  if (absl::GetFlag(FLAGS_metrics_port) != 0) {
+    spdlog::warn("--metrics_port: metrics are not served yet");
+  }
+
+  const std::string model_path = absl::GetFlag(FLAGS_model);
+  const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  absl::StatusOr<LoadedModel> model = LoadModel(model_path, tokenizer_path);
+  if (!model.ok()) {
+    spdlog::error("{}", model.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<Decoder> attention_decoder;
+  if (absl::GetFlag(FLAGS_debug_attention)) {
+    // A second copy of the weights for DebugAttention (server/service.h).
+    absl::StatusOr<LoadedModel> copy = LoadModel(model_path, tokenizer_path);
+    if (!copy.ok()) {
+      spdlog::error("{}", copy.status().ToString());
+      return 1;
+    }
+    attention_decoder = std::make_unique<Decoder>(std::move(copy->checkpoint));
+  }
+  spdlog::info("model {}: {}; tokenizer {}", model_path,
+               DescribeConfig(model->checkpoint.config),
+               model->tokenizer ? model->tokenizer->Describe() : "none");
+
+  GrpcServerOptions options;
+  options.address =
+      absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
+  options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);
+  options.engine.max_queue = absl::GetFlag(FLAGS_max_queue);
+  options.engine.max_new_tokens_limit =
+      absl::GetFlag(FLAGS_max_new_tokens_limit);
+  options.engine.default_max_new_tokens =
+      absl::GetFlag(FLAGS_default_max_new_tokens);
+  options.engine.prefill_chunk_tokens =
+      absl::GetFlag(FLAGS_prefill_chunk_tokens);
+  options.service.model_name = model_path;
+  options.service.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
+  options.service.max_attention_tokens =
+      absl::GetFlag(FLAGS_max_attention_tokens);
+  options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);
+
+  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
+      options, std::make_unique<Decoder>(std::move(model->checkpoint)),
+      std::move(attention_decoder), std::move(model->tokenizer));
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("signal {}: draining", signal);
+  (*server)->Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
+  return 0;
+}
+
+}  // namespace
+}  // namespace textgen
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves a model over gRPC: textgen_server --model DIR --port N");
+  absl::ParseCommandLine(argc, argv);
+  return textgen::Run();
+}
