@@ -11,6 +11,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The server's Prometheus metrics over HTTP.
+  libcpp-httplib-dev
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev
   # Training and reference outputs for tests (never used at serving time).

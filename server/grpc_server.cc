@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   if (!engine.ok()) return engine.status();
   server->engine_ = *std::move(engine);
   server->service_ = std::make_unique<TextGenerationService>(
-      options.service, server->engine_.get(), std::move(attention_decoder));
+      options.service, server->engine_.get(), std::move(attention_decoder),
+      &server->metrics_);
 
   // Both are process-wide switches that take effect for servers built after.
   grpc::EnableDefaultHealthCheckService(true);
@@ -40,6 +41,19 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
       server->server_->GetHealthCheckService();
   health->SetServingStatus(false);
   if (absl::Status s = server->engine_->Start(); !s.ok()) return s;
+  if (options.metrics_port >= 0) {
+    const std::string host =
+        options.address.substr(0, options.address.rfind(':'));
+    GrpcServer* self = server.get();
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
+        MetricsHttpServer::Start(host, options.metrics_port, [self] {
+          return self->metrics_.Render(self->engine_->stats());
+        });
+    if (!http.ok()) return http.status();
+    server->metrics_http_ = *std::move(http);
+    spdlog::info("metrics on http://{}:{}/metrics", host,
+                 server->metrics_http_->port());
+  }
   health->SetServingStatus(true);
   spdlog::info("serving on port {}", server->port_);
   return server;

@@ -25,6 +25,8 @@
 #include "model/decoder.h"
 #include "model/tokenizer.h"
 #include "server/engine.h"
+#include "server/metrics.h"
+#include "server/metrics_http.h"
 #include "server/service.h"
 
 namespace textgen {
@@ -34,6 +36,9 @@ struct GrpcServerOptions {
   std::string address = "0.0.0.0:50051";
   EngineOptions engine;
   ServiceOptions service;
+  // Prometheus metrics over HTTP (server/metrics.h) on this port of the same
+  // host; 0 picks a free one (see metrics_port()), -1 serves none.
+  int metrics_port = -1;
 };
 
 class GrpcServer {
@@ -54,6 +59,10 @@ class GrpcServer {
 
   // The bound port.
   int port() const { return port_; }
+  // The metrics port, or -1 if none.
+  int metrics_port() const {
+    return metrics_http_ ? metrics_http_->port() : -1;
+  }
   Engine& engine() { return *engine_; }
 
   // See above. Blocks for up to `grace` and the gRPC shutdown. Idempotent;
@@ -64,7 +73,9 @@ class GrpcServer {
   GrpcServer() = default;
 
   std::unique_ptr<Engine> engine_;
+  Metrics metrics_;
   std::unique_ptr<TextGenerationService> service_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::mutex drain_mu_;

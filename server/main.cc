@@ -46,7 +46,7 @@ ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
 ABSL_FLAG(int, metrics_port, 0,
-          "Prometheus metrics port; not served yet (0 = off)");
+          "Port for Prometheus metrics over HTTP (GET /metrics); 0 = off");
 
 namespace textgen {
 namespace {
@@ -63,9 +63,6 @@ int Run() {
   if (absl::GetFlag(FLAGS_threads) != 1) {
     spdlog::warn("--threads={}: the decoder is single-threaded for now",
                  absl::GetFlag(FLAGS_threads));
-  }
-  if (absl::GetFlag(FLAGS_metrics_port) != 0) {
-    spdlog::warn("--metrics_port: metrics are not served yet");
   }
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
@@ -100,6 +97,9 @@ int Run() {
       absl::GetFlag(FLAGS_default_max_new_tokens);
   options.engine.prefill_chunk_tokens =
       absl::GetFlag(FLAGS_prefill_chunk_tokens);
+  options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
+                             ? absl::GetFlag(FLAGS_metrics_port)
+                             : -1;
   options.service.model_name = model_path;
   options.service.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =

@@ -133,8 +133,10 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
 class GenerateReactor final
     : public grpc::ServerWriteReactor<pb::GenerateResponse> {
  public:
-  explicit GenerateReactor(std::shared_ptr<RequestStream> stream)
-      : stream_(std::move(stream)), link_(std::make_shared<Link>()) {
+  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics)
+      : stream_(std::move(stream)),
+        metrics_(metrics),
+        link_(std::make_shared<Link>()) {
     link_->reactor = this;
     std::weak_ptr<Link> weak = link_;
     stream_->set_on_ready([weak] {
@@ -196,6 +198,12 @@ class GenerateReactor final
       }
       const FinishEvent& finish = std::get<FinishEvent>(*event);
       finished_ = true;
+      if (metrics_ != nullptr) {
+        metrics_->RecordRequest(finish.status.ok() && broken_
+                                    ? absl::StatusCode::kCancelled
+                                    : finish.status.code());
+        if (finish.status.ok()) metrics_->RecordFinish(finish);
+      }
       if (finish.status.ok() && !broken_) {
         response_.Clear();
         ToProto(finish, *response_.mutable_finished());
@@ -209,6 +217,7 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
+  Metrics* const metrics_;  // May be null.
   const std::shared_ptr<Link> link_;
   // Under link_->mu.
   pb::GenerateResponse response_;  // The write in flight.
@@ -258,9 +267,10 @@ std::string TokenText(const Tokenizer* tokenizer, int id, int previous) {
 
 TextGenerationService::TextGenerationService(
     const ServiceOptions& options, Engine* engine,
-    std::unique_ptr<Decoder> attention_decoder)
+    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics)
     : options_(options),
       engine_(engine),
+      metrics_(metrics),
       tokenizer_(engine->tokenizer()),
       attention_decoder_(std::move(attention_decoder)) {
   if (attention_decoder_ != nullptr) {
@@ -368,6 +378,9 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
   absl::StatusOr<GenerationRequest> engine_request = ToEngineRequest(*request);
   if (!engine_request.ok()) {
+    if (metrics_ != nullptr) {
+      metrics_->RecordRequest(engine_request.status().code());
+    }
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpc(engine_request.status()));
   }
@@ -375,12 +388,13 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
       engine_->Submit(*std::move(engine_request));
   if (!stream.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
     spdlog::debug("Generate refused: {}", stream.status().ToString());
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpc(stream.status()));
   }
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream));
+  return new GenerateReactor(*std::move(stream), metrics_);
 }
 
 absl::StatusOr<std::vector<pb::DebugAttentionResponse>>

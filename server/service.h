@@ -43,6 +43,7 @@
 #include "model/kv_cache.h"
 #include "model/tokenizer.h"
 #include "server/engine.h"
+#include "server/metrics.h"
 #include "server/request.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -65,10 +66,11 @@ struct ServiceOptions {
 class TextGenerationService final
     : public textgen::v1::TextGeneration::CallbackService {
  public:
-  // `engine` must outlive the service. `attention_decoder` serves
-  // DebugAttention (see above); null disables it.
+  // `engine` (and `metrics`, if not null) must outlive the service.
+  // `attention_decoder` serves DebugAttention (see above); null disables it.
   TextGenerationService(const ServiceOptions& options, Engine* engine,
-                        std::unique_ptr<Decoder> attention_decoder);
+                        std::unique_ptr<Decoder> attention_decoder,
+                        Metrics* metrics = nullptr);
   ~TextGenerationService() override;
 
   grpc::ServerWriteReactor<textgen::v1::GenerateResponse>* Generate(
@@ -106,6 +108,7 @@ class TextGenerationService final
 
   const ServiceOptions options_;
   Engine* const engine_;
+  Metrics* const metrics_;            // May be null.
   const Tokenizer* const tokenizer_;  // May be null.
 
   std::mutex attention_mu_;  // One DebugAttention pass at a time.

@@ -17,7 +17,8 @@
 //   - DebugAttention equals the decoder's captured maps (causal zeros, rows
 //     summing to 1) and agrees with Generate's attention tap;
 //   - health: SERVING after start, NOT_SERVING while draining, and running
-//     streams finish during the drain; reflection lists the service.
+//     streams finish during the drain; reflection lists the service;
+//   - the Prometheus endpoint counts requests by status, tokens and slots.
 // Streams that must stay open are held by not reading them: gRPC's flow
 // control stops the server's writes, the engine's stream buffer fills, and
 // the sequence waits in its slot. Waits are bounded (kWait) only so that a
@@ -48,6 +49,10 @@
 #include "server/grpc_server.h"
 #include "tests/test_util.h"
 #include "textgen/v1/textgen.grpc.pb.h"
+
+// Last: httplib.h brings in <resolv.h>, whose `_res` macro breaks Eigen's
+// headers if they come after it.
+#include <httplib.h>
 
 namespace textgen {
 namespace {
@@ -753,6 +758,36 @@ TEST_F(E2eTest, ReflectionListsTheService) {
   }
   EXPECT_THAT(services, ::testing::Contains("textgen.v1.TextGeneration"));
   EXPECT_THAT(services, ::testing::Contains("grpc.health.v1.Health"));
+}
+
+TEST_F(E2eTest, MetricsCountRequestsTokensAndSlots) {
+  GrpcServerOptions options = DefaultOptions();
+  options.metrics_port = 0;
+  StartServer(options);
+  ASSERT_GT(server_->metrics_port(), 0);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Generate(IdsRequest({1, 2, 3}, 7)).status.ok());
+  }
+  EXPECT_FALSE(Generate(IdsRequest({}, 7)).status.ok());
+
+  httplib::Client client("127.0.0.1", server_->metrics_port());
+  client.set_read_timeout(60, 0);
+  const httplib::Result result = client.Get("/metrics");
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  const std::string& body = result->body;
+  EXPECT_THAT(body, HasSubstr("textgen_requests_total{code=\"OK\"} 3\n"));
+  EXPECT_THAT(
+      body, HasSubstr("textgen_requests_total{code=\"INVALID_ARGUMENT\"} 1\n"));
+  EXPECT_THAT(body, HasSubstr("textgen_generated_tokens_total 21\n"));
+  EXPECT_THAT(body, HasSubstr("textgen_kv_slots_in_use 0\n"));
+  EXPECT_THAT(body, HasSubstr("textgen_kv_slots_total 8\n"));
+  EXPECT_THAT(body, HasSubstr("textgen_queue_depth 0\n"));
+  EXPECT_THAT(body, HasSubstr("textgen_batch_size "));
+  EXPECT_THAT(body, HasSubstr("textgen_time_to_first_token_seconds_count 3\n"));
+  EXPECT_THAT(body,
+              HasSubstr("textgen_time_per_output_token_seconds_bucket{le=\"+"
+                        "Inf\"} 3\n"));
 }
 
 }  // namespace

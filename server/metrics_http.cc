@@ -1,0 +1,46 @@
+#include "server/metrics_http.h"
+
+#include <httplib.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace textgen {
+
+MetricsHttpServer::MetricsHttpServer()
+    : http_(std::make_unique<httplib::Server>()) {}
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
+    const std::string& host, int port, std::function<std::string()> render) {
+  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  server->http_->Get(
+      "/metrics", [render = std::move(render)](const httplib::Request&,
+                                               httplib::Response& response) {
+        response.set_content(render(), "text/plain; version=0.0.4");
+      });
+  if (port == 0) {
+    server->port_ = server->http_->bind_to_any_port(host);
+  } else if (server->http_->bind_to_port(host, port)) {
+    server->port_ = port;
+  } else {
+    server->port_ = -1;
+  }
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics: cannot listen on ", host, ":", port));
+  }
+  httplib::Server* http = server->http_.get();
+  server->thread_ = std::thread([http] { http->listen_after_bind(); });
+  // stop() does nothing before the listen loop runs, and the destructor
+  // relies on it.
+  while (!http->is_running()) std::this_thread::yield();
+  return server;
+}
+
+MetricsHttpServer::~MetricsHttpServer() {
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace textgen
