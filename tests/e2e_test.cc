@@ -60,7 +60,7 @@ namespace {
 namespace pb = ::textgen::v1;
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kWait = absl::Seconds(20);
+constexpr absl::Duration kWait = absl::Seconds(60);
 
 // gpt2_learned with a character vocabulary beside it, made once.
 const std::string& ModelDir() {
@@ -373,7 +373,9 @@ TEST_F(E2eTest, CancelsAndDeadlinesReturnEverySlot) {
       }
     });
   }
-  // Deadlines passing while the stream is held open (not read).
+  // Deadlines passing while the stream is held open: nothing is read until
+  // after the deadline, so the generation cannot have finished (its messages
+  // exceed the client's window), however fast or slow the machine.
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&, i] {
       grpc::ClientContext context;
@@ -381,7 +383,6 @@ TEST_F(E2eTest, CancelsAndDeadlinesReturnEverySlot) {
       context.set_deadline(absl::ToChronoTime(deadline));
       auto reader = holding->Generate(&context, HeavyRequest(100 + i));
       pb::GenerateResponse response;
-      EXPECT_TRUE(reader->Read(&response));
       absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(100));
       while (reader->Read(&response)) {
       }
