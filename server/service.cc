@@ -123,13 +123,18 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
 };
 
 // One Generate call. Events come from the engine thread (on_ready) and
-// completed writes from gRPC's threads; both go through Pump under `mu`,
-// which keeps one write in flight and ends the call once.
+// completed writes from gRPC's threads; both go through Pump, which decides
+// under link_->mu (one write in flight, the call ended once) and then starts
+// the write or finishes with the lock released: gRPC may run OnWriteDone or
+// OnDone inline, on the calling thread, before StartWrite or Finish returns,
+// and they take the lock. Whoever decided to write or finish is the only one
+// who may act until that write completes, so nothing else can end the call
+// (and delete the reactor) in between; after acting, Pump touches nothing.
 //
 // The engine may call on_ready just after the reactor is gone (it copies the
 // callback before calling it), so the callback holds the Link, not the
 // reactor: OnDone clears link->reactor under link->mu, and the callback only
-// touches the reactor under that lock.
+// reaches the reactor under that lock.
 class GenerateReactor final
     : public grpc::ServerWriteReactor<pb::GenerateResponse> {
  public:
@@ -142,28 +147,28 @@ class GenerateReactor final
     stream_->set_on_ready([weak] {
       std::shared_ptr<Link> link = weak.lock();
       if (link == nullptr) return;
-      std::lock_guard<std::mutex> lock(link->mu);
-      if (link->reactor != nullptr) link->reactor->PumpLocked();
+      std::unique_lock<std::mutex> lock(link->mu);
+      if (link->reactor != nullptr) link->reactor->Pump(lock);
     });
     // Events pushed before the callback was set are not announced again.
-    std::lock_guard<std::mutex> lock(link_->mu);
-    PumpLocked();
+    std::unique_lock<std::mutex> lock(link_->mu);
+    Pump(lock);
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(link_->mu);
+    std::unique_lock<std::mutex> lock(link_->mu);
     write_in_flight_ = false;
     if (!ok) {
       // The client is gone: stop generating, and discard what remains.
       broken_ = true;
       stream_->Cancel();
     }
-    PumpLocked();
+    Pump(lock);
   }
 
   void OnCancel() override {
     // The engine answers with a CANCELLED (or DEADLINE_EXCEEDED) FinishEvent,
-    // which ends the call through PumpLocked.
+    // which ends the call through Pump.
     stream_->Cancel();
     std::lock_guard<std::mutex> lock(link_->mu);
     broken_ = true;
@@ -184,7 +189,8 @@ class GenerateReactor final
     GenerateReactor* reactor = nullptr;
   };
 
-  void PumpLocked() {
+  // `lock` holds link_->mu; it is released before any gRPC call.
+  void Pump(std::unique_lock<std::mutex>& lock) {
     while (!finished_ && !write_in_flight_) {
       std::optional<StreamEvent> event = stream_->Poll();
       if (!event) return;
@@ -193,6 +199,7 @@ class GenerateReactor final
         response_.Clear();
         ToProto(*token, *response_.mutable_token());
         write_in_flight_ = true;
+        lock.unlock();
         StartWrite(&response_);
         return;
       }
@@ -207,12 +214,17 @@ class GenerateReactor final
       if (finish.status.ok() && !broken_) {
         response_.Clear();
         ToProto(finish, *response_.mutable_finished());
+        lock.unlock();
         StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
-      } else if (finish.status.ok()) {
-        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
       } else {
-        Finish(ToGrpc(finish.status));
+        const grpc::Status status =
+            finish.status.ok()
+                ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")
+                : ToGrpc(finish.status);
+        lock.unlock();
+        Finish(status);
       }
+      return;
     }
   }
 
@@ -451,34 +463,44 @@ TextGenerationService::ComputeAttention(
   }
   const AttentionMaps& maps = attention_result_.attention[0];
 
-  // Rows per message so that weights stay under the limit, leaving room for
-  // the tokens and the framing of each map.
-  const size_t row_bytes = static_cast<size_t>(n) * sizeof(float) + 16;
-  const size_t budget = kMaxAttentionMessageBytes - 64 * 1024;
-  const int rows_per_message =
-      static_cast<int>(std::max<size_t>(1, budget / row_bytes));
-
-  pb::DebugAttentionResponse* current = &responses.emplace_back();
+  // Messages are filled row by row while they stay under the byte budget;
+  // `used` over-estimates each message's encoded size: every piece of a map
+  // costs its rows' floats plus kPieceBytes of framing (tags, lengths, the
+  // layer, head and first_query varints).
+  constexpr size_t kPieceBytes = 32;
+  const size_t row_bytes = static_cast<size_t>(n) * sizeof(float);
+  const size_t budget = options_.max_attention_message_bytes;
+  auto start_message = [&] {
+    pb::DebugAttentionResponse& message = responses.emplace_back();
+    message.set_num_layers(static_cast<int>(layers.size()));
+    message.set_num_heads(static_cast<int>(heads.size()));
+    return &message;
+  };
+  pb::DebugAttentionResponse* current = start_message();
   for (int i = 0; i < n; ++i) {
     pb::PromptToken* token = current->add_tokens();
     token->set_id((*ids)[i]);
     token->set_text(
         TokenText(tokenizer_, (*ids)[i], i > 0 ? (*ids)[i - 1] : -1));
   }
-  current->set_num_layers(static_cast<int>(layers.size()));
-  current->set_num_heads(static_cast<int>(heads.size()));
-  int rows_in_current = 0;
+  size_t used = current->ByteSizeLong();
   for (int layer : layers) {
     for (int head : heads) {
       for (int first = 0; first < n;) {
-        if (rows_in_current == rows_per_message) {
-          current = &responses.emplace_back();
-          current->set_num_layers(static_cast<int>(layers.size()));
-          current->set_num_heads(static_cast<int>(heads.size()));
-          rows_in_current = 0;
+        size_t fit = used + kPieceBytes < budget
+                         ? (budget - used - kPieceBytes) / row_bytes
+                         : 0;
+        if (fit == 0 &&
+            (current->maps_size() > 0 || current->tokens_size() > 0)) {
+          current = start_message();
+          used = 16;
+          fit = used + kPieceBytes < budget
+                    ? (budget - used - kPieceBytes) / row_bytes
+                    : 0;
         }
-        const int rows =
-            std::min(n - first, rows_per_message - rows_in_current);
+        // A budget below one row still sends one row per message.
+        const int rows = static_cast<int>(
+            std::min<size_t>(n - first, std::max<size_t>(fit, 1)));
         pb::AttentionMap* map = current->add_maps();
         map->set_layer(layer);
         map->set_head(head);
@@ -491,7 +513,7 @@ TextGenerationService::ComputeAttention(
         map->mutable_weights()->Add(begin,
                                     begin + static_cast<size_t>(rows) * n);
         first += rows;
-        rows_in_current += rows;
+        used += kPieceBytes + static_cast<size_t>(rows) * row_bytes;
       }
     }
   }

@@ -49,7 +49,8 @@
 
 namespace textgen {
 
-// No DebugAttention message exceeds this (gRPC's default limit is 4 MiB).
+// By default no DebugAttention message exceeds this (gRPC's default limit is
+// 4 MiB).
 inline constexpr size_t kMaxAttentionMessageBytes = 1 << 20;
 
 struct ServiceOptions {
@@ -61,6 +62,9 @@ struct ServiceOptions {
   // Longest prompt DebugAttention accepts: its reply grows with the square.
   int max_attention_tokens = 256;
   bool debug_attention = true;
+  // DebugAttention messages stay under this many bytes; a map that does not
+  // fit comes in pieces of whole rows. Tests make it small to see the pieces.
+  size_t max_attention_message_bytes = kMaxAttentionMessageBytes;
 };
 
 class TextGenerationService final

@@ -544,14 +544,15 @@ struct AttentionReply {
   int messages = 0;
 };
 
-AttentionReply DebugAttention(pb::TextGeneration::Stub& stub,
-                              const pb::DebugAttentionRequest& request) {
+AttentionReply DebugAttention(
+    pb::TextGeneration::Stub& stub, const pb::DebugAttentionRequest& request,
+    size_t max_message_bytes = kMaxAttentionMessageBytes) {
   AttentionReply reply;
   auto context = ContextWithWait();
   auto reader = stub.DebugAttention(context.get(), request);
   pb::DebugAttentionResponse response;
   while (reader->Read(&response)) {
-    EXPECT_LE(response.ByteSizeLong(), kMaxAttentionMessageBytes);
+    EXPECT_LE(response.ByteSizeLong(), max_message_bytes);
     if (reply.messages++ == 0) {
       reply.tokens.assign(response.tokens().begin(), response.tokens().end());
     } else {
@@ -629,6 +630,39 @@ TEST_F(E2eTest, DebugAttentionEqualsDecoderAndGenerateTap) {
       const std::vector<float>& map = maps.maps.at({row.layer(), row.head()});
       for (int k = 0; k < row.weights_size(); ++k) {
         EXPECT_NEAR(row.weights(k), map[q * t + k], 1e-6);
+      }
+    }
+  }
+}
+
+TEST_F(E2eTest, DebugAttentionSplitsLargeMapsIntoPiecesOfRows) {
+  GrpcServerOptions options = DefaultOptions();
+  // 64 tokens: a row is 256 bytes, a map 16 KiB; at 4 KiB a message holds
+  // about 15 rows, so every map comes in pieces.
+  options.service.max_attention_message_bytes = 4096;
+  StartServer(options);
+  const std::vector<int> prompt = RandomIds(64, 7);
+  pb::DebugAttentionRequest request;
+  request.mutable_prompt()->mutable_token_ids()->mutable_ids()->Add(
+      prompt.begin(), prompt.end());
+  const AttentionReply pieces = DebugAttention(*stub_, request, 4096);
+  ASSERT_TRUE(pieces.status.ok()) << pieces.status.error_message();
+  EXPECT_GT(pieces.messages, 3 * 4 * 4);
+  ASSERT_EQ(pieces.tokens.size(), 64u);
+
+  KvCache cache(reference_->config(), 1);
+  ForwardOptions forward;
+  forward.capture_attention = true;
+  ForwardResult result;
+  const SequenceChunk chunk{0, prompt};
+  ASSERT_TRUE(reference_->Forward({&chunk, 1}, cache, forward, result).ok());
+  ASSERT_EQ(pieces.maps.size(), 12u);
+  for (const auto& [key, weights] : pieces.maps) {
+    ASSERT_EQ(weights.size(), 64u * 64u);
+    for (int q = 0; q < 64; ++q) {
+      for (int k = 0; k < 64; ++k) {
+        ASSERT_EQ(weights[q * 64 + k],
+                  result.attention[0].at(key.first, key.second, q, k));
       }
     }
   }
