@@ -415,15 +415,17 @@ TEST_F(E2eTest, OverAdmissionIsResourceExhaustedWhileAdmittedStreamsGoOn) {
   options.engine.num_slots = 2;
   options.engine.max_queue = 2;
   StartServer(options);
-  auto holding = HoldingStub();
-  // Four held streams: two in slots, two queued.
+  // Four held streams: two in slots, two queued. Each has a connection of
+  // its own, so that reading one never waits on another's HTTP/2 window.
+  std::vector<std::unique_ptr<pb::TextGeneration::Stub>> stubs;
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<grpc::ClientReader<pb::GenerateResponse>>>
       readers;
   for (int i = 0; i < 4; ++i) {
+    stubs.push_back(HoldingStub());
     contexts.push_back(ContextWithWait());
     readers.push_back(
-        holding->Generate(contexts.back().get(), HeavyRequest(i)));
+        stubs.back()->Generate(contexts.back().get(), HeavyRequest(i)));
   }
   ASSERT_TRUE(WaitForStats([](const EngineStats& s) {
     return s.slots_in_use == 2 && s.queue_depth == 2;
