@@ -267,6 +267,25 @@ const char* TokenizerName(const Tokenizer* tokenizer) {
   return "";
 }
 
+// Parameters of a model of `config`, counted from its shapes (the weights
+// themselves live on the engine thread). Tied heads count once; sinusoidal
+// and rotary tables are not parameters.
+int64_t CountParameters(const ModelConfig& c) {
+  const int64_t d = c.d_model, hd = c.head_dim();
+  const int64_t norm = c.norm == NormKind::kLayerNorm ? 2 * d : d;
+  const int64_t bias = c.has_bias ? 1 : 0;
+  const int64_t qkv = (c.n_heads + 2 * c.n_kv_heads) * hd;
+  int64_t layer =
+      2 * norm + d * qkv + bias * qkv + c.n_heads * hd * d + bias * d;
+  layer += c.feed_forward == FeedForwardKind::kSwiGlu
+               ? d * 2 * c.d_ff + c.d_ff * d
+               : d * c.d_ff + bias * c.d_ff + c.d_ff * d + bias * d;
+  int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
+  if (c.positions == PositionKind::kLearned) total += c.context_length * d;
+  if (!c.tied_lm_head) total += c.vocab_size * d;
+  return total;
+}
+
 // The text of token `id` alone (after `previous`), with partial UTF-8 shown
 // as U+FFFD.
 std::string TokenText(const Tokenizer* tokenizer, int id, int previous) {
@@ -548,6 +567,7 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
   response->set_d_ff(config.d_ff);
   response->set_vocab_size(config.vocab_size);
   response->set_context_length(config.context_length);
+  response->set_num_parameters(CountParameters(config));
   response->set_tokenizer(TokenizerName(tokenizer_));
   pb::Limits* limits = response->mutable_limits();
   limits->set_max_prompt_tokens(max_prompt_tokens());

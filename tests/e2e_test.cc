@@ -719,6 +719,8 @@ TEST_F(E2eTest, ModelInfoAndTokenize) {
   EXPECT_EQ(info.num_layers(), 3);
   EXPECT_EQ(info.vocab_size(), 97);
   EXPECT_EQ(info.context_length(), 128);
+  // The sum of model.safetensors' tensor sizes (tied head).
+  EXPECT_EQ(info.num_parameters(), 164480);
   EXPECT_EQ(info.tokenizer(), "char");
   EXPECT_EQ(info.limits().max_prompt_tokens(), 100);
   EXPECT_EQ(info.limits().max_new_tokens(), 200);
