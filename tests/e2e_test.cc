@@ -64,7 +64,7 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 
 // gpt2_learned with a character vocabulary beside it, made once.
 const std::string& ModelDir() {
-  static const std::string* dir = [] {
+  static const std::string dir = [] {
     const std::filesystem::path path =
         std::filesystem::path(::testing::TempDir()) /
         // ctest runs each test in its own process, several at once.
@@ -75,17 +75,10 @@ const std::string& ModelDir() {
           std::filesystem::path(testing::GoldenDir("gpt2_learned")) / file,
           path / file, std::filesystem::copy_options::overwrite_existing);
     }
-    std::string chars = "[\"\\n\"";
-    for (char c = ' '; c <= '~'; ++c) {
-      const std::string s(1, c);
-      chars += ",\"" + (c == '"' || c == '\\' ? "\\" + s : s) + "\"";
-    }
-    chars += ",\"é\"]";  // 1 + 95 + 1 = 97, the model's vocabulary.
-    std::ofstream(path / "char_vocab.json")
-        << "{\"type\": \"char\", \"chars\": " << chars << "}";
-    return new std::string(path.string());
+    testing::WriteCharVocab97(path);
+    return path.string();
   }();
-  return *dir;
+  return dir;
 }
 
 std::unique_ptr<Decoder> LoadDecoder() {

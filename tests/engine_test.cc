@@ -847,14 +847,7 @@ TEST(EngineTextTest, CharVocabularyFromDiskAndEchoedPrompt) {
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / "engine_test_char_vocab";
   std::filesystem::create_directories(dir);
-  std::string chars = "[\"\\n\"";
-  for (char c = ' '; c <= '~'; ++c) {
-    const std::string s(1, c);
-    chars += ",\"" + (c == '"' || c == '\\' ? "\\" + s : s) + "\"";
-  }
-  chars += ",\"é\"]";  // 1 + 95 + 1 = 97, the model's vocabulary.
-  std::ofstream(dir / "char_vocab.json")
-      << "{\"type\": \"char\", \"chars\": " << chars << "}";
+  testing::WriteCharVocab97(dir);
   auto loaded = LoadTokenizer(dir.string(), 97);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   std::shared_ptr<const Tokenizer> tokenizer = *std::move(loaded);

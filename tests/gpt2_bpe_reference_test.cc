@@ -60,12 +60,9 @@ class Gpt2BpeReferenceTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status();
     std::printf("[gpt2] loaded %s in %.3f s\n", (*t)->Describe().c_str(),
                 SecondsSince(start));
-    tokenizer_ = std::move(t).value().release();
+    tokenizer_ = *std::move(t);
   }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    tokenizer_ = nullptr;
-  }
+  static void TearDownTestSuite() { tokenizer_.reset(); }
   void SetUp() override {
     if (!tokenizer_) {
       GTEST_SKIP()
@@ -74,9 +71,9 @@ class Gpt2BpeReferenceTest : public ::testing::Test {
     }
   }
 
-  static const Gpt2BpeTokenizer* tokenizer_;
+  static std::unique_ptr<const Gpt2BpeTokenizer> tokenizer_;
 };
-const Gpt2BpeTokenizer* Gpt2BpeReferenceTest::tokenizer_ = nullptr;
+std::unique_ptr<const Gpt2BpeTokenizer> Gpt2BpeReferenceTest::tokenizer_;
 
 TEST_F(Gpt2BpeReferenceTest, KnowsGpt2sVocabulary) {
   EXPECT_EQ(tokenizer_->vocab_size(), 50257);

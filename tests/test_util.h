@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -74,6 +75,21 @@ class SafetensorsBuilder {
   std::vector<std::string> entries_;
   std::string data_;
 };
+
+// Writes `dir`/char_vocab.json: 97 characters ("\n", the 95 printable ASCII
+// characters and "é"), id = index — a character vocabulary for the golden
+// checkpoints whose vocabulary size is 97 (gpt2_learned), so text tests can run
+// on them.
+inline void WriteCharVocab97(const std::filesystem::path& dir) {
+  std::string chars = "[\"\\n\"";
+  for (char c = ' '; c <= '~'; ++c) {
+    const std::string s(1, c);
+    chars += ",\"" + (c == '"' || c == '\\' ? "\\" + s : s) + "\"";
+  }
+  chars += ",\"\u00e9\"]";  // 1 + 95 + 1 = 97.
+  std::ofstream(dir / "char_vocab.json")
+      << "{\"type\": \"char\", \"chars\": " << chars << "}";
+}
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
