@@ -15,6 +15,12 @@ packages=(
   libcpp-httplib-dev
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev
+  # The command-line client's attention heatmaps (PNG).
+  libpng-dev
+  # The Python client: stubs from grpc_python_plugin (protobuf-compiler-grpc), run with these.
+  python3-grpcio python3-protobuf
+  # Deployment tests: nginx's grpc_pass in front of two servers on loopback; YAML parsing.
+  nginx python3-yaml
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
 )
