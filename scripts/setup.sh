@@ -15,8 +15,8 @@ packages=(
   libcpp-httplib-dev
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev
-  # The command-line client's attention heatmaps (PNG).
-  libpng-dev
+  # The command-line client's attention heatmaps: PNG encoding, token labels drawn with FreeType.
+  libpng-dev libfreetype-dev fonts-dejavu-core
   # The Python client: stubs from grpc_python_plugin (protobuf-compiler-grpc), run with these.
   python3-grpcio python3-protobuf
   # Deployment tests: nginx's grpc_pass in front of two servers on loopback; YAML parsing.
