@@ -1,20 +1,28 @@
 #include "model/checkpoint.h"
 
+#include <malloc.h>
+
 #include "model/file_util.h"
 #include "model/safetensors.h"
 #include "model/status_macros.h"
 
 namespace textgen {
 
-absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir) {
+absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir,
+                                          const LoadOptions& options) {
   Checkpoint checkpoint;
   TEXTGEN_ASSIGN_OR_RETURN(checkpoint.config,
                            LoadModelConfig(JoinPath(dir, "config.json")));
-  TEXTGEN_ASSIGN_OR_RETURN(
-      SafetensorsFile file,
-      SafetensorsFile::Open(JoinPath(dir, "model.safetensors")));
-  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
-                           LoadWeights(checkpoint.config, file));
+  {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        SafetensorsFile file,
+        SafetensorsFile::Open(JoinPath(dir, "model.safetensors")));
+    TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
+                             LoadWeights(checkpoint.config, file, options));
+  }  // Unmaps the file.
+  // The per-tensor temporaries were freed, but glibc keeps freed heap at the
+  // top of its arenas; give it back so that resident memory is the weights.
+  malloc_trim(0);
   return checkpoint;
 }
 

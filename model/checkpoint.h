@@ -18,8 +18,11 @@ struct Checkpoint {
 };
 
 // Loads `dir`/config.json and `dir`/model.safetensors. Errors name the file and
-// problem.
-absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir);
+// problem. The file is mapped, not read, and converted one tensor at a time, so
+// loading peaks at about the weights' size plus one tensor; freed memory is
+// handed back to the system before returning.
+absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir,
+                                          const LoadOptions& options = {});
 
 }  // namespace textgen
 

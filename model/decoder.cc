@@ -9,9 +9,19 @@
 
 namespace textgen {
 
-Decoder::Decoder(Checkpoint checkpoint)
-    : config_(std::move(checkpoint.config)),
-      weights_(std::move(checkpoint.weights)) {
+Decoder::Decoder(Checkpoint checkpoint, const DecoderOptions& options)
+    : Decoder(
+          std::move(checkpoint.config),
+          std::make_shared<const ModelWeights>(std::move(checkpoint.weights)),
+          options) {}
+
+Decoder::Decoder(ModelConfig config,
+                 std::shared_ptr<const ModelWeights> weights,
+                 const DecoderOptions& options)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      pool_(options.threads) {
+  scores_.resize(pool_.size());
   if (config_.positions == PositionKind::kRotary) {
     // RoPE in the Hugging Face "rotate half" layout: dimension i pairs with i +
     // D/2 and turns by position × theta^(-2i/D). Computed in double, rounded
@@ -102,7 +112,7 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
   }
 
   for (int l = 0; l < config_.n_layers; ++l) {
-    const LayerWeights& layer = weights_.layers[l];
+    const LayerWeights& layer = weights_->layers[l];
     // x += Attention(Norm(x))
     Norm(layer.attn_norm, x_, normed_);                 // [N, d_model]
     Project(normed_, layer.qkv, layer.qkv_bias, qkv_);  // [N, (H + 2 KV) D]
@@ -127,26 +137,26 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     }
     final_rows = &last_;
   }
-  Norm(weights_.final_norm, *final_rows, normed_);
-  const Activations& head =
-      weights_.head();  // [vocab, d_model]: row v scores token v.
+  Norm(weights_->final_norm, *final_rows, normed_);
+  // [rows, d_model] · [d_model, vocab]: column v of the head scores token v.
   result.logits.resize(normed_.rows(), config_.vocab_size);
-  kernels::MatMulTransposed(normed_.data(), normed_.rows(), config_.d_model,
-                            config_.d_model, head.data(), config_.d_model,
-                            config_.vocab_size, result.logits.data(),
-                            config_.vocab_size);
+  MatMul(normed_.data(), static_cast<int>(normed_.rows()), config_.d_model,
+         weights_->head, result.logits.data(), config_.vocab_size,
+         /*accumulate=*/false);
   return absl::OkStatus();
 }
 
 void Decoder::Embed(absl::Span<const SequenceChunk> batch,
                     const KvCache& cache) {
-  const bool additive_positions = weights_.position_embedding.size() > 0;
+  const bool additive_positions = weights_->position_embedding.size() > 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const int start = cache.length(batch[i].slot);
     for (size_t t = 0; t < batch[i].tokens.size(); ++t) {
       auto row = x_.row(first_row_[i] + t);
-      row = weights_.token_embedding.row(batch[i].tokens[t]);
-      if (additive_positions) row += weights_.position_embedding.row(start + t);
+      weights_->EmbeddingRow(batch[i].tokens[t], row.data());
+      if (additive_positions) {
+        row += weights_->position_embedding.row(start + t);
+      }
     }
   }
 }
@@ -180,13 +190,29 @@ void Decoder::Norm(const NormWeights& norm, const Activations& in,
 void Decoder::Project(const Activations& in,
                       const kernels::PackedWeights& weight,
                       const RowVector& bias, Activations& out,
-                      bool accumulate) const {
+                      bool accumulate) {
   // out (+)= in · weight (+ bias)   [N, in_width] · [in_width, out_width]
   if (!accumulate) out.resize(in.rows(), weight.cols());
-  kernels::MatMul(in.data(), static_cast<int>(in.rows()),
-                  static_cast<int>(in.cols()), weight, out.data(),
-                  weight.cols(), accumulate);
+  MatMul(in.data(), static_cast<int>(in.rows()), static_cast<int>(in.cols()),
+         weight, out.data(), weight.cols(), accumulate);
   if (bias.size()) out.rowwise() += bias;
+}
+
+void Decoder::MatMul(const float* x, int rows, int x_stride,
+                     const kernels::PackedWeights& weight, float* y,
+                     int y_stride, bool accumulate) {
+  if (pool_.size() == 1) {
+    kernels::MatMul(x, rows, x_stride, weight, y, y_stride, accumulate);
+    return;
+  }
+  // Each thread computes whole output columns (its panels): values do not
+  // depend on the split.
+  pool_.Run([&](int t) {
+    const auto [begin, end] =
+        WorkerPool::Share(weight.panels(), t, pool_.size());
+    kernels::MatMulPanels(x, rows, x_stride, weight, begin, end, y, y_stride,
+                          accumulate);
+  });
 }
 
 void Decoder::ApplyRotary(int row, int position) {
@@ -210,63 +236,89 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
   const int D = config_.head_dim();
   const int H = config_.n_heads;
   const int kv_width = config_.n_kv_heads * D;
-  const int group = config_.queries_per_kv_head();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   attn_.resize(x_.rows(), H * D);
 
+  // First, on this thread: positions and this chunk's keys and values
+  // appended to each slot (cache rows [start, start + T)).
+  int max_t = 0, max_l = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const int slot = batch[i].slot;
     const int r0 = first_row_[i];
-    const int T = static_cast<int>(batch[i].tokens.size());  // new tokens
-    const int start = cache.length(slot);  // their first position
-    const int L = start + T;               // keys visible to the last one
-
+    const int T = static_cast<int>(batch[i].tokens.size());
+    const int start = cache.length(slot);
     if (config_.positions == PositionKind::kRotary) {
       for (int t = 0; t < T; ++t) ApplyRotary(r0 + t, start + t);
     }
-    // Append this chunk's keys and values: cache rows [start, L).
-    Activations& keys = cache.keys(slot, l);      // [capacity, kv_width]
-    Activations& values = cache.values(slot, l);  // [capacity, kv_width]
-    keys.middleRows(start, T) = qkv_.block(r0, H * D, T, kv_width);
-    values.middleRows(start, T) = qkv_.block(r0, H * D + kv_width, T, kv_width);
+    cache.keys(slot, l).middleRows(start, T) =
+        qkv_.block(r0, H * D, T, kv_width);
+    cache.values(slot, l).middleRows(start, T) =
+        qkv_.block(r0, H * D + kv_width, T, kv_width);
+    max_t = std::max(max_t, T);
+    max_l = std::max(max_l, start + T);
+  }
+  for (Activations& scores : scores_) {
+    if (scores.rows() < max_t || scores.cols() < max_l) {
+      scores.resize(std::max<Eigen::Index>(scores.rows(), max_t),
+                    std::max<Eigen::Index>(scores.cols(), max_l));
+    }
+  }
 
-    if (scores_.rows() < T || scores_.cols() < L) {
-      scores_.resize(std::max<Eigen::Index>(scores_.rows(), T),
-                     std::max<Eigen::Index>(scores_.cols(), L));
+  // Then every (sequence, head) pair on its own: split across threads.
+  const int tasks = static_cast<int>(batch.size()) * H;
+  auto run = [&](int t) {
+    const auto [begin, end] = WorkerPool::Share(tasks, t, pool_.size());
+    for (int task = begin; task < end; ++task) {
+      const int i = task / H, h = task % H;
+      AttendHead(l, h, batch[i], first_row_[i], cache, scores_[t],
+                 capture != nullptr ? &capture->attention[i] : nullptr);
     }
-    const int score_stride = static_cast<int>(scores_.cols());
-    const int qkv_stride = static_cast<int>(qkv_.cols());
-    for (int h = 0; h < H; ++h) {
-      const int kv_h =
-          h / group;  // Grouped-query attention: heads share K/V in groups.
-      const float* q =
-          qkv_.row(r0).data() + h * D;          // [T, D], row stride qkv_stride
-      const float* k = keys.data() + kv_h * D;  // [L, D], row stride kv_width
-      const float* v = values.data() + kv_h * D;  // [L, D], row stride kv_width
-      // scores = q · kᵀ   [T, L]
-      kernels::MatMulTransposed(q, T, D, qkv_stride, k, kv_width, L,
-                                scores_.data(), score_stride);
-      for (int t = 0; t < T; ++t) {
-        // Causal: query t (position start + t) sees keys 0 .. start + t; later
-        // keys get probability exactly 0 and are never read.
-        const int visible = start + t + 1;
-        float* p = scores_.row(t).data();
-        for (int j = 0; j < visible; ++j) p[j] *= scale;
-        kernels::Softmax(p, visible);
-        std::fill(p + visible, p + L, 0.0f);
-        // out_t = Σ_j p[j] · v_j   [D]
-        float* out = attn_.row(r0 + t).data() + h * D;
-        std::fill(out, out + D, 0.0f);
-        for (int j = 0; j < visible; ++j)
-          kernels::Axpy(p[j], v + j * kv_width, out, D);
-      }
-      if (capture != nullptr) {
-        AttentionMaps& maps = capture->attention[i];
-        float* dst = maps.weights.data() + (static_cast<size_t>(l) * H + h) *
-                                               maps.n_queries * maps.n_keys;
-        Eigen::Map<Activations>(dst, T, L) = scores_.topLeftCorner(T, L);
-      }
-    }
+  };
+  if (pool_.size() == 1) {
+    run(0);
+  } else {
+    pool_.Run(run);
+  }
+}
+
+void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
+                         const KvCache& cache, Activations& scores,
+                         AttentionMaps* capture) {
+  const int D = config_.head_dim();
+  const int H = config_.n_heads;
+  const int kv_width = config_.n_kv_heads * D;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const int T = static_cast<int>(s.tokens.size());  // new tokens
+  const int L = cache.length(s.slot) + T;  // keys visible to the last one
+  const int start = L - T;                 // their first position
+  const int score_stride = static_cast<int>(scores.cols());
+  const int qkv_stride = static_cast<int>(qkv_.cols());
+  // Grouped-query attention: heads share K/V in groups.
+  const int kv_h = h / config_.queries_per_kv_head();
+  const float* q = qkv_.row(r0).data() + h * D;  // [T, D], stride qkv_stride
+  const float* k = cache.keys(s.slot, l).data() + kv_h * D;    // [L, D]
+  const float* v = cache.values(s.slot, l).data() + kv_h * D;  // [L, D]
+  // scores = q · kᵀ   [T, L]
+  kernels::MatMulTransposed(q, T, D, qkv_stride, k, kv_width, L, scores.data(),
+                            score_stride);
+  for (int t = 0; t < T; ++t) {
+    // Causal: query t (position start + t) sees keys 0 .. start + t; later
+    // keys get probability exactly 0 and are never read.
+    const int visible = start + t + 1;
+    float* p = scores.row(t).data();
+    for (int j = 0; j < visible; ++j) p[j] *= scale;
+    kernels::Softmax(p, visible);
+    std::fill(p + visible, p + L, 0.0f);
+    // out_t = Σ_j p[j] · v_j   [D]
+    float* out = attn_.row(r0 + t).data() + h * D;
+    std::fill(out, out + D, 0.0f);
+    for (int j = 0; j < visible; ++j)
+      kernels::Axpy(p[j], v + j * kv_width, out, D);
+  }
+  if (capture != nullptr) {
+    float* dst = capture->weights.data() + (static_cast<size_t>(l) * H + h) *
+                                               capture->n_queries *
+                                               capture->n_keys;
+    Eigen::Map<Activations>(dst, T, L) = scores.topLeftCorner(T, L);
   }
 }
 
@@ -276,7 +328,16 @@ void Decoder::FeedForward(const LayerWeights& layer) {
   Project(normed_, layer.ff_in, layer.ff_in_bias,
           ff_);  // [N, d_ff] or [N, 2 d_ff]
   if (config_.feed_forward == FeedForwardKind::kGeluMlp) {
-    kernels::GeluTanh(ff_.data(), static_cast<int>(ff_.size()));
+    // Element by element, so any split gives the same values.
+    const int n = static_cast<int>(ff_.size());
+    if (pool_.size() == 1) {
+      kernels::GeluTanh(ff_.data(), n);
+    } else {
+      pool_.Run([&](int t) {
+        const auto [begin, end] = WorkerPool::Share(n, t, pool_.size());
+        kernels::GeluTanh(ff_.data() + begin, end - begin);
+      });
+    }
   } else {
     for (int r = 0; r < rows;
          ++r) {  // gate ⊙= up, in the gate half of each row.
@@ -284,8 +345,8 @@ void Decoder::FeedForward(const LayerWeights& layer) {
     }
   }
   // x += act · W_out (+ bias)   [N, d_ff] · [d_ff, d_model]
-  kernels::MatMul(ff_.data(), rows, static_cast<int>(ff_.cols()), layer.ff_out,
-                  x_.data(), config_.d_model, /*accumulate=*/true);
+  MatMul(ff_.data(), rows, static_cast<int>(ff_.cols()), layer.ff_out,
+         x_.data(), config_.d_model, /*accumulate=*/true);
   if (layer.ff_out_bias.size()) x_.rowwise() += layer.ff_out_bias;
 }
 

@@ -10,9 +10,24 @@
 // matrix product over all of them; only attention itself runs per sequence,
 // over that sequence's cached keys and values. Prefill (many tokens), decode
 // (one token) and a mix of both are the same call.
+//
+// Threads. With DecoderOptions::threads = T > 1 the Decoder owns a WorkerPool
+// of T - 1 workers (model/worker_pool.h), and the caller of Forward is the
+// T-th. Every expensive step is split statically, by output, never by a
+// reduction: the projections and the LM head by panels of output columns,
+// attention by (sequence, head) pairs, GELU by elements. Each value is then
+// computed by the same operations as with one thread, so logits are bit for
+// bit the same for any T (and still batch-invariant). The cheap steps
+// (embedding, norms, biases, KV appends) run on the calling thread. With T = 1
+// no thread is started and the pool is never touched.
+//
+// Weights are shared and immutable: several Decoders (the engine's, and
+// DebugAttention's in the server) can run on one copy, each with its own
+// scratch memory and threads.
 #ifndef TEXTGEN_MODEL_DECODER_H_
 #define TEXTGEN_MODEL_DECODER_H_
 
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,6 +37,7 @@
 #include "model/kernels.h"
 #include "model/kv_cache.h"
 #include "model/tensor.h"
+#include "model/worker_pool.h"
 
 namespace textgen {
 
@@ -75,17 +91,30 @@ struct ForwardResult {
   std::vector<AttentionMaps> attention;
 };
 
-// Owns the model's weights and the scratch memory of a forward pass. Not
+struct DecoderOptions {
+  // Threads a forward pass runs on, the caller's included (see above).
+  int threads = 1;
+};
+
+// Runs the model: shared weights, its own scratch memory and threads. Not
 // thread-safe: one thread (the engine's) calls Forward at a time.
 class Decoder {
  public:
-  explicit Decoder(Checkpoint checkpoint);
+  explicit Decoder(Checkpoint checkpoint, const DecoderOptions& options = {});
+  // Another Decoder over the same weights (no copy).
+  Decoder(ModelConfig config, std::shared_ptr<const ModelWeights> weights,
+          const DecoderOptions& options = {});
 
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
   const ModelConfig& config() const { return config_; }
-  const ModelWeights& weights() const { return weights_; }
+  const ModelWeights& weights() const { return *weights_; }
+  // For building another Decoder over the same weights.
+  std::shared_ptr<const ModelWeights> shared_weights() const {
+    return weights_;
+  }
+  int threads() const { return pool_.size(); }
 
   // Runs the batch: appends each sequence's keys and values to its slot of
   // `cache`, attends over every position so far (never a later one), and fills
@@ -104,14 +133,23 @@ class Decoder {
   // out (+)= in · weight (+ bias), one batch-invariant product over every row.
   void Project(const Activations& in, const kernels::PackedWeights& weight,
                const RowVector& bias, Activations& out,
-               bool accumulate = false) const;
+               bool accumulate = false);
+  // y (+)= x · weight over `rows` rows, split across the threads by panels.
+  void MatMul(const float* x, int rows, int x_stride,
+              const kernels::PackedWeights& weight, float* y, int y_stride,
+              bool accumulate);
   void ApplyRotary(int row, int position);
   void Attend(int layer, absl::Span<const SequenceChunk> batch, KvCache& cache,
               ForwardResult* capture);
+  // One head of one sequence: its queries against its keys so far.
+  void AttendHead(int layer, int head, const SequenceChunk& s, int r0,
+                  const KvCache& cache, Activations& scores,
+                  AttentionMaps* capture);
   void FeedForward(const LayerWeights& layer);
 
   const ModelConfig config_;
-  const ModelWeights weights_;
+  const std::shared_ptr<const ModelWeights> weights_;
+  WorkerPool pool_;
   // Rotary tables [context, head_dim / 2]; empty unless positions are rotary.
   Activations rope_cos_, rope_sin_;
 
@@ -121,8 +159,9 @@ class Decoder {
   Activations qkv_;     // [N, (n_heads + 2 n_kv_heads) head_dim]
   Activations attn_;    // [N, n_heads head_dim] concatenated head outputs
   Activations ff_;      // [N, d_ff] or [N, 2 d_ff] (SwiGLU gate | up)
-  Activations scores_;  // [T, L] one head's scores, then probabilities
-  Activations last_;    // [batch, d_model] last rows, for kLastToken
+  // Per thread: [T, L] one head's scores, then probabilities.
+  std::vector<Activations> scores_;
+  Activations last_;            // [batch, d_model] last rows, for kLastToken
   std::vector<int> first_row_;  // Row of each sequence's first new token in x_.
 };
 

@@ -1,5 +1,10 @@
 #include "model/file_util.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +36,64 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   contents << in.rdbuf();
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
   return contents.str();
+}
+
+absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory, not a file"));
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string reason = std::strerror(err);
+    if (err == ENOENT)
+      return absl::NotFoundError(absl::StrCat(path, ": ", reason));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot open: ", reason));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot stat: ", reason));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return MappedFile(nullptr, 0);
+  }
+  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  close(fd);  // The mapping keeps the file open.
+  if (data == MAP_FAILED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot map: ", std::strerror(err)));
+  }
+  return MappedFile(static_cast<const char*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

@@ -2,6 +2,7 @@
 #ifndef TEXTGEN_MODEL_FILE_UTIL_H_
 #define TEXTGEN_MODEL_FILE_UTIL_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -11,6 +12,29 @@ namespace textgen {
 // Returns the bytes of the file at `path`, or NOT_FOUND / INVALID_ARGUMENT
 // naming the path.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// A file mapped read-only into memory: its pages are read on first touch and
+// belong to the page cache, so reading a large file this way makes no private
+// copy of it. Unmapped on destruction.
+class MappedFile {
+ public:
+  // NOT_FOUND / INVALID_ARGUMENT naming the path, as ReadFileToString.
+  static absl::StatusOr<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;  // Empty.
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  ~MappedFile();
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile(const char* data, size_t size) : data_(data), size_(size) {}
+
+  const char* data_ = nullptr;  // Null for an empty file.
+  size_t size_ = 0;
+};
 
 // Joins a directory and a file name with exactly one '/'.
 std::string JoinPath(const std::string& dir, const std::string& name);

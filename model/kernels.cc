@@ -71,17 +71,41 @@ inline void Store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
 
 constexpr int kPanelVecs = PackedWeights::kPanel / kVec;
 
+// Widens 16 bf16 values to floats: exact (the low 16 bits become zero).
+typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
+typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
+inline Vec LoadWeights(const float* p) { return Load(p); }
+inline Vec LoadWeights(const uint16_t* p) {
+  Vec16 h;
+  __builtin_memcpy(&h, p, sizeof(h));
+  const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
+  Vec v;
+  __builtin_memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
+// How far ahead (in k steps) the one-row kernel prefetches its panel: decode
+// streams every weight from memory once per step, and a single sequential
+// stream per panel leaves the hardware prefetcher short of full bandwidth.
+constexpr int kPrefetchSteps = 16;
+
 // Rows [0, R) × one panel of x · W, accumulated in registers over the whole
 // depth in increasing k. Writes the first `valid` columns of the panel.
-template <int R>
-inline void PanelTile(const float* x, int depth, int x_stride,
-                      const float* panel, float* y, int y_stride, int valid,
-                      bool accumulate) {
+template <int R, typename W>
+inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
+                      float* y, int y_stride, int valid, bool accumulate) {
   Vec acc[R][kPanelVecs] = {};
+  constexpr int kLineElems = 64 / sizeof(W);
   for (int k = 0; k < depth; ++k) {
-    const float* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    if (R == 1) {
+      // Prefetching past the panel's end is harmless (a hint, never a fault).
+      for (int e = 0; e < PackedWeights::kPanel; e += kLineElems) {
+        __builtin_prefetch(wk + kPrefetchSteps * PackedWeights::kPanel + e);
+      }
+    }
     Vec b[kPanelVecs];
-    for (int c = 0; c < kPanelVecs; ++c) b[c] = Load(wk + c * kVec);
+    for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
     for (int r = 0; r < R; ++r) {
       const float a = x[static_cast<long>(r) * x_stride + k];
       for (int c = 0; c < kPanelVecs; ++c) acc[r][c] += a * b[c];
@@ -103,43 +127,125 @@ inline void PanelTile(const float* x, int depth, int x_stride,
   }
 }
 
+template <typename W>
+void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
+                    int depth, int cols, int panel_begin, int panel_end,
+                    float* y, int y_stride, bool accumulate) {
+  // Panel by panel, so each panel of W stays in cache while every row passes
+  // over it; four rows share each load from the panel.
+  constexpr int kRows = 4;
+  const size_t panel_size = static_cast<size_t>(depth) * PackedWeights::kPanel;
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const W* panel = data + p * panel_size;
+    const int j0 = p * PackedWeights::kPanel;
+    const int valid = std::min(PackedWeights::kPanel, cols - j0);
+    int r = 0;
+    for (; r + kRows <= rows; r += kRows) {
+      PanelTile<kRows>(x + static_cast<long>(r) * x_stride, depth, x_stride,
+                       panel, y + static_cast<long>(r) * y_stride + j0,
+                       y_stride, valid, accumulate);
+    }
+    for (; r < rows; ++r) {
+      PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride, panel,
+                   y + static_cast<long>(r) * y_stride + j0, y_stride, valid,
+                   accumulate);
+    }
+  }
+}
+
 }  // namespace
 
-PackedWeights::PackedWeights(const float* w, int depth, int cols, int w_stride)
-    : depth_(depth), cols_(cols) {
-  const int panels = (cols + kPanel - 1) / kPanel;
-  data_.assign(static_cast<size_t>(panels) * depth * kPanel, 0.0f);
-  for (int j = 0; j < cols; ++j) {
-    float* column = data_.data() +
-                    static_cast<size_t>(j / kPanel) * depth * kPanel +
-                    j % kPanel;
-    for (int k = 0; k < depth; ++k)
-      column[k * kPanel] = w[static_cast<long>(k) * w_stride + j];
+const char* WeightTypeName(WeightType type) {
+  return type == WeightType::kBF16 ? "bf16" : "f32";
+}
+
+uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x40);  // Quiet NaN.
+  }
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+template <typename Get>
+void PackedWeights::Pack(int depth, int cols, WeightType type, Get get) {
+  type_ = type;
+  depth_ = depth;
+  cols_ = cols;
+  const size_t size = static_cast<size_t>(panels()) * depth * kPanel;
+  if (type == WeightType::kF32) {
+    f32_.assign(size, 0.0f);
+  } else {
+    bf16_.assign(size, 0);
+  }
+  for (int p = 0; p < panels(); ++p) {
+    const int j0 = p * kPanel;
+    const int valid = std::min(kPanel, cols - j0);
+    const size_t base = static_cast<size_t>(p) * depth * kPanel;
+    for (int k = 0; k < depth; ++k) {
+      for (int jj = 0; jj < valid; ++jj) {
+        const float v = get(k, j0 + jj);
+        const size_t i = base + static_cast<size_t>(k) * kPanel + jj;
+        if (type == WeightType::kF32) {
+          f32_[i] = v;
+        } else {
+          bf16_[i] = FloatToBf16(v);
+        }
+      }
+    }
+  }
+}
+
+PackedWeights::PackedWeights(const float* w, int depth, int cols, int w_stride,
+                             WeightType type) {
+  Pack(depth, cols, type,
+       [&](int k, int j) { return w[static_cast<long>(k) * w_stride + j]; });
+}
+
+PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
+                                            WeightType type) {
+  PackedWeights packed;
+  packed.Pack(depth, cols, type, [&](int k, int j) {
+    return v[static_cast<long>(j) * depth + k];
+  });
+  return packed;
+}
+
+float PackedWeights::at(int k, int j) const {
+  const size_t i = static_cast<size_t>(j / kPanel) * depth_ * kPanel +
+                   static_cast<size_t>(k) * kPanel + j % kPanel;
+  return type_ == WeightType::kF32 ? f32_[i] : Bf16ToFloat(bf16_[i]);
+}
+
+void PackedWeights::Column(int j, float* out) const {
+  const size_t base =
+      static_cast<size_t>(j / kPanel) * depth_ * kPanel + j % kPanel;
+  if (type_ == WeightType::kF32) {
+    for (int k = 0; k < depth_; ++k)
+      out[k] = f32_[base + static_cast<size_t>(k) * kPanel];
+  } else {
+    for (int k = 0; k < depth_; ++k)
+      out[k] = Bf16ToFloat(bf16_[base + static_cast<size_t>(k) * kPanel]);
+  }
+}
+
+void MatMulPanels(const float* x, int rows, int x_stride,
+                  const PackedWeights& w, int panel_begin, int panel_end,
+                  float* y, int y_stride, bool accumulate) {
+  if (w.type() == WeightType::kF32) {
+    MatMulPanelsOf(x, rows, x_stride, w.panel_f32(0), w.depth(), w.cols(),
+                   panel_begin, panel_end, y, y_stride, accumulate);
+  } else {
+    MatMulPanelsOf(x, rows, x_stride, w.panel_bf16(0), w.depth(), w.cols(),
+                   panel_begin, panel_end, y, y_stride, accumulate);
   }
 }
 
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate) {
-  // Panel by panel, so each panel of W stays in cache while every row passes
-  // over it; four rows share each load from the panel.
-  constexpr int kRows = 4;
-  const int panels =
-      (w.cols() + PackedWeights::kPanel - 1) / PackedWeights::kPanel;
-  for (int p = 0; p < panels; ++p) {
-    const int j0 = p * PackedWeights::kPanel;
-    const int valid = std::min(PackedWeights::kPanel, w.cols() - j0);
-    int r = 0;
-    for (; r + kRows <= rows; r += kRows) {
-      PanelTile<kRows>(x + static_cast<long>(r) * x_stride, w.depth(), x_stride,
-                       w.panel(p), y + static_cast<long>(r) * y_stride + j0,
-                       y_stride, valid, accumulate);
-    }
-    for (; r < rows; ++r) {
-      PanelTile<1>(x + static_cast<long>(r) * x_stride, w.depth(), x_stride,
-                   w.panel(p), y + static_cast<long>(r) * y_stride + j0,
-                   y_stride, valid, accumulate);
-    }
-  }
+  MatMulPanels(x, rows, x_stride, w, 0, w.panels(), y, y_stride, accumulate);
 }
 
 void MatMulTransposed(const float* x, int rows, int depth, int x_stride,

@@ -27,6 +27,7 @@
 #define TEXTGEN_MODEL_KERNELS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace textgen::kernels {
@@ -41,6 +42,16 @@ float Dot(const float* a, const float* b, int n);
 // Σ a[i], i < n.
 float Sum(const float* a, int n);
 
+// How PackedWeights stores its values. kBF16 keeps the upper 16 bits of each
+// float (rounded to nearest even when packed); the kernel widens them back
+// exactly (a shift by 16) and accumulates in float, so a kBF16 product equals
+// the kF32 product of the bf16-rounded weights bit for bit, at half the bytes
+// streamed from memory.
+enum class WeightType { kF32, kBF16 };
+
+// "f32" or "bf16".
+const char* WeightTypeName(WeightType type);
+
 // A weight matrix W [depth, cols] (the [in, out] layout of GPT-2's Conv1D)
 // repacked for MatMul: cut into panels of kPanel consecutive columns, each
 // stored k-major, so the kernel streams through memory in order. The last panel
@@ -51,37 +62,70 @@ class PackedWeights {
 
   PackedWeights() = default;
   // `w` is row-major [depth, cols] with row stride `w_stride`.
-  PackedWeights(const float* w, int depth, int cols, int w_stride);
+  PackedWeights(const float* w, int depth, int cols, int w_stride,
+                WeightType type = WeightType::kF32);
+  // Packs the transpose of `v`, row-major [cols, depth]: W[k, j] = v[j, k]. For
+  // an embedding table used as the LM head (logits = x · tableᵀ) and for
+  // nn.Linear weights, stored [out, in].
+  static PackedWeights FromTransposed(const float* v, int cols, int depth,
+                                      WeightType type = WeightType::kF32);
 
+  WeightType type() const { return type_; }
   int depth() const { return depth_; }
   int cols() const { return cols_; }
-  // Panel p: depth × kPanel floats, row k holding columns p·kPanel .. p·kPanel
-  // + kPanel - 1.
-  const float* panel(int p) const {
-    return data_.data() + static_cast<size_t>(p) * depth_ * kPanel;
+  int panels() const { return (cols_ + kPanel - 1) / kPanel; }
+  // Panel p: depth × kPanel values, row k holding columns p·kPanel .. p·kPanel
+  // + kPanel - 1; f32 or bf16 bits as type() says.
+  const float* panel_f32(int p) const {
+    return f32_.data() + static_cast<size_t>(p) * depth_ * kPanel;
+  }
+  const uint16_t* panel_bf16(int p) const {
+    return bf16_.data() + static_cast<size_t>(p) * depth_ * kPanel;
   }
   // W[k, j], for tests and debugging.
-  float at(int k, int j) const {
-    return panel(j / kPanel)[k * kPanel + j % kPanel];
+  float at(int k, int j) const;
+  // out[k] = W[k, j], k < depth: one column (a token's row of a tied
+  // embedding table stored as the packed LM head).
+  void Column(int j, float* out) const;
+  size_t MemoryBytes() const {
+    return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t);
   }
-  size_t MemoryBytes() const { return data_.size() * sizeof(float); }
 
  private:
+  template <typename Get>
+  void Pack(int depth, int cols, WeightType type, Get get);
+
+  WeightType type_ = WeightType::kF32;
   int depth_ = 0;
   int cols_ = 0;
-  std::vector<float> data_;
+  std::vector<float> f32_;      // kF32
+  std::vector<uint16_t> bf16_;  // kBF16
 };
 
-// y[r, j] (+)= Σ_k x[r, k] · W[k, j]   for r < rows, j < w.cols().         y =
-// x · W
+// Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
+// NaN.
+uint16_t FloatToBf16(float f);
+inline float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// y[r, j] (+)= Σ_k x[r, k] · W[k, j]   for r < rows, j < w.cols().  y = x · W
 //   x: rows × w.depth(), row-major with row stride x_stride.
 //   y: rows × w.cols(), row-major with row stride y_stride. accumulate: add the
 //   product to y.
 // Each y[r, j] is the sum over k in increasing order, one multiply and one add
-// per step, whatever rows is. Register-tiled like a GEMM micro-kernel,
-// vectorized across columns.
+// per step, whatever rows is and whichever panels are computed together.
+// Register-tiled like a GEMM micro-kernel, vectorized across columns.
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate);
+// The same for the columns of panels [panel_begin, panel_end) only: threads
+// split a product by panels and each gets exactly MatMul's values.
+void MatMulPanels(const float* x, int rows, int x_stride,
+                  const PackedWeights& w, int panel_begin, int panel_end,
+                  float* y, int y_stride, bool accumulate);
 
 // y[r, j] = Σ_k x[r, k] · v_j[k]   for r < rows, j < cols; each is exactly
 // Dot(x_r, v_j).

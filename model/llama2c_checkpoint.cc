@@ -145,13 +145,15 @@ absl::StatusOr<Llama2cHeader> ParseLlama2cHeader(std::string_view bytes,
   return h;
 }
 
-absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path) {
+absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path,
+                                                 const LoadOptions& options) {
   TEXTGEN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  return Llama2cCheckpointFromBytes(bytes, path);
+  return Llama2cCheckpointFromBytes(bytes, path, options);
 }
 
 absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
-    std::string_view bytes, const std::string& source) {
+    std::string_view bytes, const std::string& source,
+    const LoadOptions& options) {
   TEXTGEN_ASSIGN_OR_RETURN(const Llama2cHeader h,
                            ParseLlama2cHeader(bytes, source));
   const uint64_t expected = h.ExpectedFileBytes();
@@ -239,7 +241,7 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
 
   TEXTGEN_ASSIGN_OR_RETURN(SafetensorsFile file,
                            SafetensorsFile::FromBytes(out.Finish(), source));
-  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights, LoadWeights(c, file));
+  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights, LoadWeights(c, file, options));
   return checkpoint;
 }
 

@@ -66,10 +66,12 @@ absl::StatusOr<Llama2cHeader> ParseLlama2cHeader(std::string_view bytes,
                                                  const std::string& source);
 
 // Loads a llama2.c `.bin` checkpoint. Errors name the file and the problem.
-absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path);
+absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(
+    const std::string& path, const LoadOptions& options = {});
 // The same from the file's bytes; `source` names it in errors.
 absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
-    std::string_view bytes, const std::string& source);
+    std::string_view bytes, const std::string& source,
+    const LoadOptions& options = {});
 
 }  // namespace textgen
 

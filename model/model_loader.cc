@@ -22,18 +22,20 @@ bool IsFile(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
-                                      const std::string& tokenizer_path) {
+                                      const std::string& tokenizer_path,
+                                      const LoadOptions& options) {
   LoadedModel model;
   std::error_code ec;
   std::string found_tokenizer = tokenizer_path;
   if (fs::is_directory(model_path, ec)) {
-    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint, LoadCheckpoint(model_path));
+    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
+                             LoadCheckpoint(model_path, options));
     if (found_tokenizer.empty() && HasTokenizer(model_path)) {
       found_tokenizer = model_path;
     }
   } else if (fs::exists(model_path, ec)) {
     TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
-                             LoadLlama2cCheckpoint(model_path));
+                             LoadLlama2cCheckpoint(model_path, options));
     const std::string dir = fs::path(model_path).parent_path().string();
     for (const std::string& name :
          {absl::StrCat("tok", model.checkpoint.config.vocab_size, ".bin"),

@@ -30,8 +30,10 @@ struct LoadedModel {
 // empty (any kind LoadTokenizer accepts; failing to load it is an error), else
 // the one found beside the model. The tokenizer is checked against the
 // model's vocabulary size. Errors name the file and the problem.
+// `options` says how the weights are held (e.g. bf16), whatever the file holds.
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
-                                      const std::string& tokenizer_path = "");
+                                      const std::string& tokenizer_path = "",
+                                      const LoadOptions& options = {});
 
 }  // namespace textgen
 

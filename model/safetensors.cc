@@ -106,19 +106,24 @@ absl::Status SafetensorsFile::Error(const std::string& tensor,
 }
 
 absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  TEXTGEN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  return FromBytes(std::move(bytes), path);
+  TEXTGEN_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path));
+  return Parse(SafetensorsFile(std::move(mapped), path));
 }
 
 absl::StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(std::string bytes,
                                                            std::string source) {
-  const uint64_t file_size = bytes.size();
+  return Parse(SafetensorsFile(std::move(bytes), std::move(source)));
+}
+
+absl::StatusOr<SafetensorsFile> SafetensorsFile::Parse(SafetensorsFile file) {
+  const std::string& source = file.source_;
+  const uint64_t file_size = file.size();
   if (file_size < 8) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": truncated: ", file_size,
                      " bytes, too short for the 8-byte header length"));
   }
-  const uint64_t header_size = LoadLittleEndian<uint64_t>(bytes.data());
+  const uint64_t header_size = LoadLittleEndian<uint64_t>(file.base());
   if (header_size > kMaxHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": header length ", header_size, " exceeds the 100 MB limit"));
@@ -128,10 +133,10 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(std::string bytes,
         absl::StrCat(source, ": truncated: header length ", header_size,
                      " but only ", file_size - 8, " bytes follow"));
   }
-  SafetensorsFile file(std::move(bytes), std::move(source), 8 + header_size);
+  file.data_start_ = 8 + header_size;
   const uint64_t data_size = file_size - 8 - header_size;
 
-  const char* header_begin = file.bytes_.data() + 8;
+  const char* header_begin = file.base() + 8;
   const json header = json::parse(header_begin, header_begin + header_size,
                                   /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) return file.Error("", "header is not valid JSON");

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/file_util.h"
 
 namespace textgen {
 
@@ -46,7 +47,8 @@ std::string ShapeToString(const std::vector<int64_t>& shape);
 
 class SafetensorsFile {
  public:
-  // Reads and validates the file at `path`.
+  // Maps and validates the file at `path`; tensors are read from the mapping,
+  // so no copy of the file is made.
   static absl::StatusOr<SafetensorsFile> Open(const std::string& path);
   // Validates `bytes`, a whole safetensors file; `source` names it in errors.
   static absl::StatusOr<SafetensorsFile> FromBytes(std::string bytes,
@@ -74,21 +76,31 @@ class SafetensorsFile {
   absl::StatusOr<std::vector<int64_t>> ReadInts(const std::string& name) const;
 
  private:
-  SafetensorsFile(std::string bytes, std::string source, size_t data_start)
-      : bytes_(std::move(bytes)),
-        source_(std::move(source)),
-        data_start_(data_start) {}
+  SafetensorsFile(std::string bytes, std::string source)
+      : bytes_(std::move(bytes)), source_(std::move(source)) {}
+  SafetensorsFile(MappedFile mapped, std::string source)
+      : mapped_(std::move(mapped)), source_(std::move(source)) {}
+
+  // Validates the bytes the file holds (bytes_ or mapped_).
+  static absl::StatusOr<SafetensorsFile> Parse(SafetensorsFile file);
+  const char* base() const {
+    return mapped_.data() != nullptr ? mapped_.data() : bytes_.data();
+  }
+  size_t size() const {
+    return mapped_.data() != nullptr ? mapped_.size() : bytes_.size();
+  }
 
   absl::Status Error(const std::string& tensor,
                      const std::string& problem) const;
   absl::StatusOr<const TensorInfo*> Get(const std::string& name) const;
   const char* Data(const TensorInfo& info) const {
-    return bytes_.data() + data_start_ + info.begin;
+    return base() + data_start_ + info.begin;
   }
 
-  std::string bytes_;  // The whole file.
+  std::string bytes_;  // The whole file, from FromBytes; or
+  MappedFile mapped_;  // the whole file, from Open.
   std::string source_;
-  size_t data_start_;  // 8 + header length.
+  size_t data_start_ = 0;  // 8 + header length.
   std::map<std::string, TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };

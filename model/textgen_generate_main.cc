@@ -51,6 +51,11 @@ ABSL_FLAG(float, top_p, 1.0f, "Nucleus sampling mass, in (0, 1].");
 ABSL_FLAG(float, repetition_penalty, 1.0f,
           "> 1 discourages tokens already in the sequence.");
 ABSL_FLAG(uint64_t, seed, 0, "Seed of the sampler; same seed, same text.");
+ABSL_FLAG(int, threads, 1,
+          "Threads of the forward pass (the results do not depend on it).");
+ABSL_FLAG(std::string, weights_dtype, "f32",
+          "How weight matrices are held in memory: f32, or bf16 (half the "
+          "bytes, f32 arithmetic), whatever the file stores.");
 
 namespace {
 
@@ -82,13 +87,36 @@ int main(int argc, char** argv) {
     return Fail(std::string(s.message()));
   }
 
-  auto loaded = textgen::LoadModel(absl::GetFlag(FLAGS_model),
-                                   absl::GetFlag(FLAGS_tokenizer));
+  if (absl::GetFlag(FLAGS_threads) < 1) {
+    return Fail(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads),
+                             ": must be at least 1"));
+  }
+  textgen::LoadOptions load_options;
+  auto weight_type =
+      textgen::ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
+  if (!weight_type.ok()) {
+    return Fail(
+        absl::StrCat("--weights_dtype: ", weight_type.status().message()));
+  }
+  load_options.weight_type = *weight_type;
+  const auto load_start = std::chrono::steady_clock::now();
+  auto loaded = textgen::LoadModel(
+      absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_tokenizer), load_options);
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
   std::unique_ptr<textgen::Tokenizer> tokenizer = std::move(loaded->tokenizer);
-  textgen::Decoder decoder(std::move(loaded->checkpoint));
-  std::fprintf(stderr, "model: %s\n",
-               textgen::DescribeConfig(decoder.config()).c_str());
+  textgen::DecoderOptions decoder_options;
+  decoder_options.threads = absl::GetFlag(FLAGS_threads);
+  textgen::Decoder decoder(std::move(loaded->checkpoint), decoder_options);
+  std::fprintf(
+      stderr,
+      "model: %s; weights %s, %.1f MiB, loaded in %.2f s; %d thread(s)\n",
+      textgen::DescribeConfig(decoder.config()).c_str(),
+      textgen::kernels::WeightTypeName(*weight_type),
+      decoder.weights().MemoryBytes() / 1048576.0,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    load_start)
+          .count(),
+      decoder.threads());
   if (tokenizer) {
     std::fprintf(stderr, "tokenizer: %s (%s)\n", tokenizer->Describe().c_str(),
                  loaded->tokenizer_path.c_str());

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -13,10 +14,10 @@ namespace textgen {
 namespace {
 
 // Packs a row-major [in, out] matrix for kernels::MatMul.
-kernels::PackedWeights Pack(const Activations& w) {
+kernels::PackedWeights Pack(const Activations& w, kernels::WeightType type) {
   return kernels::PackedWeights(w.data(), static_cast<int>(w.rows()),
                                 static_cast<int>(w.cols()),
-                                static_cast<int>(w.cols()));
+                                static_cast<int>(w.cols()), type);
 }
 
 using ColMajorMap = Eigen::Map<const Eigen::MatrixXf>;
@@ -26,8 +27,9 @@ using RowMajorMap = Eigen::Map<const Activations>;
 // so that leftovers can be reported.
 class TensorReader {
  public:
-  TensorReader(const SafetensorsFile& file, std::string prefix)
-      : file_(file), prefix_(std::move(prefix)) {}
+  TensorReader(const SafetensorsFile& file, std::string prefix,
+               kernels::WeightType type)
+      : file_(file), prefix_(std::move(prefix)), type_(type) {}
 
   // A vector of n values (a bias or a norm gain).
   absl::StatusOr<RowVector> Vector(const std::string& name, int64_t n) {
@@ -44,11 +46,26 @@ class TensorReader {
 
   // A GPT-2 Conv1D weight, stored [in, out] row-major: the layout y = x · W
   // uses.
+  // Packed straight from the file's values: one tensor's floats are the only
+  // temporary copy.
   absl::StatusOr<kernels::PackedWeights> Conv1D(const std::string& name,
                                                 int64_t in, int64_t out) {
-    TEXTGEN_ASSIGN_OR_RETURN(Activations w, Rows(name, in, out));
-    return Pack(w);
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {in, out}));
+    return kernels::PackedWeights(v.data(), static_cast<int>(in),
+                                  static_cast<int>(out), static_cast<int>(out),
+                                  type_);
   }
+
+  // A table stored [rows, cols] (an embedding, lm_head), packed as the LM
+  // head's [cols, rows].
+  absl::StatusOr<kernels::PackedWeights> Head(const std::string& name,
+                                              int64_t rows, int64_t cols) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {rows, cols}));
+    return kernels::PackedWeights::FromTransposed(
+        v.data(), static_cast<int>(rows), static_cast<int>(cols), type_);
+  }
+
+  kernels::WeightType type() const { return type_; }
 
   // An nn.Linear weight, stored [out, in] row-major (the same bytes as [in,
   // out] column-major), returned as [in, out] row-major.
@@ -85,6 +102,7 @@ class TensorReader {
 
   const SafetensorsFile& file_;
   const std::string prefix_;
+  const kernels::WeightType type_;
   std::set<std::string> used_;
 };
 
@@ -110,15 +128,16 @@ absl::StatusOr<NormWeights> LoadNorm(TensorReader& r, const std::string& name,
 }
 
 absl::StatusOr<ModelWeights> LoadGpt2(const ModelConfig& c,
-                                      const SafetensorsFile& file) {
+                                      const SafetensorsFile& file,
+                                      kernels::WeightType type) {
   // GPT2LMHeadModel saves names under "transformer."; GPT2Model without a
   // prefix.
-  TensorReader r(file,
-                 file.Find("transformer.wte.weight") ? "transformer." : "");
+  TensorReader r(
+      file, file.Find("transformer.wte.weight") ? "transformer." : "", type);
   const int C = c.d_model, I = c.d_ff;
   ModelWeights w;
-  TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
-                           r.Rows("wte.weight", c.vocab_size, C));
+  // GPT-2's head is always tied: the packed head is the embedding table.
+  TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
   if (c.positions == PositionKind::kLearned) {
     TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
                              r.Rows("wpe.weight", c.context_length, C));
@@ -149,8 +168,9 @@ absl::StatusOr<ModelWeights> LoadGpt2(const ModelConfig& c,
 }
 
 absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
-                                       const SafetensorsFile& file) {
-  TensorReader r(file, "");
+                                       const SafetensorsFile& file,
+                                       kernels::WeightType type) {
+  TensorReader r(file, "", type);
   const int C = c.d_model, I = c.d_ff, D = c.head_dim();
   const int q_cols = c.n_heads * D, kv_cols = c.n_kv_heads * D;
   ModelWeights w;
@@ -169,10 +189,10 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
         Activations v, r.Linear(p + "self_attn.v_proj.weight", kv_cols, C));
     Activations qkv(C, q_cols + 2 * kv_cols);  // [C, Q | K | V]
     qkv << q, k, v;
-    L.qkv = Pack(qkv);
+    L.qkv = Pack(qkv, type);
     TEXTGEN_ASSIGN_OR_RETURN(
         Activations o, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
-    L.attn_out = Pack(o);
+    L.attn_out = Pack(o, type);
     TEXTGEN_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
     TEXTGEN_ASSIGN_OR_RETURN(Activations gate,
@@ -181,15 +201,14 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
                              r.Linear(p + "mlp.up_proj.weight", I, C));
     Activations gate_up(C, 2 * I);  // [C, gate | up]
     gate_up << gate, up;
-    L.ff_in = Pack(gate_up);
+    L.ff_in = Pack(gate_up, type);
     TEXTGEN_ASSIGN_OR_RETURN(Activations down,
                              r.Linear(p + "mlp.down_proj.weight", C, I));
-    L.ff_out = Pack(down);
+    L.ff_out = Pack(down, type);
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "model.norm", C, false));
   if (!c.tied_lm_head) {
-    TEXTGEN_ASSIGN_OR_RETURN(w.lm_head,
-                             r.Rows("lm_head.weight", c.vocab_size, C));
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("lm_head.weight", c.vocab_size, C));
   } else if (r.Has("lm_head.weight")) {
     // Some tied exports still save the head; it must then equal the embedding.
     TEXTGEN_ASSIGN_OR_RETURN(Activations head,
@@ -200,6 +219,12 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
           ": tensor 'lm_head.weight' differs from 'model.embed_tokens.weight' "
           "but config.json says tie_word_embeddings=true"));
     }
+  }
+  if (c.tied_lm_head) {
+    // The head's packed copy replaces the table (ModelWeights::EmbeddingRow).
+    w.head = kernels::PackedWeights::FromTransposed(w.token_embedding.data(),
+                                                    c.vocab_size, C, type);
+    w.token_embedding = Activations();
   }
   TEXTGEN_RETURN_IF_ERROR(r.CheckAllUsed(IsLlamaBuffer, c));
   return w;
@@ -220,14 +245,48 @@ Activations SinusoidalPositions(int context, int d_model) {
   return table;
 }
 
+absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name) {
+  if (absl::EqualsIgnoreCase(name, "f32")) return kernels::WeightType::kF32;
+  if (absl::EqualsIgnoreCase(name, "bf16")) return kernels::WeightType::kBF16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown weight type '", name, "' (expected f32 or bf16)"));
+}
+
+void ModelWeights::EmbeddingRow(int token, float* out) const {
+  if (token_embedding.size()) {
+    const float* row = token_embedding.row(token).data();
+    std::copy(row, row + token_embedding.cols(), out);
+  } else {
+    head.Column(token, out);
+  }
+}
+
+size_t ModelWeights::MemoryBytes() const {
+  size_t bytes = (token_embedding.size() + position_embedding.size() +
+                  final_norm.gain.size() + final_norm.bias.size()) *
+                     sizeof(float) +
+                 head.MemoryBytes();
+  for (const LayerWeights& l : layers) {
+    bytes += l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
+             l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes();
+    bytes +=
+        (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
+         l.ffn_norm.gain.size() + l.ffn_norm.bias.size() + l.qkv_bias.size() +
+         l.attn_out_bias.size() + l.ff_in_bias.size() + l.ff_out_bias.size()) *
+        sizeof(float);
+  }
+  return bytes;
+}
+
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
-                                         const SafetensorsFile& file) {
+                                         const SafetensorsFile& file,
+                                         const LoadOptions& options) {
   TEXTGEN_RETURN_IF_ERROR(config.Validate());
   switch (config.family) {
     case Family::kGpt2:
-      return LoadGpt2(config, file);
+      return LoadGpt2(config, file, options.weight_type);
     case Family::kLlama:
-      return LoadLlama(config, file);
+      return LoadLlama(config, file, options.weight_type);
   }
   return absl::InternalError("unknown model family");
 }

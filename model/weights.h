@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "model/config.h"
 #include "model/kernels.h"
 #include "model/safetensors.h"
@@ -43,20 +44,35 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Activations token_embedding;  // [vocab, d_model]: one row per token id.
+  // [vocab, d_model]: one row per token id. Empty when the LM head is tied to
+  // it: the rows are then read from `head` (EmbeddingRow), so the table is held
+  // once, in the layout the head's product streams.
+  Activations token_embedding;
   // [context, d_model] added to the embeddings: learned (wpe) or the sinusoidal
   // table. Empty for rotary positions, which act inside attention instead.
   Activations position_embedding;
   std::vector<LayerWeights> layers;
   NormWeights final_norm;
-  // [vocab, d_model]; empty when the head is tied to token_embedding.
-  Activations lm_head;
+  // The LM head transposed, [d_model, vocab] packed: logits = x · head, one
+  // kernels::MatMul like every other projection (column v scores token v).
+  kernels::PackedWeights head;
 
-  // The matrix whose rows score each vocabulary entry: logits = x * head^T.
-  const Activations& head() const {
-    return lm_head.size() ? lm_head : token_embedding;
-  }
+  // out[0 .. d_model) = the embedding of `token`.
+  void EmbeddingRow(int token, float* out) const;
+  // Bytes held by the parameters.
+  size_t MemoryBytes() const;
 };
+
+// How weights are held in memory; chosen at load, whatever the file stores.
+struct LoadOptions {
+  // Storage of the projection and LM-head matrices (the bulk of the bytes).
+  // Embeddings of an untied model, norms and biases stay f32.
+  kernels::WeightType weight_type = kernels::WeightType::kF32;
+};
+
+// "f32" or "bf16" (any case), as --weights_dtype takes it; else
+// INVALID_ARGUMENT.
+absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 
 // Reads every tensor that `config` calls for from `file`, checking names and
 // shapes. A missing, mis-shaped, non-floating or unexpected tensor is an
@@ -64,7 +80,8 @@ struct ModelWeights {
 // non-parameter buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are
 // ignored.
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
-                                         const SafetensorsFile& file);
+                                         const SafetensorsFile& file,
+                                         const LoadOptions& options = {});
 
 // Sinusoidal positional encoding ("Attention Is All You Need", section 3.5):
 // PE[p, 2i] = sin(p / 10000^(2i / d_model)), PE[p, 2i+1] = cos(p / 10000^(2i /

@@ -30,8 +30,11 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
 ABSL_FLAG(int, port, 50051, "Port to listen on; 0 picks a free one");
 ABSL_FLAG(int, threads, 1,
-          "Accepted for forward compatibility; the decoder runs on the one "
-          "engine thread for now");
+          "Threads of the engine's forward pass, the engine thread included "
+          "(model/decoder.h); results do not depend on it");
+ABSL_FLAG(std::string, weights_dtype, "f32",
+          "How weight matrices are held in memory: f32, or bf16 (half the "
+          "bytes and memory traffic, f32 arithmetic)");
 ABSL_FLAG(int, num_slots, 8, "Sequences generated at once (KV-cache slots)");
 ABSL_FLAG(int, max_queue, 64,
           "Requests that may wait for a slot; beyond, RESOURCE_EXHAUSTED");
@@ -60,31 +63,46 @@ int Run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (absl::GetFlag(FLAGS_threads) != 1) {
-    spdlog::warn("--threads={}: the decoder is single-threaded for now",
-                 absl::GetFlag(FLAGS_threads));
+  if (absl::GetFlag(FLAGS_threads) < 1) {
+    spdlog::error("--threads={}: must be at least 1",
+                  absl::GetFlag(FLAGS_threads));
+    return 1;
   }
+  absl::StatusOr<kernels::WeightType> weight_type =
+      ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
+  if (!weight_type.ok()) {
+    spdlog::error("--weights_dtype: {}",
+                  std::string(weight_type.status().message()));
+    return 1;
+  }
+  LoadOptions load_options;
+  load_options.weight_type = *weight_type;
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
-  absl::StatusOr<LoadedModel> model = LoadModel(model_path, tokenizer_path);
+  absl::StatusOr<LoadedModel> model =
+      LoadModel(model_path, tokenizer_path, load_options);
   if (!model.ok()) {
     spdlog::error("{}", model.status().ToString());
     return 1;
   }
+  const ModelConfig config = model->checkpoint.config;
+  DecoderOptions decoder_options;
+  decoder_options.threads = absl::GetFlag(FLAGS_threads);
+  auto decoder =
+      std::make_unique<Decoder>(std::move(model->checkpoint), decoder_options);
   std::unique_ptr<Decoder> attention_decoder;
   if (absl::GetFlag(FLAGS_debug_attention)) {
-    // A second copy of the weights for DebugAttention (server/service.h).
-    absl::StatusOr<LoadedModel> copy = LoadModel(model_path, tokenizer_path);
-    if (!copy.ok()) {
-      spdlog::error("{}", copy.status().ToString());
-      return 1;
-    }
-    attention_decoder = std::make_unique<Decoder>(std::move(copy->checkpoint));
+    // DebugAttention's Decoder shares the engine's weights (server/service.h):
+    // only its scratch memory is its own. One thread: it runs on gRPC's.
+    attention_decoder =
+        std::make_unique<Decoder>(config, decoder->shared_weights());
   }
-  spdlog::info("model {}: {}; tokenizer {}", model_path,
-               DescribeConfig(model->checkpoint.config),
-               model->tokenizer ? model->tokenizer->Describe() : "none");
+  spdlog::info(
+      "model {}: {}; weights {} ({:.1f} MiB); {} thread(s); tokenizer {}",
+      model_path, DescribeConfig(config), kernels::WeightTypeName(*weight_type),
+      decoder->weights().MemoryBytes() / 1048576.0, decoder->threads(),
+      model->tokenizer ? model->tokenizer->Describe() : "none");
 
   GrpcServerOptions options;
   options.address =
@@ -107,8 +125,8 @@ int Run() {
   options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);
 
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
-      options, std::make_unique<Decoder>(std::move(model->checkpoint)),
-      std::move(attention_decoder), std::move(model->tokenizer));
+      options, std::move(decoder), std::move(attention_decoder),
+      std::move(model->tokenizer));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 1;

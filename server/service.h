@@ -19,11 +19,11 @@
 //   - GetModelInfo, Tokenize: unary.
 //
 // DebugAttention does not go through the engine: the engine thread's Decoder
-// is not thread-safe, so the service owns a second Decoder (a second copy of
-// the weights, loaded by the caller) and a one-slot KvCache, used by one call
-// at a time under a mutex. That keeps the engine's batching loop free of a
-// second kind of work and costs one more copy of the weights, which is small
-// for the models served here; without that decoder DebugAttention is
+// is not thread-safe, so the service owns a second Decoder and a one-slot
+// KvCache, used by one call at a time under a mutex. The second Decoder shares
+// the engine Decoder's weights (Decoder::shared_weights(); the caller builds
+// it), so it costs only its scratch memory. That keeps the engine's batching
+// loop free of a second kind of work; without that decoder DebugAttention is
 // FAILED_PRECONDITION. The pass runs on the gRPC callback thread, bounded by
 // ServiceOptions::max_attention_tokens.
 #ifndef TEXTGEN_SERVER_SERVICE_H_

@@ -113,5 +113,80 @@ TEST_F(DecoderTest, CapturesNothingUnlessAsked) {
                                 decoder_->config().n_heads * 2 * 2));
 }
 
+// Threads split work by output (model/decoder.h), so a mixed batch (a prefill
+// chunk, a decode step, a fresh sequence) gives the same logits and attention
+// maps bit for bit on one thread and on two. Also run under TSan.
+TEST(DecoderThreadsTest, TwoThreadsEqualOneBitForBit) {
+  auto checkpoint = LoadCheckpoint(testing::GoldenDir("gpt2_learned"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  Decoder one(*checkpoint);
+  DecoderOptions options;
+  options.threads = 2;
+  Decoder two(std::move(*checkpoint), options);
+  ASSERT_EQ(two.threads(), 2);
+  KvCache cache_one(one.config(), 3), cache_two(two.config(), 3);
+  const std::vector<int> a = {4, 8, 15, 16, 23, 42, 7};
+  const std::vector<int> b = {1, 2, 3};
+  const std::vector<int> c = {9};
+  const ForwardOptions all{LogitsMode::kAllTokens, /*capture_attention=*/true};
+  for (const std::vector<SequenceChunk>& batch :
+       {std::vector<SequenceChunk>{{0, a}, {1, b}},
+        std::vector<SequenceChunk>{{1, c}, {0, c}, {2, a}},
+        std::vector<SequenceChunk>{{2, c}}}) {
+    ForwardResult r1, r2;
+    ASSERT_TRUE(one.Forward(batch, cache_one, all, r1).ok());
+    ASSERT_TRUE(two.Forward(batch, cache_two, all, r2).ok());
+    ASSERT_EQ(r1.logits.rows(), r2.logits.rows());
+    EXPECT_EQ(r1.logits, r2.logits);
+    ASSERT_EQ(r1.attention.size(), r2.attention.size());
+    for (size_t i = 0; i < r1.attention.size(); ++i) {
+      EXPECT_EQ(r1.attention[i].weights, r2.attention[i].weights);
+    }
+  }
+}
+
+// A second Decoder over the same weights shares them (no copy) and computes
+// the same logits with its own scratch.
+TEST(DecoderThreadsTest, SharedWeightsAreNotCopied) {
+  auto checkpoint = LoadCheckpoint(testing::GoldenDir("gpt2_learned"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  Decoder first(*std::move(checkpoint));
+  Decoder second(first.config(), first.shared_weights());
+  EXPECT_EQ(&first.weights(), &second.weights());
+  KvCache c1(first.config(), 1), c2(first.config(), 1);
+  const std::vector<int> a = {3, 1, 4, 1, 5};
+  ForwardResult r1, r2;
+  ASSERT_TRUE(first.Forward({{0, a}}, c1, {}, r1).ok());
+  ASSERT_TRUE(second.Forward({{0, a}}, c2, {}, r2).ok());
+  EXPECT_EQ(r1.logits, r2.logits);
+}
+
+// bf16 storage: the same logits as f32 storage of the bf16-rounded weights
+// would give, and close to the f32 model's.
+TEST(DecoderThreadsTest, Bf16WeightsStayCloseToF32) {
+  LoadOptions bf16;
+  bf16.weight_type = kernels::WeightType::kBF16;
+  auto f32_checkpoint = LoadCheckpoint(testing::GoldenDir("gpt2_learned"));
+  auto bf16_checkpoint =
+      LoadCheckpoint(testing::GoldenDir("gpt2_learned"), bf16);
+  ASSERT_TRUE(f32_checkpoint.ok()) << f32_checkpoint.status();
+  ASSERT_TRUE(bf16_checkpoint.ok()) << bf16_checkpoint.status();
+  EXPECT_EQ(bf16_checkpoint->weights.head.type(), kernels::WeightType::kBF16);
+  EXPECT_LT(bf16_checkpoint->weights.MemoryBytes(),
+            f32_checkpoint->weights.MemoryBytes() * 0.6);
+  Decoder f32(*std::move(f32_checkpoint));
+  Decoder half(*std::move(bf16_checkpoint));
+  KvCache c1(f32.config(), 1), c2(f32.config(), 1);
+  const std::vector<int> a = {3, 1, 4, 1, 5, 9, 2, 6};
+  ForwardResult r1, r2;
+  ASSERT_TRUE(f32.Forward({{0, a}}, c1, {LogitsMode::kAllTokens}, r1).ok());
+  ASSERT_TRUE(half.Forward({{0, a}}, c2, {LogitsMode::kAllTokens}, r2).ok());
+  const float diff = (r1.logits - r2.logits).cwiseAbs().maxCoeff();
+  const float scale = r1.logits.cwiseAbs().maxCoeff();
+  EXPECT_GT(diff, 0.0f);  // The weights really were rounded.
+  // bf16 keeps 8 significant bits (relative error 2^-9 per weight).
+  EXPECT_LT(diff, 0.02f * scale) << "max |logit| " << scale;
+}
+
 }  // namespace
 }  // namespace textgen

@@ -117,5 +117,78 @@ TEST(KernelsTest, SumAndDotHandleEveryTailLength) {
   }
 }
 
+// Panels computed separately (as threads split a product) give exactly the
+// full product's values.
+TEST(KernelsTest, MatMulPanelsSplitsWithoutChangingValues) {
+  const int depth = 50, cols = 200;  // Four panels, the last one partial.
+  const Activations x = Random(6, depth, 4);
+  const Activations w = Random(depth, cols, 5);
+  const kernels::PackedWeights packed(w.data(), depth, cols, cols);
+  ASSERT_EQ(packed.panels(), 4);
+  Activations all(6, cols), split(6, cols);
+  kernels::MatMul(x.data(), 6, depth, packed, all.data(), cols, false);
+  split.setConstant(-1.0f);
+  for (auto [begin, end] :
+       {std::pair{2, 4}, std::pair{0, 1}, std::pair{1, 2}}) {
+    kernels::MatMulPanels(x.data(), 6, depth, packed, begin, end, split.data(),
+                          cols, false);
+  }
+  EXPECT_EQ(split, all);
+}
+
+TEST(KernelsTest, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(kernels::FloatToBf16(1.0f), 0x3f80);
+  // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties to even (1).
+  EXPECT_EQ(kernels::FloatToBf16(1.0f + 1.0f / 256), 0x3f80);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: to even (1 + 2^-6).
+  EXPECT_EQ(kernels::FloatToBf16(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_EQ(kernels::FloatToBf16(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isnan(kernels::Bf16ToFloat(kernels::FloatToBf16(NAN))));
+  for (float f : {0.0f, 1.5f, -3.25f, 0x1p100f}) {  // Exact in bf16.
+    EXPECT_EQ(kernels::Bf16ToFloat(kernels::FloatToBf16(f)), f);
+  }
+}
+
+// bf16 storage widens exactly: the product equals the f32 product of the
+// bf16-rounded weights bit for bit, and stays close to the unrounded one.
+TEST(KernelsTest, Bf16MatMulEqualsF32OnRoundedWeights) {
+  const int depth = 70, cols = 130;
+  const Activations x = Random(5, depth, 6);
+  const Activations w = Random(depth, cols, 7);
+  Activations rounded = w;
+  for (Eigen::Index i = 0; i < rounded.size(); ++i) {
+    rounded.data()[i] =
+        kernels::Bf16ToFloat(kernels::FloatToBf16(rounded.data()[i]));
+  }
+  const kernels::PackedWeights bf16(w.data(), depth, cols, cols,
+                                    kernels::WeightType::kBF16);
+  const kernels::PackedWeights f32(rounded.data(), depth, cols, cols);
+  EXPECT_EQ(bf16.type(), kernels::WeightType::kBF16);
+  EXPECT_EQ(bf16.MemoryBytes() * 2, f32.MemoryBytes());
+  EXPECT_EQ(bf16.at(3, 129), rounded(3, 129));
+  Activations y_bf16(5, cols), y_f32(5, cols);
+  kernels::MatMul(x.data(), 5, depth, bf16, y_bf16.data(), cols, false);
+  kernels::MatMul(x.data(), 5, depth, f32, y_f32.data(), cols, false);
+  EXPECT_EQ(y_bf16, y_f32);
+  const Activations exact = x * w;
+  EXPECT_LE((y_bf16 - exact).cwiseAbs().maxCoeff(), 1e-2f * depth);
+}
+
+// FromTransposed packs W = vᵀ; Column reads back a row of v.
+TEST(KernelsTest, TransposedPackingAndColumns) {
+  const Activations v = Random(70, 9, 8);  // [cols, depth]
+  const auto packed = kernels::PackedWeights::FromTransposed(v.data(), 70, 9);
+  ASSERT_EQ(packed.depth(), 9);
+  ASSERT_EQ(packed.cols(), 70);
+  std::vector<float> column(9);
+  for (int j = 0; j < 70; ++j) {
+    packed.Column(j, column.data());
+    for (int k = 0; k < 9; ++k) {
+      ASSERT_EQ(packed.at(k, j), v(j, k));
+      ASSERT_EQ(column[k], v(j, k));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace textgen

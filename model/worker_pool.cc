@@ -1,0 +1,87 @@
+#include "model/worker_pool.h"
+
+#include <immintrin.h>
+
+namespace textgen {
+namespace {
+
+// Iterations of the spin before blocking: with the pause instruction, some
+// tens of microseconds, about one decode step's gap between parallel steps.
+constexpr int kSpins = 2000;
+
+void Pause() { _mm_pause(); }
+
+}  // namespace
+
+WorkerPool::WorkerPool(int threads) : size_(threads < 1 ? 1 : threads) {
+  workers_.reserve(size_ - 1);
+  for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { Work(t); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_.store(true, std::memory_order_release);
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void WorkerPool::Run(absl::FunctionRef<void(int)> fn) {
+  if (size_ == 1) {
+    fn(0);
+    return;
+  }
+  task_ = &fn;
+  pending_.store(size_ - 1, std::memory_order_relaxed);
+  {
+    // Under the lock, so that a worker blocked in Await sees the change.
+    absl::MutexLock lock(&mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  fn(0);
+  for (int i = 0; i < kSpins; ++i) {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    Pause();
+  }
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](std::atomic<int>* pending) {
+        return pending->load(std::memory_order_acquire) == 0;
+      },
+      &pending_));
+}
+
+void WorkerPool::Work(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    bool ready = false;
+    for (int i = 0; i < kSpins && !ready; ++i) {
+      ready = generation_.load(std::memory_order_acquire) != seen ||
+              stop_.load(std::memory_order_acquire);
+      if (!ready) Pause();
+    }
+    if (!ready) {
+      absl::MutexLock lock(&mu_);
+      struct Args {
+        WorkerPool* pool;
+        uint64_t seen;
+      } args{this, seen};
+      mu_.Await(absl::Condition(
+          +[](Args* a) {
+            return a->pool->generation_.load(std::memory_order_acquire) !=
+                       a->seen ||
+                   a->pool->stop_.load(std::memory_order_acquire);
+          },
+          &args));
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    (*task_)(index);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The last one out: let Run's Await (if it blocked) re-check.
+      absl::MutexLock lock(&mu_);
+    }
+  }
+}
+
+}  // namespace textgen
