@@ -90,6 +90,12 @@ class Cluster:
         return self
 
     def __exit__(self, *exc):
+        if self.nginx is not None:
+            # nginx's workers outlive a killed master: end its whole process group.
+            try:
+                os.killpg(self.nginx.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         procs = [r.proc for r in self.replicas] + ([self.nginx] if self.nginx else [])
         for p in procs:
             if p.poll() is None:
@@ -145,7 +151,7 @@ class Cluster:
         self.nginx = subprocess.Popen(
             ["nginx", "-p", prefix, "-c", "nginx.conf",
              "-g", f"daemon off; pid {prefix}/nginx.pid;"],
-            stdout=log, stderr=subprocess.STDOUT)
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for_port(self.nginx_port, self.nginx, "nginx")
         return self.nginx_port
 
