@@ -23,6 +23,7 @@ packages=(
   nginx python3-yaml
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
+  libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)
 )
 
 missing=()

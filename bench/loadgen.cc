@@ -1,0 +1,530 @@
+// The load generator: N concurrent streams, each sending --requests Generate
+// requests one after another with a fixed prompt of --prompt_tokens token ids
+// and a fixed output of --max_new_tokens tokens (greedy; the length limit
+// ends every request, since the ids-only request shape never stops early),
+// then one line of results:
+//
+//   loadgen commit=… date=… mode=grpc model=… threads=1 streams=16 …
+//       ttft_p50_ms=… ttft_p99_ms=… tpot_p50_ms=… tpot_p99_ms=…
+//       tokens_per_s=… rejections=0 errors=0 rss_mib=… rss_budget_mib=…
+//
+// Two modes with the same request shape:
+//   --target=host:port   over gRPC to a running textgen_server. One channel
+//                        (one HTTP/2 connection) per stream, so no stream's
+//                        flow-control window holds up another's.
+//   --in_process         the same engine (server/engine.h, textgen_engine)
+//                        driven directly: no network, no protobuf.
+// Their tokens/s ratio is the cost of the server around the engine.
+//
+// Measured at the client: time to first token (TTFT) from sending a request to
+// receiving its first generated token; time per output token (TPOT) of a
+// request = (last token - first token) / (tokens - 1); aggregate tokens/s =
+// generated tokens of every stream / wall time of the timed phase. One
+// warm-up request runs first and is not counted. Rejections are requests the
+// server refused with RESOURCE_EXHAUSTED (queue full); errors are anything
+// else that went wrong, including an output shorter than asked. Exit status 1
+// if there was any error. Timings are reported, never asserted.
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "model/decoder.h"
+#include "model/model_loader.h"
+#include "server/engine.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+ABSL_FLAG(std::string, target, "",
+          "host:port of a textgen_server; empty with --in_process");
+ABSL_FLAG(bool, in_process, false,
+          "Drive the engine in this process (needs --model) instead of a "
+          "server");
+ABSL_FLAG(std::string, model, "",
+          "--in_process: the checkpoint to load. With --target: the name "
+          "printed (default: the server's GetModelInfo name)");
+ABSL_FLAG(int, streams, 1, "Concurrent streams (1 … 1024)");
+ABSL_FLAG(int, requests, 2, "Requests per stream, one after another");
+ABSL_FLAG(int, prompt_tokens, 64, "Prompt length in token ids");
+ABSL_FLAG(int, max_new_tokens, 128, "Tokens generated per request");
+ABSL_FLAG(int, threads, 1,
+          "--in_process: the decoder's threads; with --target: the server's "
+          "--threads, printed only");
+ABSL_FLAG(
+    int, num_slots, 64,
+    "--in_process: the engine's KV-cache slots (server: its --num_slots)");
+ABSL_FLAG(int, max_queue, 64, "--in_process: the engine's admission queue");
+ABSL_FLAG(int, server_pid, 0,
+          "With --target: read this process's VmRSS (same machine); 0 = none");
+ABSL_FLAG(std::string, weights_dtype, "f32",
+          "Weights in memory (f32, or bf16/f16), for the resident-memory "
+          "budget only");
+ABSL_FLAG(std::string, commit, "",
+          "Commit printed; default: git rev-parse in the source tree");
+ABSL_FLAG(double, request_timeout_seconds, 600, "Deadline of each request");
+
+namespace textgen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What one request did.
+struct RequestResult {
+  enum Outcome { kOk, kRejected, kError } outcome = kError;
+  std::string error;  // kError, kRejected: why.
+  int tokens = 0;
+  double ttft_s = 0;  // Valid when tokens ≥ 1.
+  double tpot_s = 0;  // Valid when tokens ≥ 2.
+};
+
+// The model facts the budget and the prompt need.
+struct ModelFacts {
+  std::string name;
+  int vocab_size = 0;
+  int context_length = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int d_model = 0;
+  int64_t num_parameters = 0;
+  int num_slots = 0;
+};
+
+// The fixed prompt: deterministic ids spread over the vocabulary.
+std::vector<int> PromptIds(int n, int vocab) {
+  std::vector<int> ids(n);
+  for (int i = 0; i < n; ++i)
+    ids[i] = static_cast<int>((7919ll * (i + 1)) % vocab);
+  return ids;
+}
+
+// One request's token arrival times → its result.
+RequestResult Summarize(Clock::time_point sent,
+                        const std::vector<Clock::time_point>& arrivals,
+                        int expected) {
+  RequestResult r;
+  r.tokens = static_cast<int>(arrivals.size());
+  if (r.tokens >= 1) {
+    r.ttft_s = std::chrono::duration<double>(arrivals.front() - sent).count();
+  }
+  if (r.tokens >= 2) {
+    r.tpot_s = std::chrono::duration<double>(arrivals.back() - arrivals.front())
+                   .count() /
+               (r.tokens - 1);
+  }
+  if (r.tokens == expected) {
+    r.outcome = RequestResult::kOk;
+  } else {
+    r.error = absl::StrCat("got ", r.tokens, " tokens, expected ", expected);
+  }
+  return r;
+}
+
+// Sends requests of one shape; one instance per stream (a gRPC channel, or the
+// shared in-process engine).
+class Client {
+ public:
+  virtual ~Client() = default;
+  virtual RequestResult Generate(const std::vector<int>& prompt,
+                                 int max_new_tokens) = 0;
+};
+
+class GrpcClient : public Client {
+ public:
+  explicit GrpcClient(const std::string& target, int index) {
+    grpc::ChannelArguments args;
+    // A connection of its own: channels with their own subchannel pool do
+    // not share one.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("textgen.loadgen.stream", index);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channel_ = grpc::CreateCustomChannel(
+        target, grpc::InsecureChannelCredentials(), args);
+    stub_ = textgen::v1::TextGeneration::NewStub(channel_);
+  }
+
+  absl::Status Connect(absl::Duration timeout) {
+    if (!channel_->WaitForConnected(
+            absl::ToChronoTime(absl::Now() + timeout))) {
+      return absl::UnavailableError("could not connect");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<ModelFacts> Info() {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    textgen::v1::ModelInfo info;
+    grpc::Status s =
+        stub_->GetModelInfo(&ctx, textgen::v1::GetModelInfoRequest(), &info);
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("GetModelInfo: ", s.error_message()));
+    }
+    ModelFacts f;
+    f.name = info.name();
+    f.vocab_size = info.vocab_size();
+    f.context_length = info.context_length();
+    f.num_layers = info.num_layers();
+    f.num_heads = info.num_heads();
+    f.num_kv_heads = info.num_kv_heads();
+    f.d_model = info.d_model();
+    f.num_parameters = info.num_parameters();
+    f.num_slots = info.limits().max_concurrent_streams();
+    return f;
+  }
+
+  RequestResult Generate(const std::vector<int>& prompt,
+                         int max_new_tokens) override {
+    textgen::v1::GenerateRequest request;
+    for (int id : prompt)
+      request.mutable_prompt()->mutable_token_ids()->add_ids(id);
+    request.set_max_new_tokens(max_new_tokens);
+    request.mutable_sampling()->set_temperature(0);
+    request.mutable_sampling()->set_seed(1);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(
+        absl::Now() +
+        absl::Seconds(absl::GetFlag(FLAGS_request_timeout_seconds))));
+
+    std::vector<Clock::time_point> arrivals;
+    arrivals.reserve(max_new_tokens);
+    const Clock::time_point sent = Clock::now();
+    std::unique_ptr<grpc::ClientReader<textgen::v1::GenerateResponse>> reader =
+        stub_->Generate(&ctx, request);
+    textgen::v1::GenerateResponse response;
+    while (reader->Read(&response)) {
+      if (response.has_token() && !response.token().is_prompt()) {
+        arrivals.push_back(Clock::now());
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      RequestResult r;
+      r.outcome = RequestResult::kRejected;
+      r.error = status.error_message();
+      return r;
+    }
+    if (!status.ok()) {
+      RequestResult r;
+      r.error = absl::StrCat("gRPC status ", status.error_code(), ": ",
+                             status.error_message());
+      return r;
+    }
+    return Summarize(sent, arrivals, max_new_tokens);
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<textgen::v1::TextGeneration::Stub> stub_;
+};
+
+class InProcessClient : public Client {
+ public:
+  explicit InProcessClient(Engine* engine) : engine_(engine) {}
+
+  RequestResult Generate(const std::vector<int>& prompt,
+                         int max_new_tokens) override {
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.max_new_tokens = max_new_tokens;
+    request.sampling.temperature = 0;
+    request.seed = 1;
+    request.deadline =
+        absl::Now() +
+        absl::Seconds(absl::GetFlag(FLAGS_request_timeout_seconds));
+
+    std::vector<Clock::time_point> arrivals;
+    arrivals.reserve(max_new_tokens);
+    const Clock::time_point sent = Clock::now();
+    absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+        engine_->Submit(std::move(request));
+    if (!stream.ok()) {
+      RequestResult r;
+      r.outcome = absl::IsResourceExhausted(stream.status())
+                      ? RequestResult::kRejected
+                      : RequestResult::kError;
+      r.error = stream.status().ToString();
+      return r;
+    }
+    for (;;) {
+      std::optional<StreamEvent> event = (*stream)->WaitNext(absl::Seconds(60));
+      if (!event) continue;  // Still generating: a slow machine, not an error.
+      if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+        if (!token->is_prompt) arrivals.push_back(Clock::now());
+        continue;
+      }
+      const FinishEvent& finish = std::get<FinishEvent>(*event);
+      if (!finish.status.ok()) {
+        RequestResult r;
+        r.error = finish.status.ToString();
+        return r;
+      }
+      return Summarize(sent, arrivals, max_new_tokens);
+    }
+  }
+
+ private:
+  Engine* engine_;
+};
+
+// Nearest-rank percentile of `v` (sorted here); 0 for an empty vector.
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+// VmRSS of `pid` (0 = this process) in MiB, or -1 if unreadable.
+double ResidentMiB(int pid) {
+  std::ifstream status(pid == 0 ? std::string("/proc/self/status")
+                                : absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    long kb = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %ld kB", &kb) == 1)
+      return kb / 1024.0;
+  }
+  return -1;
+}
+
+std::string GitCommit() {
+  const std::string flag = absl::GetFlag(FLAGS_commit);
+  if (!flag.empty()) return flag;
+  std::string cmd = absl::StrCat("git -C '", TEXTGEN_SOURCE_DIR,
+                                 "' rev-parse --short HEAD 2>/dev/null");
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[64];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
+  return out.empty() ? "unknown" : out;
+}
+
+std::string BaseName(std::string path) {
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Weights + every slot's KV cache + 100 MiB, the resident-memory target.
+double BudgetMiB(const ModelFacts& f, const std::string& dtype) {
+  const double weight_bytes = (dtype == "f32" ? 4.0 : 2.0) * f.num_parameters;
+  const int head_dim = f.num_heads > 0 ? f.d_model / f.num_heads : 0;
+  const double kv_bytes = 2.0 * f.num_slots * f.num_layers *
+                          static_cast<double>(f.context_length) *
+                          f.num_kv_heads * head_dim * sizeof(float);
+  return (weight_bytes + kv_bytes) / (1 << 20) + 100;
+}
+
+int Run() {
+  const bool in_process = absl::GetFlag(FLAGS_in_process);
+  const std::string target = absl::GetFlag(FLAGS_target);
+  const int streams = absl::GetFlag(FLAGS_streams);
+  const int requests = absl::GetFlag(FLAGS_requests);
+  const int prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
+  const int max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (in_process == !target.empty()) {
+    std::fprintf(stderr,
+                 "loadgen: give exactly one of --target and --in_process\n");
+    return 2;
+  }
+  if (streams < 1 || streams > 1024 || requests < 1 || prompt_tokens < 1 ||
+      max_new_tokens < 1 || threads < 1) {
+    std::fprintf(stderr,
+                 "loadgen: need 1 <= --streams <= 1024, and --requests, "
+                 "--prompt_tokens, --max_new_tokens, --threads >= 1\n");
+    return 2;
+  }
+
+  ModelFacts facts;
+  std::unique_ptr<Engine> engine;
+  std::vector<std::unique_ptr<Client>> clients;
+  if (in_process) {
+    const std::string model_path = absl::GetFlag(FLAGS_model);
+    if (model_path.empty()) {
+      std::fprintf(stderr, "loadgen: --in_process needs --model\n");
+      return 2;
+    }
+    absl::StatusOr<LoadedModel> model = LoadModel(model_path);
+    if (!model.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    const ModelConfig config = model->checkpoint.config;
+    EngineOptions options;
+    options.num_slots = absl::GetFlag(FLAGS_num_slots);
+    options.max_queue = absl::GetFlag(FLAGS_max_queue);
+    // As textgen_server's flag defaults, so that both modes run alike.
+    options.max_new_tokens_limit = std::max(1024, max_new_tokens);
+    // When the decoder gains a thread option (DecoderOptions), pass --threads.
+    absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(
+        options, std::make_unique<Decoder>(std::move(model->checkpoint)),
+        std::shared_ptr<const Tokenizer>(std::move(model->tokenizer)));
+    if (!created.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n",
+                   created.status().ToString().c_str());
+      return 1;
+    }
+    engine = std::move(*created);
+    if (absl::Status s = engine->Start(); !s.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    facts.name = BaseName(model_path);
+    facts.vocab_size = config.vocab_size;
+    facts.context_length = config.context_length;
+    facts.num_layers = config.n_layers;
+    facts.num_heads = config.n_heads;
+    facts.num_kv_heads = config.n_kv_heads;
+    facts.d_model = config.d_model;
+    facts.num_slots = options.num_slots;
+    facts.num_parameters = 0;
+    for (int i = 0; i < streams; ++i) {
+      clients.push_back(std::make_unique<InProcessClient>(engine.get()));
+    }
+  } else {
+    for (int i = 0; i < streams; ++i) {
+      auto client = std::make_unique<GrpcClient>(target, i);
+      if (absl::Status s = client->Connect(absl::Seconds(30)); !s.ok()) {
+        std::fprintf(stderr, "loadgen: stream %d: %s to %s\n", i,
+                     s.ToString().c_str(), target.c_str());
+        return 1;
+      }
+      clients.push_back(std::move(client));
+    }
+    absl::StatusOr<ModelFacts> info =
+        static_cast<GrpcClient*>(clients[0].get())->Info();
+    if (!info.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n", info.status().ToString().c_str());
+      return 1;
+    }
+    facts = *info;
+    if (!absl::GetFlag(FLAGS_model).empty())
+      facts.name = absl::GetFlag(FLAGS_model);
+    facts.name = BaseName(facts.name);
+  }
+  if (prompt_tokens + max_new_tokens > facts.context_length) {
+    std::fprintf(stderr,
+                 "loadgen: --prompt_tokens + --max_new_tokens = %d exceeds the "
+                 "model's context of %d\n",
+                 prompt_tokens + max_new_tokens, facts.context_length);
+    return 2;
+  }
+  const std::vector<int> prompt = PromptIds(prompt_tokens, facts.vocab_size);
+
+  // Warm-up, not counted: first-use allocations in the engine and decoder.
+  RequestResult warm = clients[0]->Generate(prompt, max_new_tokens);
+  if (warm.outcome != RequestResult::kOk) {
+    std::fprintf(stderr, "loadgen: warm-up request failed: %s\n",
+                 warm.error.c_str());
+    return 1;
+  }
+
+  std::vector<std::vector<RequestResult>> results(streams);
+  const Clock::time_point start = Clock::now();
+  {
+    std::vector<std::thread> workers;
+    for (int s = 0; s < streams; ++s) {
+      workers.emplace_back([&, s] {
+        for (int r = 0; r < requests; ++r) {
+          results[s].push_back(clients[s]->Generate(prompt, max_new_tokens));
+        }
+      });
+    }
+    for (std::thread& w : workers) w.join();
+  }
+  const double wall_s =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  const double rss_mib =
+      in_process ? ResidentMiB(0)
+                 : (absl::GetFlag(FLAGS_server_pid) > 0
+                        ? ResidentMiB(absl::GetFlag(FLAGS_server_pid))
+                        : -1);
+  if (engine) engine->Shutdown();
+
+  std::vector<double> ttft, tpot;
+  int ok = 0, rejections = 0, errors = 0;
+  int64_t tokens = 0;
+  std::string first_error;
+  for (const auto& stream : results) {
+    for (const RequestResult& r : stream) {
+      tokens += r.tokens;
+      if (r.outcome == RequestResult::kOk) {
+        ++ok;
+        ttft.push_back(r.ttft_s * 1e3);
+        if (r.tokens >= 2) tpot.push_back(r.tpot_s * 1e3);
+      } else if (r.outcome == RequestResult::kRejected) {
+        ++rejections;
+      } else {
+        ++errors;
+        if (first_error.empty()) first_error = r.error;
+      }
+    }
+  }
+  if (!first_error.empty()) {
+    std::fprintf(stderr, "loadgen: %d errors; first: %s\n", errors,
+                 first_error.c_str());
+  }
+
+  std::string line = absl::StrFormat(
+      "loadgen commit=%s date=%s mode=%s model=%s threads=%d streams=%d "
+      "requests_total=%d prompt_tokens=%d max_new_tokens=%d num_slots=%d ok=%d "
+      "rejections=%d errors=%d generated_tokens=%d wall_s=%.3f "
+      "tokens_per_s=%.1f ttft_p50_ms=%.2f ttft_p99_ms=%.2f tpot_p50_ms=%.3f "
+      "tpot_p99_ms=%.3f",
+      GitCommit(),
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()),
+      in_process ? "in_process" : "grpc", facts.name, threads, streams,
+      streams * requests, prompt_tokens, max_new_tokens, facts.num_slots, ok,
+      rejections, errors, tokens, wall_s, tokens / wall_s, Percentile(ttft, 50),
+      Percentile(ttft, 99), Percentile(tpot, 50), Percentile(tpot, 99));
+  if (rss_mib >= 0) {
+    absl::StrAppendFormat(&line, " rss_mib=%.1f", rss_mib);
+    if (facts.num_parameters > 0) {
+      absl::StrAppendFormat(
+          &line, " rss_budget_mib=%.1f",
+          BudgetMiB(facts, absl::GetFlag(FLAGS_weights_dtype)));
+    }
+  }
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  return errors > 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace textgen
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gRPC load generator: textgen_loadgen --target=HOST:PORT --streams=N "
+      "[--requests --prompt_tokens --max_new_tokens] | --in_process "
+      "--model=DIR");
+  absl::ParseCommandLine(argc, argv);
+  return textgen::Run();
+}

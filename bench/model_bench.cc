@@ -1,0 +1,242 @@
+// Google Benchmark micro-benchmarks of the model core (model/decoder.h), one
+// set per checkpoint given in --models:
+//
+//   decode/<model>/batch:B      one decode step of B sequences (B = 1, 8, 32),
+//                               each with --decode_context tokens cached
+//   prefill/<model>/tokens:T    one sequence's prompt of T tokens (128, 512),
+//                               clipped to the model's context
+//   full_context/<model>        one decode step of one sequence whose cache
+//                               holds context - 1 positions (1024-token cache
+//                               for GPT-2 small, 256 for the shipped model):
+//                               the attention-heavy end of generation
+//
+// Each reports tokens/s as items_per_second (decode: B tokens per step).
+// Token ids are fixed pseudo-random ids, so no tokenizer is needed; the model
+// itself may be random (bench/make_gpt2_small.py). Timings are never asserted
+// anywhere: tests/bench only checks that this binary runs and names its
+// benchmarks.
+//
+//   build/bench/textgen_model_bench --models=models/shakespeare-char
+//       --threads=1 --benchmark_repetitions=5 --benchmark_format=json
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "model/checkpoint.h"
+#include "model/decoder.h"
+#include "model/kv_cache.h"
+
+ABSL_FLAG(std::string, models, "models/shakespeare-char",
+          "Comma-separated checkpoint directories (config.json + "
+          "model.safetensors)");
+ABSL_FLAG(int, threads, 1,
+          "Threads for the decoder's products (ignored by a decoder that has "
+          "no thread option yet; see the 'threads' context key)");
+ABSL_FLAG(int, decode_context, 128,
+          "Positions already cached in each sequence of a decode step");
+
+namespace textgen {
+namespace {
+
+// The benchmark's name for a checkpoint: the directory's last component.
+std::string ModelName(const std::string& dir) {
+  std::string d = dir;
+  while (!d.empty() && d.back() == '/') d.pop_back();
+  const size_t slash = d.rfind('/');
+  return slash == std::string::npos ? d : d.substr(slash + 1);
+}
+
+// Deterministic ids spread over the vocabulary (no tokenizer needed).
+std::vector<int> TokenIds(int n, int vocab, int salt) {
+  std::vector<int> ids(n);
+  for (int i = 0; i < n; ++i) {
+    ids[i] = static_cast<int>((7919ull * (i + 1) + 104729ull * salt) % vocab);
+  }
+  return ids;
+}
+
+// The decoders, one per --models entry, loaded before any benchmark runs.
+std::map<std::string, std::unique_ptr<Decoder>>& Decoders() {
+  static std::map<std::string, std::unique_ptr<Decoder>> decoders;
+  return decoders;
+}
+
+absl::Status LoadDecoder(const std::string& dir, int threads) {
+  absl::StatusOr<Checkpoint> checkpoint = LoadCheckpoint(dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  (void)threads;  // TODO(bench): DecoderOptions{threads} once model/ has it.
+  Decoders()[dir] = std::make_unique<Decoder>(std::move(*checkpoint));
+  return absl::OkStatus();
+}
+
+// A KV cache of `slots` slots, each holding the same `length` positions:
+// slot 0 is prefilled (in chunks of at most 512 tokens, to bound scratch
+// memory) and its rows copied to the others. Built once per (model, slots,
+// length) and kept, because Google Benchmark calls a benchmark function
+// several times and refilling GPT-2 small's 32 × 128 positions each time
+// would cost more than the measurement.
+absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
+                                     int length) {
+  static std::map<std::tuple<std::string, int, int>, std::unique_ptr<KvCache>>
+      caches;
+  std::unique_ptr<KvCache>& cache = caches[{dir, slots, length}];
+  if (cache) return cache.get();
+  Decoder& decoder = *Decoders().at(dir);
+  auto filled = std::make_unique<KvCache>(decoder.config(), slots);
+  const std::vector<int> ids = TokenIds(length, decoder.config().vocab_size, 1);
+  ForwardResult result;
+  for (int begin = 0; begin < length; begin += 512) {
+    const int n = std::min(512, length - begin);
+    const SequenceChunk chunk{
+        0, absl::MakeConstSpan(ids).subspan(begin, static_cast<size_t>(n))};
+    absl::Status s = decoder.Forward({chunk}, *filled, {}, result);
+    if (!s.ok()) return s;
+  }
+  for (int slot = 1; slot < slots; ++slot) {
+    for (int layer = 0; layer < decoder.config().n_layers; ++layer) {
+      filled->keys(slot, layer).topRows(length) =
+          filled->keys(0, layer).topRows(length);
+      filled->values(slot, layer).topRows(length) =
+          filled->values(0, layer).topRows(length);
+    }
+    filled->Advance(slot, length);
+  }
+  cache = std::move(filled);
+  return cache.get();
+}
+
+// Decode steps of `batch` sequences, each with `context` positions cached,
+// in a cache of `cache_slots` ≥ batch slots (one 32-slot cache serves batches
+// 1, 8 and 32). After each step every slot is truncated back, so all steps
+// are alike.
+void RunDecode(benchmark::State& state, const std::string& dir, int batch,
+               int context, int cache_slots) {
+  Decoder& decoder = *Decoders().at(dir);
+  absl::StatusOr<KvCache*> filled = FilledCache(dir, cache_slots, context);
+  if (!filled.ok()) {
+    state.SkipWithError(filled.status().ToString().c_str());
+    return;
+  }
+  KvCache& cache = **filled;
+  ForwardResult result;
+  const std::vector<int> next =
+      TokenIds(batch, decoder.config().vocab_size, 99);
+  std::vector<SequenceChunk> chunks(batch);
+  for (int s = 0; s < batch; ++s) {
+    chunks[s] = {s, absl::MakeConstSpan(&next[s], 1)};
+  }
+  for (auto _ : state) {
+    absl::Status st = decoder.Forward(chunks, cache, {}, result);
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(result.logits.data());
+    // O(1): only the lengths go back.
+    for (int s = 0; s < batch; ++s) cache.Truncate(s, context);
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.counters["batch"] = batch;
+  state.counters["context"] = context;
+}
+
+// One sequence's prompt of `tokens` tokens into an empty slot.
+void RunPrefill(benchmark::State& state, const std::string& dir, int tokens) {
+  Decoder& decoder = *Decoders().at(dir);
+  KvCache cache(decoder.config(), 1);
+  ForwardResult result;
+  const std::vector<int> ids = TokenIds(tokens, decoder.config().vocab_size, 7);
+  const SequenceChunk chunk{0, absl::MakeConstSpan(ids)};
+  for (auto _ : state) {
+    cache.Clear(0);
+    absl::Status st = decoder.Forward({chunk}, cache, {}, result);
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(result.logits.data());
+  }
+  state.SetItemsProcessed(state.iterations() * tokens);
+  state.counters["tokens"] = tokens;
+}
+
+void RegisterAll(const std::vector<std::string>& dirs, int decode_context) {
+  for (const std::string& dir : dirs) {
+    const std::string name = ModelName(dir);
+    const int context = Decoders().at(dir)->config().context_length;
+    const int dc = std::min(decode_context, context - 1);
+    for (int batch : {1, 8, 32}) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("decode/", name, "/batch:", batch).c_str(),
+          [dir, batch, dc](benchmark::State& s) {
+            RunDecode(s, dir, batch, dc, 32);
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+    for (int tokens : {128, 512}) {
+      const int t = std::min(tokens, context);
+      benchmark::RegisterBenchmark(
+          absl::StrCat("prefill/", name, "/tokens:", t).c_str(),
+          [dir, t](benchmark::State& s) { RunPrefill(s, dir, t); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+    benchmark::RegisterBenchmark(
+        absl::StrCat("full_context/", name, "/cache:", context).c_str(),
+        [dir, context](benchmark::State& s) {
+          RunDecode(s, dir, 1, context - 1, 1);
+        })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+}  // namespace textgen
+
+int main(int argc, char** argv) {
+  // Google Benchmark takes its --benchmark_* flags first; absl the rest.
+  benchmark::Initialize(&argc, argv);
+  absl::SetProgramUsageMessage(
+      "Model-core micro-benchmarks: textgen_model_bench --models=DIR[,DIR] "
+      "[--threads=N] [--benchmark_* flags]");
+  absl::ParseCommandLine(argc, argv);
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 1) {
+    std::fprintf(stderr, "model_bench: --threads must be >= 1, got %d\n",
+                 threads);
+    return 2;
+  }
+  std::vector<std::string> dirs =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
+  if (dirs.empty()) {
+    std::fprintf(stderr, "model_bench: --models is empty\n");
+    return 2;
+  }
+  for (const std::string& dir : dirs) {
+    absl::Status s = textgen::LoadDecoder(dir, threads);
+    if (!s.ok()) {
+      std::fprintf(stderr, "model_bench: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  textgen::RegisterAll(dirs, absl::GetFlag(FLAGS_decode_context));
+  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("decoder_threads", "1 (no thread option yet)");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

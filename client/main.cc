@@ -1,0 +1,407 @@
+// textgen: the command-line client of a textgen server.
+//
+//   textgen [--server HOST:PORT] generate --prompt "ROMEO:" [--max_new_tokens N
+//   ...] textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
+//   [--html map.html] textgen info | tokenize --text TEXT | health
+//
+// Exit codes (client/README.md): 0 ok; 1 the server answered with an error (one
+// line: "textgen: <STATUS>: <message>"), health not SERVING, or an output file
+// could not be written; 2 usage (bad flag, value or command); 3 no connection
+// ("textgen: cannot connect to <target>: ..."); 130 Ctrl-C, after cancelling
+// the stream.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "client/attention_html.h"
+#include "client/heatmap.h"
+#include "client/textgen_client.h"
+#include "google/protobuf/util/json_util.h"
+
+ABSL_FLAG(
+    std::string, server, "localhost:50051",
+    "gRPC target: host:port, dns:///name:port, or ipv4:ADDR:PORT,ADDR:PORT");
+ABSL_FLAG(
+    std::string, lb_policy, "pick_first",
+    "pick_first or round_robin (spread calls over the target's addresses)");
+ABSL_FLAG(int64_t, timeout_ms, 0,
+          "Deadline of the call in milliseconds; 0 = none");
+ABSL_FLAG(bool, json, false,
+          "generate: one JSON object per stream message; info, tokenize: JSON");
+ABSL_FLAG(std::string, prompt, "", "generate, attention: the prompt text");
+ABSL_FLAG(std::string, text, "", "tokenize: the text");
+ABSL_FLAG(int, max_new_tokens, 0,
+          "generate: tokens at most; 0 = the server's default");
+ABSL_FLAG(double, temperature, 0,
+          "generate: 0 = greedy (the default), else > 0");
+ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens; 0 = all");
+ABSL_FLAG(double, top_p, 0, "generate: nucleus sampling; 0 or 1 = off");
+ABSL_FLAG(double, repetition_penalty, 0,
+          "generate: > 1 penalises repeats; 0 or 1 = off");
+ABSL_FLAG(int64_t, seed, -1,
+          "generate: sampling seed; -1 = the server picks one");
+ABSL_FLAG(
+    std::vector<std::string>, stop, {},
+    "generate: stop when the text contains this; repeat the flag for several");
+ABSL_FLAG(std::vector<std::string>, layer, {},
+          "attention: layers to fetch, e.g. 0 or 0,2; default all");
+ABSL_FLAG(std::vector<std::string>, head, {},
+          "attention: heads to fetch, e.g. 1 or 0,3; default all");
+ABSL_FLAG(std::string, out, "", "attention: the PNG heatmap to write");
+ABSL_FLAG(std::string, html, "",
+          "attention: also write an interactive HTML view here");
+ABSL_FLAG(int, max_tokens_shown, 64,
+          "attention: cells per side at most; longer prompts show their first "
+          "tokens");
+ABSL_FLAG(int, cell_px, 0,
+          "attention: pixels per cell; 0 = chosen from the prompt length");
+ABSL_FLAG(std::string, font, textgen::kDefaultHeatmapFont,
+          "attention: TrueType font for labels; missing = no labels (with a "
+          "warning)");
+
+namespace textgen {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitConnect = 3;
+constexpr int kExitInterrupted = 130;
+
+constexpr char kUsage[] =
+    R"(textgen: the command-line client of a textgen server.
+
+usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N] COMMAND [flags]
+
+commands:
+  generate  --prompt TEXT [--max_new_tokens N --temperature T --top_k K --top_p P
+            --repetition_penalty R --seed S --stop STR ... --json]
+            Streams the text to stdout as it is made; a summary on stderr.
+  attention --prompt TEXT [--layer L --head H] --out FILE.png [--html FILE.html]
+            [--max_tokens_shown N --cell_px N --font TTF]
+            A heatmap per head (rows: queries, columns: keys) and a hoverable HTML view.
+  info      The model and the server's limits (--json for JSON).
+  tokenize  --text TEXT: one "id<TAB>token" line per token (--json for JSON).
+  health    Prints the serving status; exit 0 only when SERVING.
+
+exit codes: 0 ok, 1 error from the server (or health not SERVING, or a file not
+written), 2 usage, 3 cannot connect, 130 interrupted (Ctrl-C).
+Every flag: textgen --helpfull)";
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSigint(int) { g_interrupted.store(true); }
+
+int UsageError(const std::string& message) {
+  std::cerr << "textgen: " << message << " (textgen --help for usage)\n";
+  return kExitUsage;
+}
+
+// One line for a failed call; the exit code that goes with it.
+int CallError(const absl::Status& status, const std::string& target) {
+  if (IsConnectFailure(status)) {
+    std::cerr << "textgen: cannot connect to " << target << ": "
+              << status.message() << "\n";
+    return kExitConnect;
+  }
+  std::cerr << "textgen: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << "\n";
+  return kExitError;
+}
+
+// Checks every flag before absl parses them: absl exits 1 on an unknown flag or
+// a bad value, and a usage error is exit 2 here. Collects --stop's values as
+// given (absl would split a list flag at commas and keep only the last
+// occurrence).
+std::optional<std::string> CheckFlags(int argc, char** argv,
+                                      std::vector<std::string>* stops) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    std::string name(arg.substr(0, arg.find('=')));
+    const bool has_value = arg.find('=') != absl::string_view::npos;
+    std::string value =
+        has_value ? std::string(arg.substr(arg.find('=') + 1)) : "";
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && !has_value && absl::StartsWith(name, "no")) {
+      absl::CommandLineFlag* negated =
+          absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) return absl::StrCat("unknown flag --", name);
+    if (flag->IsOfType<bool>() && !has_value) continue;
+    if (!has_value) {
+      if (i + 1 >= argc) return absl::StrCat("flag --", name, " needs a value");
+      value = argv[++i];
+    }
+    std::string error;
+    if (name == "stop") {
+      stops->push_back(value);
+    } else if (!flag->ParseFrom(value, &error)) {
+      return absl::StrCat("bad value for --", name, ": ", error);
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<int>> ParseIndices(
+    const std::vector<std::string>& values, absl::string_view flag) {
+  std::vector<int> out;
+  for (const std::string& v : values) {
+    int i = 0;
+    if (!absl::SimpleAtoi(v, &i) || i < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " takes indices >= 0, got \"", v, "\""));
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
+  if (absl::GetFlag(FLAGS_prompt).empty())
+    return UsageError("generate needs --prompt TEXT");
+  v1::GenerateRequest request;
+  request.mutable_prompt()->set_text(absl::GetFlag(FLAGS_prompt));
+  request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
+  v1::SamplingParams* sampling = request.mutable_sampling();
+  sampling->set_temperature(
+      static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+  sampling->set_top_k(absl::GetFlag(FLAGS_top_k));
+  sampling->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
+  sampling->set_repetition_penalty(
+      static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty)));
+  if (absl::GetFlag(FLAGS_seed) >= 0) {
+    sampling->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  }
+  for (const std::string& s : stops) request.add_stop(s);
+
+  // Ctrl-C: the handler only sets a flag; the client's watcher cancels the
+  // call. A second Ctrl-C (SA_RESETHAND) kills the process the usual way.
+  struct sigaction action = {};
+  action.sa_handler = OnSigint;
+  action.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
+
+  const bool json = absl::GetFlag(FLAGS_json);
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first;
+  int tokens = 0;
+  std::optional<v1::Finished> finished;
+  bool ended_with_newline = true;
+  const absl::Status status = client.Generate(
+      request,
+      [&](const v1::GenerateResponse& response) {
+        if (json) {
+          std::fputs(ToJson(response).c_str(), stdout);
+          std::fputc('\n', stdout);
+        }
+        if (response.has_token() && !response.token().is_prompt()) {
+          if (!first) first = std::chrono::steady_clock::now();
+          ++tokens;
+          const std::string& text = response.token().text();
+          if (!json) std::fwrite(text.data(), 1, text.size(), stdout);
+          if (!text.empty()) ended_with_newline = text.back() == '\n';
+        }
+        if (response.has_finished()) finished = response.finished();
+        std::fflush(stdout);
+      },
+      &g_interrupted);
+  const auto end = std::chrono::steady_clock::now();
+  // A terminal gets a final newline; a pipe gets exactly the generated text.
+  if (!json && !ended_with_newline && isatty(STDOUT_FILENO))
+    std::fputc('\n', stdout);
+  std::fflush(stdout);
+
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  std::string summary = absl::StrFormat("%d tokens in %.2f s", tokens, seconds);
+  if (first) {
+    absl::StrAppendFormat(
+        &summary, ", first token after %.1f ms",
+        1e3 * std::chrono::duration<double>(*first - start).count());
+  }
+  if (tokens > 0 && seconds > 0)
+    absl::StrAppendFormat(&summary, ", %.1f tokens/s", tokens / seconds);
+  if (finished) {
+    absl::StrAppend(&summary, ", finished: ",
+                    absl::AsciiStrToLower(
+                        v1::FinishReason_Name(finished->reason())
+                            .substr(std::string("FINISH_REASON_").size())),
+                    ", seed ", finished->seed());
+  }
+  if (g_interrupted.load()) {
+    std::cerr << "textgen: cancelled: " << summary << "\n";
+    return kExitInterrupted;
+  }
+  if (!status.ok()) return CallError(status, client.target());
+  std::cerr << "textgen: " << summary << "\n";
+  return kExitOk;
+}
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) {
+    std::cerr << "textgen: cannot write " << path << ": "
+              << std::strerror(errno) << "\n";
+    return false;
+  }
+  return true;
+}
+
+int Attention(TextgenClient& client) {
+  if (absl::GetFlag(FLAGS_prompt).empty())
+    return UsageError("attention needs --prompt TEXT");
+  const std::string out = absl::GetFlag(FLAGS_out);
+  const std::string html = absl::GetFlag(FLAGS_html);
+  if (out.empty() && html.empty())
+    return UsageError("attention needs --out FILE.png (or --html)");
+  absl::StatusOr<std::vector<int>> layers =
+      ParseIndices(absl::GetFlag(FLAGS_layer), "layer");
+  if (!layers.ok()) return UsageError(std::string(layers.status().message()));
+  absl::StatusOr<std::vector<int>> heads =
+      ParseIndices(absl::GetFlag(FLAGS_head), "head");
+  if (!heads.ok()) return UsageError(std::string(heads.status().message()));
+
+  absl::StatusOr<AttentionMaps> maps =
+      client.Attention(absl::GetFlag(FLAGS_prompt), *layers, *heads);
+  if (!maps.ok()) return CallError(maps.status(), client.target());
+
+  if (!out.empty()) {
+    HeatmapOptions options;
+    options.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
+    options.cell_px = absl::GetFlag(FLAGS_cell_px);
+    options.font_path = absl::GetFlag(FLAGS_font);
+    absl::StatusOr<HeatmapImage> image = RenderHeatmap(*maps, options);
+    if (!image.ok()) {
+      std::cerr << "textgen: cannot draw the heatmap: "
+                << image.status().message() << "\n";
+      return kExitError;
+    }
+    for (const std::string& w : image->warnings)
+      std::cerr << "textgen: warning: " << w << "\n";
+    if (!WriteFile(out, image->png)) return kExitError;
+    std::cerr << absl::StrFormat(
+        "textgen: wrote %s (%dx%d px): %d layers x %d heads, %d of %d tokens\n",
+        out, image->width, image->height, maps->layers.size(),
+        maps->heads.size(), image->tokens_shown, maps->num_tokens());
+  }
+  if (!html.empty()) {
+    const std::string page = RenderAttentionHtml(
+        *maps,
+        absl::StrCat("Attention of \"", absl::GetFlag(FLAGS_prompt), "\""));
+    if (!WriteFile(html, page)) return kExitError;
+    std::cerr << "textgen: wrote " << html << "\n";
+  }
+  return kExitOk;
+}
+
+int Info(TextgenClient& client) {
+  absl::StatusOr<v1::ModelInfo> info = client.Info();
+  if (!info.ok()) return CallError(info.status(), client.target());
+  std::cout << (absl::GetFlag(FLAGS_json) ? ToJson(*info) + "\n"
+                                          : info->DebugString());
+  return kExitOk;
+}
+
+int Tokenize(TextgenClient& client) {
+  absl::StatusOr<v1::TokenizeResponse> tokens =
+      client.Tokenize(absl::GetFlag(FLAGS_text));
+  if (!tokens.ok()) return CallError(tokens.status(), client.target());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(*tokens) << "\n";
+  } else {
+    for (const v1::PromptToken& t : tokens->tokens()) {
+      std::cout << t.id() << "\t" << DisplayToken(t.text(), 64) << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+int Health(TextgenClient& client) {
+  absl::StatusOr<std::string> status = client.Health();
+  if (!status.ok()) return CallError(status.status(), client.target());
+  std::cout << *status << "\n";
+  if (*status != "SERVING") {
+    std::cerr << "textgen: health: " << *status << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int Run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      std::cout << kUsage << "\n";
+      return kExitOk;
+    }
+  }
+  std::vector<std::string> stops;
+  if (std::optional<std::string> problem = CheckFlags(argc, argv, &stops)) {
+    return UsageError(*problem);
+  }
+  absl::SetProgramUsageMessage(kUsage);
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() < 2)
+    return UsageError(
+        "no command (generate, attention, info, tokenize, health)");
+  if (args.size() > 2)
+    return UsageError(absl::StrCat("unexpected argument \"", args[2], "\""));
+  const std::string command = args[1];
+
+  ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  options.lb_policy = absl::GetFlag(FLAGS_lb_policy);
+  const int64_t timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+  if (timeout_ms < 0) return UsageError("--timeout_ms must be >= 0");
+  if (timeout_ms > 0) options.timeout = absl::Milliseconds(timeout_ms);
+  absl::StatusOr<TextgenClient> client = TextgenClient::Create(options);
+  if (!client.ok()) return UsageError(std::string(client.status().message()));
+
+  if (command == "generate") return Generate(*client, stops);
+  if (command == "attention") return Attention(*client);
+  if (command == "info") return Info(*client);
+  if (command == "tokenize") return Tokenize(*client);
+  if (command == "health") return Health(*client);
+  return UsageError(
+      absl::StrCat("unknown command \"", command,
+                   "\" (generate, attention, info, tokenize, health)"));
+}
+
+}  // namespace
+}  // namespace textgen
+
+int main(int argc, char** argv) { return textgen::Run(argc, argv); }

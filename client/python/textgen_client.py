@@ -1,0 +1,192 @@
+"""A small Python client for textgen's gRPC API (textgen.v1.TextGeneration).
+
+    from textgen_client import TextgenClient
+    client = TextgenClient("localhost:50051")
+    for token in client.generate("ROMEO:", max_new_tokens=64, temperature=0.8, seed=1):
+        print(token.text, end="", flush=True)
+    att = client.attention("ROMEO:")   # att.tokens, att.weights[layer][head][q][k]
+
+The message classes are generated from proto/textgen/v1/textgen.proto at build time
+(target textgen_python_stubs, into build/client/python). They are found on sys.path
+(PYTHONPATH), else in $TEXTGEN_PY_STUBS, else in build/client/python of this repository.
+Errors are grpc.RpcError, as raised by grpcio: .code() and .details() say what went wrong.
+
+Needs only Debian's python3-grpcio and python3-protobuf.
+"""
+
+import os
+import pathlib
+import sys
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import grpc
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+DEFAULT_STUBS = _REPO / "build" / "client" / "python"
+
+
+def _import_stubs():
+    try:
+        from textgen.v1 import textgen_pb2, textgen_pb2_grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+    except ImportError:
+        stubs = os.environ.get("TEXTGEN_PY_STUBS", str(DEFAULT_STUBS))
+        if not pathlib.Path(stubs, "textgen", "v1", "textgen_pb2.py").is_file():
+            raise ImportError(
+                f"textgen's Python stubs are not in {stubs}: build them with "
+                "`cmake --build build --target textgen_python_stubs`, or put "
+                "their directory on PYTHONPATH") from None
+        sys.path.insert(0, stubs)
+        from textgen.v1 import textgen_pb2, textgen_pb2_grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+    return textgen_pb2, textgen_pb2_grpc, health_pb2, health_pb2_grpc
+
+
+textgen_pb2, textgen_pb2_grpc, health_pb2, health_pb2_grpc = _import_stubs()
+
+
+class GenerateStream:
+    """The tokens of one Generate call, as they arrive.
+
+    Iterating yields textgen_pb2.Token messages (.text, .id, .logprob, .position, ...).
+    After the loop, .finished holds the Finished message (reason, usage, timings, seed).
+    cancel() ends the call early; the server frees the sequence's slot.
+    """
+
+    def __init__(self, call):
+        self._call = call
+        self.finished: Optional["textgen_pb2.Finished"] = None
+
+    def __iter__(self) -> Iterator["textgen_pb2.Token"]:
+        for response in self._call:
+            kind = response.WhichOneof("event")
+            if kind == "token":
+                yield response.token
+            elif kind == "finished":
+                self.finished = response.finished
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+    def text(self) -> str:
+        """Drains the stream and returns the generated text."""
+        return "".join(token.text for token in self if not token.is_prompt)
+
+
+@dataclass
+class Attention:
+    """A prompt's attention maps, in the shape BertViz's head_view takes (as nested lists).
+
+    weights[i][j][q][k] is layer layers[i], head heads[j]: how much query token q attends
+    to key token k (rows sum to 1; 0 above the diagonal, where the mask is).
+    """
+    tokens: List[str]
+    token_ids: List[int]
+    layers: List[int]
+    heads: List[int]
+    weights: List[List[List[List[float]]]]
+
+
+class TextgenClient:
+    """One channel to a textgen server (or a set of them).
+
+    target: any gRPC target: "host:port", "dns:///name:port",
+      "ipv4:127.0.0.1:5001,127.0.0.1:5002". lb_policy: "pick_first" (gRPC's default) or
+      "round_robin" (spread calls over every address the target resolves to).
+    timeout: default deadline in seconds for each call (None = none).
+    """
+
+    def __init__(self, target: str = "localhost:50051", lb_policy: Optional[str] = None,
+                 timeout: Optional[float] = None):
+        options = []
+        if lb_policy:
+            options.append(("grpc.lb_policy_name", lb_policy))
+        self.target = target
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(target, options=options)
+        self._stub = textgen_pb2_grpc.TextGenerationStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _timeout(self, timeout):
+        return self.timeout if timeout is None else timeout
+
+    def generate(self, prompt: str, *, max_new_tokens: int = 0, temperature: float = 0.0,
+                 top_k: int = 0, top_p: float = 0.0, repetition_penalty: float = 0.0,
+                 seed: Optional[int] = None, stop: Sequence[str] = (),
+                 echo_prompt: bool = False, timeout: Optional[float] = None) -> GenerateStream:
+        """Starts a generation; iterate the result for its tokens (see GenerateStream).
+
+        temperature 0 is greedy; max_new_tokens 0 is the server's default.
+        """
+        sampling = textgen_pb2.SamplingParams(
+            temperature=temperature, top_k=top_k, top_p=top_p,
+            repetition_penalty=repetition_penalty)
+        if seed is not None:
+            sampling.seed = seed
+        request = textgen_pb2.GenerateRequest(
+            prompt=textgen_pb2.Prompt(text=prompt), max_new_tokens=max_new_tokens,
+            sampling=sampling, stop=list(stop), echo_prompt=echo_prompt)
+        return GenerateStream(self._stub.Generate(request, timeout=self._timeout(timeout)))
+
+    def attention(self, prompt: str, *, layers: Sequence[int] = (), heads: Sequence[int] = (),
+                  timeout: Optional[float] = None) -> Attention:
+        """The prompt's attention maps (empty layers/heads = all), assembled from the stream."""
+        request = textgen_pb2.DebugAttentionRequest(
+            prompt=textgen_pb2.Prompt(text=prompt), layers=list(layers), heads=list(heads))
+        tokens: List[str] = []
+        ids: List[int] = []
+        rows: Dict[Tuple[int, int], Dict[int, List[float]]] = {}
+        for response in self._stub.DebugAttention(request, timeout=self._timeout(timeout)):
+            if response.tokens:
+                tokens = [t.text for t in response.tokens]
+                ids = [t.id for t in response.tokens]
+            n = len(tokens)
+            for m in response.maps:
+                if n == 0 or len(m.weights) % n:
+                    raise ValueError(f"map L{m.layer} H{m.head}: {len(m.weights)} weights "
+                                     f"is not whole rows of {n} tokens")
+                piece = rows.setdefault((m.layer, m.head), {})
+                for r in range(len(m.weights) // n):
+                    piece[m.first_query + r] = list(m.weights[r * n:(r + 1) * n])
+        layer_ids = sorted({layer for layer, _ in rows})
+        head_ids = sorted({head for _, head in rows})
+        n = len(tokens)
+        weights = []
+        for layer in layer_ids:
+            per_head = []
+            for head in head_ids:
+                piece = rows.get((layer, head), {})
+                if sorted(piece) != list(range(n)):
+                    raise ValueError(f"map L{layer} H{head}: got rows {sorted(piece)[:5]}..., "
+                                     f"expected 0..{n - 1}")
+                per_head.append([piece[q] for q in range(n)])
+            weights.append(per_head)
+        return Attention(tokens=tokens, token_ids=ids, layers=layer_ids, heads=head_ids,
+                         weights=weights)
+
+    def info(self, timeout: Optional[float] = None) -> "textgen_pb2.ModelInfo":
+        """The model's architecture, sizes, tokenizer and the server's limits."""
+        return self._stub.GetModelInfo(textgen_pb2.GetModelInfoRequest(),
+                                       timeout=self._timeout(timeout))
+
+    def tokenize(self, text: str, timeout: Optional[float] = None) -> List[Tuple[int, str]]:
+        """(id, text) per token of text, with the model's tokenizer."""
+        response = self._stub.Tokenize(textgen_pb2.TokenizeRequest(text=text),
+                                       timeout=self._timeout(timeout))
+        return [(t.id, t.text) for t in response.tokens]
+
+    def health(self, timeout: Optional[float] = None) -> str:
+        """The server's grpc.health.v1 status: "SERVING", "NOT_SERVING" or "UNKNOWN"."""
+        response = self._health.Check(health_pb2.HealthCheckRequest(service=""),
+                                      timeout=self._timeout(timeout))
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)

@@ -1,0 +1,211 @@
+#include "client/textgen_client.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpc_health/v1/health.grpc.pb.h"
+
+namespace textgen {
+namespace {
+
+constexpr char kConnectFailurePayload[] = "textgen.client/connect_failure";
+
+}  // namespace
+
+bool IsConnectFailure(const absl::Status& status) {
+  return status.GetPayload(kConnectFailurePayload).has_value();
+}
+
+absl::StatusOr<TextgenClient> TextgenClient::Create(
+    const ClientOptions& options) {
+  if (options.lb_policy != "pick_first" && options.lb_policy != "round_robin") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lb_policy must be pick_first or round_robin, got \"",
+                     options.lb_policy, "\""));
+  }
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName(options.lb_policy);
+  // Attention maps of long prompts come in pieces under 4 MB, but leave room.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      options.target, grpc::InsecureChannelCredentials(), args);
+  return TextgenClient(options, std::move(channel));
+}
+
+TextgenClient::TextgenClient(ClientOptions options,
+                             std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      stub_(v1::TextGeneration::NewStub(channel_)) {}
+
+void TextgenClient::PrepareContext(grpc::ClientContext* context) const {
+  if (options_.timeout != absl::InfiniteDuration()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  }
+}
+
+absl::Status TextgenClient::ToStatus(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  // gRPC's and absl's codes are the same numbers.
+  absl::Status result(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // A server that answers UNAVAILABLE (draining, say) leaves the channel
+    // connected; a refused connection, an unknown name or a bad target leave it
+    // failing.
+    const grpc_connectivity_state state = channel_->GetState(false);
+    const bool never_connected = state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
+                                 state == GRPC_CHANNEL_CONNECTING ||
+                                 state == GRPC_CHANNEL_SHUTDOWN;
+    const std::string& m = status.error_message();
+    if (never_connected || absl::StrContains(m, "failed to connect") ||
+        absl::StrContains(m, "DNS resolution failed")) {
+      result.SetPayload(kConnectFailurePayload, absl::Cord(options_.target));
+    }
+  }
+  return result;
+}
+
+absl::Status TextgenClient::Generate(
+    const v1::GenerateRequest& request,
+    const std::function<void(const v1::GenerateResponse&)>& on_response,
+    const std::atomic<bool>* cancel) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
+      stub_->Generate(&context, request);
+  // Read() blocks, so a watcher turns the flag into TryCancel(), which makes it
+  // return.
+  std::atomic<bool> finished{false};
+  std::thread watcher;
+  if (cancel != nullptr) {
+    watcher = std::thread([&] {
+      while (!finished.load()) {
+        if (cancel->load()) {
+          context.TryCancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  v1::GenerateResponse response;
+  while (reader->Read(&response)) on_response(response);
+  const grpc::Status status = reader->Finish();
+  finished = true;
+  if (watcher.joinable()) watcher.join();
+  return ToStatus(status);
+}
+
+absl::StatusOr<AttentionMaps> TextgenClient::Attention(
+    const std::string& prompt, const std::vector<int>& layers,
+    const std::vector<int>& heads) {
+  v1::DebugAttentionRequest request;
+  request.mutable_prompt()->set_text(prompt);
+  for (int l : layers) request.add_layers(l);
+  for (int h : heads) request.add_heads(h);
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  std::unique_ptr<grpc::ClientReader<v1::DebugAttentionResponse>> reader =
+      stub_->DebugAttention(&context, request);
+
+  AttentionMaps maps;
+  // (layer, head) → its rows so far, by query.
+  std::map<std::pair<int, int>, std::map<int, std::vector<float>>> rows;
+  v1::DebugAttentionResponse response;
+  absl::Status bad;
+  while (reader->Read(&response)) {
+    if (response.tokens_size() > 0) {
+      for (const v1::PromptToken& t : response.tokens()) {
+        maps.tokens.push_back(t.text());
+        maps.token_ids.push_back(t.id());
+      }
+    }
+    const size_t n = maps.tokens.size();
+    for (const v1::AttentionMap& m : response.maps()) {
+      if (n == 0 || m.weights_size() % n != 0) {
+        bad = absl::DataLossError(absl::StrCat(
+            "map L", m.layer(), " H", m.head(), ": ", m.weights_size(),
+            " weights are not whole rows of ", n, " tokens"));
+        continue;
+      }
+      auto& piece = rows[{m.layer(), m.head()}];
+      for (int r = 0; r < m.weights_size() / static_cast<int>(n); ++r) {
+        piece[m.first_query() + r].assign(m.weights().begin() + r * n,
+                                          m.weights().begin() + (r + 1) * n);
+      }
+    }
+  }
+  absl::Status status = ToStatus(reader->Finish());
+  if (!status.ok()) return status;
+  if (!bad.ok()) return bad;
+
+  std::set<int> layer_set, head_set;
+  for (const auto& [key, unused] : rows) {
+    layer_set.insert(key.first);
+    head_set.insert(key.second);
+  }
+  maps.layers.assign(layer_set.begin(), layer_set.end());
+  maps.heads.assign(head_set.begin(), head_set.end());
+  const size_t n = maps.tokens.size();
+  for (int layer : maps.layers) {
+    for (int head : maps.heads) {
+      const auto& piece = rows[{layer, head}];
+      if (piece.size() != n ||
+          (n > 0 && piece.rbegin()->first != static_cast<int>(n) - 1)) {
+        return absl::DataLossError(absl::StrCat("map L", layer, " H", head,
+                                                " has ", piece.size(), " of ",
+                                                n, " rows"));
+      }
+      std::vector<float> map;
+      map.reserve(n * n);
+      for (const auto& [q, row] : piece)
+        map.insert(map.end(), row.begin(), row.end());
+      maps.maps.push_back(std::move(map));
+    }
+  }
+  return maps;
+}
+
+absl::StatusOr<v1::ModelInfo> TextgenClient::Info() {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::ModelInfo info;
+  absl::Status status =
+      ToStatus(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info));
+  if (!status.ok()) return status;
+  return info;
+}
+
+absl::StatusOr<v1::TokenizeResponse> TextgenClient::Tokenize(
+    const std::string& text) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  v1::TokenizeRequest request;
+  request.set_text(text);
+  v1::TokenizeResponse response;
+  absl::Status status = ToStatus(stub_->Tokenize(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<std::string> TextgenClient::Health() {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  std::unique_ptr<grpc::health::v1::Health::Stub> health =
+      grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckResponse response;
+  absl::Status status = ToStatus(health->Check(
+      &context, grpc::health::v1::HealthCheckRequest(), &response));
+  if (!status.ok()) return status;
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+      response.status());
+}
+
+}  // namespace textgen

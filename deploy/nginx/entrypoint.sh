@@ -1,0 +1,12 @@
+#!/bin/sh
+# The nginx image's entrypoint (deploy/docker/Dockerfile, target nginx): renders the template
+# for $UPSTREAMS and $LISTEN_PORT into a writable prefix and runs nginx in the foreground,
+# logging to the container's stdout and stderr. Runs as a non-root user.
+set -eu
+here=$(dirname "$0")
+prefix=${NGINX_PREFIX:-/tmp/nginx}
+"$here/render.sh" "$here/nginx.conf.template" "$prefix"
+ln -sf /dev/stderr "$prefix/logs/error.log"
+ln -sf /dev/stdout "$prefix/logs/access.log"
+# -e: nginx's log before the config is read (its default, /var/log/nginx, is root's).
+exec nginx -e stderr -p "$prefix" -c nginx.conf -g "daemon off; pid $prefix/nginx.pid;"

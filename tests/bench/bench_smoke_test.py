@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Smoke tests of bench/: each benchmark runs and prints what it should. Never a timing.
+
+    bench_smoke_test.py model_bench BINARY MODEL_DIR
+    bench_smoke_test.py stream_read BINARY
+    bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
+    bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
+    bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
+
+Each asserts on the output's structure: the benchmark names, that every figure parses as a
+positive number, and for the load generator streams=2 with every request answered in full
+(ok=2, errors=0, rejections=0, generated_tokens = 2 x max_new_tokens). Exit 0 = pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+TIMEOUT = 120  # Per command: against a hang, not a performance requirement.
+
+
+def fail(msg: str, output: str = "") -> None:
+    print(f"FAIL: {msg}\n--- output ---\n{output}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(cmd: list[str]) -> str:
+    print("+", " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=TIMEOUT)
+    if p.returncode != 0:
+        fail(f"exit status {p.returncode}", p.stdout + p.stderr)
+    return p.stdout
+
+
+def key_values(line: str, prefix: str) -> dict[str, str]:
+    if not line.startswith(prefix + " "):
+        fail(f"line does not start with {prefix!r}", line)
+    pairs = line.split()[1:]
+    kv = dict(p.split("=", 1) for p in pairs if "=" in p)
+    if len(kv) != len(pairs):
+        fail("not all fields are key=value", line)
+    return kv
+
+
+def positive(kv: dict[str, str], key: str, line: str) -> float:
+    try:
+        v = float(kv[key])
+    except (KeyError, ValueError):
+        fail(f"missing or non-numeric {key}", line)
+    if not v > 0:
+        fail(f"{key} = {v} is not positive", line)
+    return v
+
+
+def model_bench(binary: str, model: str) -> None:
+    out = run([binary, f"--models={model}", "--benchmark_min_time=0.01",
+               "--benchmark_format=json"])
+    report = json.loads(out)
+    name = os.path.basename(os.path.normpath(model))
+    with open(os.path.join(model, "config.json")) as f:
+        ctx = json.load(f)["n_positions"]
+    expected = {f"decode/{name}/batch:1", f"decode/{name}/batch:8", f"decode/{name}/batch:32",
+                f"prefill/{name}/tokens:{min(128, ctx)}", f"prefill/{name}/tokens:{min(512, ctx)}",
+                f"full_context/{name}/cache:{ctx}"}
+    got = {}
+    for b in report["benchmarks"]:
+        base = b["name"].removesuffix("/real_time")
+        if "error_occurred" in b and b["error_occurred"]:
+            fail(f"{base}: {b.get('error_message')}", out)
+        got[base] = b
+    if set(got) != expected:
+        fail(f"benchmarks {sorted(got)} != {sorted(expected)}", out)
+    for base, b in got.items():
+        if not b.get("items_per_second", 0) > 0:
+            fail(f"{base}: no items_per_second", out)
+    print(f"ok: {len(got)} benchmarks")
+
+
+def stream_read(binary: str) -> None:
+    out = run([binary, "--threads=1,2", "--size_mib=16", "--repetitions=1"])
+    lines = out.strip().splitlines()
+    if len(lines) != 2:
+        fail("expected one line per thread count", out)
+    for line, threads in zip(lines, ("1", "2")):
+        kv = key_values(line, "stream_read")
+        if kv.get("threads") != threads or kv.get("size_mib") != "16":
+            fail(f"expected threads={threads} size_mib=16", line)
+        positive(kv, "best_gbps", line)
+        positive(kv, "median_gbps", line)
+    print("ok: stream_read")
+
+
+def check_loadgen_line(out: str, mode: str, max_new_tokens: int, want_rss: bool) -> None:
+    lines = [line for line in out.splitlines() if line.startswith("loadgen ")]
+    if len(lines) != 1:
+        fail("expected exactly one loadgen line", out)
+    line = lines[0]
+    kv = key_values(line, "loadgen")
+    for key in ("commit", "date", "model", "threads"):
+        if not kv.get(key):
+            fail(f"missing {key}", line)
+    want = {"mode": mode, "streams": "2", "requests_total": "2", "ok": "2", "errors": "0",
+            "rejections": "0", "generated_tokens": str(2 * max_new_tokens),
+            "max_new_tokens": str(max_new_tokens)}
+    for key, value in want.items():
+        if kv.get(key) != value:
+            fail(f"expected {key}={value}, got {kv.get(key)}", line)
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", kv["date"]):
+        fail("date is not ISO 8601 UTC", line)
+    for key in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
+                "wall_s"):
+        positive(kv, key, line)
+    if float(kv["ttft_p99_ms"]) < float(kv["ttft_p50_ms"]):
+        fail("p99 below p50", line)
+    if want_rss:
+        positive(kv, "rss_mib", line)
+        positive(kv, "rss_budget_mib", line)
+    print(f"ok: {line}")
+
+
+def loadgen_in_process(loadgen: str, model: str) -> None:
+    out = run([loadgen, "--in_process", f"--model={model}", "--streams=2", "--requests=1",
+               "--prompt_tokens=16", "--max_new_tokens=16"])
+    check_loadgen_line(out, "in_process", 16, want_rss=False)
+
+
+def loadgen_grpc(loadgen: str, server: str, model: str) -> None:
+    log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bench_smoke_server_{os.getpid()}.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([server, f"--model={model}", "--port=0", "--host=127.0.0.1",
+                                 "--num_slots=4", "--debug_attention=false"],
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = None
+        deadline = time.monotonic() + 60  # Bounded wait for the port, not a timing.
+        while time.monotonic() < deadline and port is None and proc.poll() is None:
+            m = re.search(r"serving on port (\d+)", open(log_path).read())
+            port = m.group(1) if m else None
+            time.sleep(0.05)
+        if port is None:
+            fail("the server never listened", open(log_path).read())
+        out = run([loadgen, f"--target=127.0.0.1:{port}", "--streams=2", "--requests=1",
+                   "--prompt_tokens=16", "--max_new_tokens=16", f"--server_pid={proc.pid}"])
+        check_loadgen_line(out, "grpc", 16, want_rss=True)
+        # Bad input is a clear error with a non-zero exit, not a hang or a crash.
+        p = subprocess.run([loadgen, f"--target=127.0.0.1:{port}", "--streams=0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=TIMEOUT)
+        if p.returncode != 2 or "--streams" not in p.stderr:
+            fail(f"--streams=0: exit {p.returncode}", p.stderr)
+        p = subprocess.run([loadgen, f"--target=127.0.0.1:{port}", "--prompt_tokens=250",
+                            "--max_new_tokens=250"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+        if p.returncode != 2 or "context" not in p.stderr:
+            fail(f"prompt + output beyond the context: exit {p.returncode}", p.stderr)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        os.unlink(log_path)
+
+
+def torch_reference(script: str, model: str) -> None:
+    out = run([sys.executable, script, f"--models={model}", "--filter=batch:1",
+               "--min_time=0.01", "--repetitions=1"])
+    name = os.path.basename(os.path.normpath(model))
+    seen = set()
+    for line in out.strip().splitlines():
+        kv = key_values(line, "torch")
+        positive(kv, "tokens_per_s", line)
+        positive(kv, "ms", line)
+        seen.add((kv["config"], kv["bench"]))
+    want = {("linear", f"decode/{name}/batch:1"), ("mv", f"decode/{name}/batch:1")}
+    if seen != want:
+        fail(f"benchmarks {sorted(seen)} != {sorted(want)}", out)
+    print("ok: torch_reference")
+
+
+def main() -> None:
+    mode, args = sys.argv[1], sys.argv[2:]
+    {"model_bench": model_bench, "stream_read": stream_read,
+     "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
+     "torch_reference": torch_reference}[mode](*args)
+
+
+if __name__ == "__main__":
+    main()

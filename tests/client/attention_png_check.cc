@@ -1,0 +1,106 @@
+// attention_png_check: checks a PNG that `textgen attention` wrote against the maps the
+// server serves. It fetches the same maps itself, lays them out as client/heatmap.h does,
+// decodes the PNG with libpng and requires every cell to be exactly the colour of its
+// weight (masked cells: the zero colour). Run by tests/client/cli_test.py.
+//
+//   attention_png_check --server 127.0.0.1:PORT --png FILE --prompt TEXT [--layer 0 --head 1,2]
+//
+// Exit 0 and a "[attention_png] ..." line when it matches; 1 with the first mismatch.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "client/heatmap.h"
+#include "client/textgen_client.h"
+#include "tests/client/png_decode.h"
+
+ABSL_FLAG(std::string, server, "", "The server the PNG's maps came from");
+ABSL_FLAG(std::string, png, "", "The PNG to check");
+ABSL_FLAG(std::string, prompt, "", "The prompt it was made for");
+ABSL_FLAG(std::vector<std::string>, layer, {}, "As given to textgen attention");
+ABSL_FLAG(std::vector<std::string>, head, {}, "As given to textgen attention");
+ABSL_FLAG(int, max_tokens_shown, 64, "As given to textgen attention");
+
+namespace textgen {
+namespace {
+
+std::vector<int> Ints(const std::vector<std::string>& values) {
+  std::vector<int> out;
+  for (const std::string& v : values) {
+    int i = 0;
+    if (absl::SimpleAtoi(v, &i)) out.push_back(i);
+  }
+  return out;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "[attention_png] FAIL: " << message << "\n";
+  return 1;
+}
+
+int Run() {
+  absl::StatusOr<TextgenClient> client =
+      TextgenClient::Create({.target = absl::GetFlag(FLAGS_server)});
+  if (!client.ok()) return Fail(client.status().ToString());
+  absl::StatusOr<AttentionMaps> maps = client->Attention(
+      absl::GetFlag(FLAGS_prompt), Ints(absl::GetFlag(FLAGS_layer)),
+      Ints(absl::GetFlag(FLAGS_head)));
+  if (!maps.ok()) return Fail(maps.status().ToString());
+
+  std::ifstream in(absl::GetFlag(FLAGS_png), std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  absl::StatusOr<DecodedPng> png = DecodePng(bytes.str());
+  if (!png.ok()) return Fail(png.status().ToString());
+
+  HeatmapOptions options;  // the CLI's defaults: DejaVu Sans Mono labels
+  options.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
+  const HeatmapLayout layout = LayoutHeatmap(*maps, options, /*with_labels=*/true);
+  if (png->width != layout.width() || png->height != layout.height()) {
+    return Fail(absl::StrCat("picture is ", png->width, "x", png->height, ", layout says ",
+                             layout.width(), "x", layout.height()));
+  }
+  const int t = static_cast<int>(maps->num_tokens());
+  const int shown = layout.num_tokens();
+  int cells = 0, masked = 0;
+  for (size_t li = 0; li < maps->layers.size(); ++li) {
+    for (size_t hi = 0; hi < maps->heads.size(); ++hi) {
+      const int panel = static_cast<int>(li * maps->heads.size() + hi);
+      const std::vector<float>& m = maps->map(li, hi);
+      for (int q = 0; q < shown; ++q) {
+        for (int k = 0; k < shown; ++k) {
+          const float w = m[q * t + k];
+          if (k > q && w != 0.0f) return Fail("the server sent a weight above the diagonal");
+          const Rgb want = WeightColor(w);
+          Rgb got;
+          if (!RectIs(*png, layout.Cell(panel, q, k), want, &got)) {
+            return Fail(absl::StrCat("L", maps->layers[li], " H", maps->heads[hi], " cell (",
+                                     q, ",", k, ") weight ", w, ": colour ", got.r, ",",
+                                     got.g, ",", got.b, " instead of ", want.r, ",",
+                                     want.g, ",", want.b));
+          }
+          ++cells;
+          masked += k > q;
+        }
+      }
+    }
+  }
+  std::cout << "[attention_png] " << png->width << "x" << png->height << " px, "
+            << maps->layers.size() << " layers x " << maps->heads.size() << " heads, "
+            << shown << " of " << t << " tokens: " << cells << " cells match their weights ("
+            << masked << " masked, all the zero colour)\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace textgen
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return textgen::Run();
+}
