@@ -21,7 +21,10 @@ Decoder::Decoder(ModelConfig config,
     : config_(std::move(config)),
       weights_(std::move(weights)),
       pool_(options.threads) {
-  scores_.resize(pool_.size());
+  attention_scratch_.resize(pool_.size());
+  for (AttentionScratch& s : attention_scratch_) {
+    s.key_tile.resize(kernels::AttentionScratchFloats(config_.head_dim()));
+  }
   if (config_.positions == PositionKind::kRotary) {
     // RoPE in the Hugging Face "rotate half" layout: dimension i pairs with i +
     // D/2 and turns by position × theta^(-2i/D). Computed in double, rounded
@@ -256,7 +259,8 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     max_t = std::max(max_t, T);
     max_l = std::max(max_l, start + T);
   }
-  for (Activations& scores : scores_) {
+  for (AttentionScratch& scratch : attention_scratch_) {
+    Activations& scores = scratch.scores;
     if (scores.rows() < max_t || scores.cols() < max_l) {
       scores.resize(std::max<Eigen::Index>(scores.rows(), max_t),
                     std::max<Eigen::Index>(scores.cols(), max_l));
@@ -269,7 +273,7 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     const auto [begin, end] = WorkerPool::Share(tasks, t, pool_.size());
     for (int task = begin; task < end; ++task) {
       const int i = task / H, h = task % H;
-      AttendHead(l, h, batch[i], first_row_[i], cache, scores_[t],
+      AttendHead(l, h, batch[i], first_row_[i], cache, attention_scratch_[t],
                  capture != nullptr ? &capture->attention[i] : nullptr);
     }
   };
@@ -281,8 +285,9 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
 }
 
 void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
-                         const KvCache& cache, Activations& scores,
+                         const KvCache& cache, AttentionScratch& scratch,
                          AttentionMaps* capture) {
+  Activations& scores = scratch.scores;
   const int D = config_.head_dim();
   const int H = config_.n_heads;
   const int kv_width = config_.n_kv_heads * D;
@@ -298,8 +303,9 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   const float* k = cache.keys(s.slot, l).data() + kv_h * D;    // [L, D]
   const float* v = cache.values(s.slot, l).data() + kv_h * D;  // [L, D]
   // scores = q · kᵀ   [T, L]
-  kernels::MatMulTransposed(q, T, D, qkv_stride, k, kv_width, L, scores.data(),
-                            score_stride);
+  kernels::AttentionScores(q, T, D, qkv_stride, k, kv_width, L, start,
+                           scores.data(), score_stride,
+                           scratch.key_tile.data());
   for (int t = 0; t < T; ++t) {
     // Causal: query t (position start + t) sees keys 0 .. start + t; later
     // keys get probability exactly 0 and are never read.
@@ -309,10 +315,8 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     kernels::Softmax(p, visible);
     std::fill(p + visible, p + L, 0.0f);
     // out_t = Σ_j p[j] · v_j   [D]
-    float* out = attn_.row(r0 + t).data() + h * D;
-    std::fill(out, out + D, 0.0f);
-    for (int j = 0; j < visible; ++j)
-      kernels::Axpy(p[j], v + j * kv_width, out, D);
+    kernels::WeightedSum(p, visible, v, kv_width, D,
+                         attn_.row(r0 + t).data() + h * D);
   }
   if (capture != nullptr) {
     float* dst = capture->weights.data() + (static_cast<size_t>(l) * H + h) *

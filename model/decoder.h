@@ -142,8 +142,12 @@ class Decoder {
   void Attend(int layer, absl::Span<const SequenceChunk> batch, KvCache& cache,
               ForwardResult* capture);
   // One head of one sequence: its queries against its keys so far.
+  struct AttentionScratch {
+    Activations scores;           // [T, L] scores, then probabilities
+    std::vector<float> key_tile;  // kernels::AttentionScratchFloats(head_dim)
+  };
   void AttendHead(int layer, int head, const SequenceChunk& s, int r0,
-                  const KvCache& cache, Activations& scores,
+                  const KvCache& cache, AttentionScratch& scratch,
                   AttentionMaps* capture);
   void FeedForward(const LayerWeights& layer);
 
@@ -159,8 +163,7 @@ class Decoder {
   Activations qkv_;     // [N, (n_heads + 2 n_kv_heads) head_dim]
   Activations attn_;    // [N, n_heads head_dim] concatenated head outputs
   Activations ff_;      // [N, d_ff] or [N, 2 d_ff] (SwiGLU gate | up)
-  // Per thread: [T, L] one head's scores, then probabilities.
-  std::vector<Activations> scores_;
+  std::vector<AttentionScratch> attention_scratch_;  // One per thread.
   Activations last_;            // [batch, d_model] last rows, for kLastToken
   std::vector<int> first_row_;  // Row of each sequence's first new token in x_.
 };

@@ -1,5 +1,7 @@
 #include "model/kernels.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -71,6 +73,26 @@ inline void Store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
 
 constexpr int kPanelVecs = PackedWeights::kPanel / kVec;
 
+// acc + a · b, fused into one rounding where the target has FMA. Used only by
+// kernels without a scalar tail (see kernels.h), so a given output is always
+// computed the same way within a build.
+inline Vec MulAdd(float a, Vec b, Vec acc) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(_mm512_set1_ps(a), b, acc);
+#elif defined(__FMA__)
+  __m256 b2[2], acc2[2];
+  __builtin_memcpy(b2, &b, sizeof(b));
+  __builtin_memcpy(acc2, &acc, sizeof(acc));
+  const __m256 a8 = _mm256_set1_ps(a);
+  acc2[0] = _mm256_fmadd_ps(a8, b2[0], acc2[0]);
+  acc2[1] = _mm256_fmadd_ps(a8, b2[1], acc2[1]);
+  __builtin_memcpy(&acc, acc2, sizeof(acc));
+  return acc;
+#else
+  return acc + a * b;
+#endif
+}
+
 // Widens 16 bf16 values to floats: exact (the low 16 bits become zero).
 typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
 typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
@@ -108,7 +130,8 @@ inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
     for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
     for (int r = 0; r < R; ++r) {
       const float a = x[static_cast<long>(r) * x_stride + k];
-      for (int c = 0; c < kPanelVecs; ++c) acc[r][c] += a * b[c];
+      for (int c = 0; c < kPanelVecs; ++c)
+        acc[r][c] = MulAdd(a, b[c], acc[r][c]);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -276,6 +299,78 @@ void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
   }
 }
 
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const float* k, int k_stride, int keys, int first_position,
+                     float* y, int y_stride, float* scratch) {
+  for (int j0 = 0; j0 < keys; j0 += kVec) {
+    const int valid = std::min(kVec, keys - j0);
+    // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
+    for (int jj = 0; jj < kVec; ++jj) {
+      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
+      for (int d = 0; d < depth; ++d)
+        scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
+    }
+    // Row t sees key j0 once first_position + t >= j0.
+    int t = std::max(0, j0 - first_position);
+    auto store = [&](int row, Vec acc) {
+      float* out = y + static_cast<long>(row) * y_stride + j0;
+      if (valid == kVec) {
+        Store(out, acc);
+      } else {
+        float sums[kVec];
+        __builtin_memcpy(sums, &acc, sizeof(sums));
+        for (int jj = 0; jj < valid; ++jj) out[jj] = sums[jj];
+      }
+    };
+    for (; t + 4 <= rows; t += 4) {
+      Vec acc[4] = {};
+      for (int d = 0; d < depth; ++d) {
+        const Vec b = Load(scratch + d * kVec);
+        for (int r = 0; r < 4; ++r) {
+          acc[r] =
+              MulAdd(q[static_cast<long>(t + r) * q_stride + d], b, acc[r]);
+        }
+      }
+      for (int r = 0; r < 4; ++r) store(t + r, acc[r]);
+    }
+    for (; t < rows; ++t) {
+      Vec acc = {};
+      const float* qt = q + static_cast<long>(t) * q_stride;
+      for (int d = 0; d < depth; ++d) {
+        acc = MulAdd(qt[d], Load(scratch + d * kVec), acc);
+      }
+      store(t, acc);
+    }
+  }
+}
+
+void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
+                 float* out) {
+  // Up to 64 dimensions in registers at a time; element d always takes the
+  // same path (vector or scalar), whatever n is.
+  constexpr int kBlock = 4 * kVec;
+  int d0 = 0;
+  for (; d0 + kVec <= depth; d0 += kBlock) {
+    const int vecs = std::min(4, (depth - d0) / kVec);
+    Vec acc[4] = {};
+    for (int j = 0; j < n; ++j) {
+      const float* vj = v + static_cast<long>(j) * v_stride + d0;
+      for (int c = 0; c < vecs; ++c) acc[c] += p[j] * Load(vj + c * kVec);
+    }
+    for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
+    if (vecs < 4) {
+      d0 += vecs * kVec;
+      break;
+    }
+  }
+  for (int d = d0; d < depth; ++d) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j)
+      acc += p[j] * v[static_cast<long>(j) * v_stride + d];
+    out[d] = acc;
+  }
+}
+
 void Axpy(float a, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
@@ -287,12 +382,56 @@ void Softmax(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= inv_sum;
 }
 
-void GeluTanh(float* x, int n) {
+namespace {
+
+typedef int32_t VecI32 __attribute__((vector_size(kVec * sizeof(int32_t))));
+
+// exp of 16 values clamped to [-87, 88] (so the result is a normal float):
+// range reduction x = n ln2 + r, |r| <= ln2 / 2, and a degree-7 Taylor
+// polynomial (truncation error 5e-9); within a few ulp of exp.
+inline Vec Exp16(Vec x) {
+  x = x < -87.0f ? Vec{} - 87.0f : x;
+  x = x > 88.0f ? Vec{} + 88.0f : x;
+  // n = round(x / ln2), by the 1.5 · 2^23 trick (|x / ln2| < 2^22).
+  constexpr float kRound = 12582912.0f;
+  const Vec n = (x * 1.44269504088896341f + kRound) - kRound;
+  // ln2 split in two so that n · ln2_hi is exact.
+  const Vec r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+  Vec p = r * (1.0f / 5040) + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const VecI32 ni = __builtin_convertvector(n, VecI32);
+  const VecI32 scale_bits = (ni + 127) << 23;  // 2^n
+  Vec scale;
+  __builtin_memcpy(&scale, &scale_bits, sizeof(scale));
+  return p * scale;
+}
+
+// GPT-2's "gelu_new", 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715
+// v^3), written as v / (1 + exp(-2u)) (the same function: 0.5 (1 + tanh(u)) =
+// sigmoid(2u)), which has no cancellation for negative v and needs only exp.
+inline Vec Gelu16(Vec v) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int i = 0; i < n; ++i) {
-    const float v = x[i];
-    x[i] = 0.5f * v *
-           (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  const Vec u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+  return v / (1.0f + Exp16(-2.0f * u));
+}
+
+}  // namespace
+
+void GeluTanh(float* x, int n) {
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) Store(x + i, Gelu16(Load(x + i)));
+  if (i < n) {
+    // The tail through the same vector routine, so every element is computed
+    // alike wherever it sits.
+    float tail[kVec] = {};
+    std::copy(x + i, x + n, tail);
+    Store(tail, Gelu16(Load(tail)));
+    std::copy(tail, tail + (n - i), x + i);
   }
 }
 

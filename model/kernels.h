@@ -17,9 +17,11 @@
 //   in index
 //     order and fold the lanes in one fixed tree;
 //   - exp and tanh are the scalar libm calls for every element;
-//   - multiplies and adds are never fused (kernels.cc is built with
-//   -ffp-contract=off),
-//     so vector lanes and scalar tails compute identical values.
+//   - multiplies and adds are never fused implicitly (kernels.cc is built with
+//     -ffp-contract=off), so vector lanes and scalar tails compute identical
+//     values. MatMul and AttentionScores fuse explicitly (MulAdd, where the
+//     target has FMA): they have no scalar tail, so every path that computes
+//     one of their outputs fuses the same way.
 // KV-cached decoding therefore equals full recomputation bit for bit, and a
 // sequence's logits do not depend on its batch; tests/parity_test.cc holds the
 // decoder to that.
@@ -116,8 +118,10 @@ inline float Bf16ToFloat(uint16_t b) {
 //   x: rows × w.depth(), row-major with row stride x_stride.
 //   y: rows × w.cols(), row-major with row stride y_stride. accumulate: add the
 //   product to y.
-// Each y[r, j] is the sum over k in increasing order, one multiply and one add
-// per step, whatever rows is and whichever panels are computed together.
+// Each y[r, j] is the sum over k in increasing order, one multiply-add per step
+// (fused where the target has FMA: this kernel is the only one that computes
+// these values, so every path contracts alike), whatever rows is and whichever
+// panels are computed together.
 // Register-tiled like a GEMM micro-kernel, vectorized across columns.
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate);
@@ -136,6 +140,25 @@ void MatMulPanels(const float* x, int rows, int x_stride,
 void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
                       const float* v, int v_stride, int cols, float* y,
                       int y_stride);
+
+// Attention scores of one head: y[t, j] = Σ_d q[t, d] · k_j[d] in increasing
+// d, one multiply-add per step, for t < rows and the keys row t can see, j <
+// first_position + t + 1 (causal); y[t, j] past that is left unspecified.
+//   q: rows × depth, row stride q_stride. k: `keys` vectors of `depth` floats,
+//   k_j at k + j · k_stride (a head's columns of a row-major KV cache).
+// Vectorized across keys (16 at a time, transposed into `scratch`, which holds
+// kAttentionScratch(depth) floats), so small head dimensions cost no lane
+// folding; the value for (t, j) does not depend on rows, keys or position.
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const float* k, int k_stride, int keys, int first_position,
+                     float* y, int y_stride, float* scratch);
+inline int AttentionScratchFloats(int depth) { return depth * 16; }
+
+// out[d] = Σ_j p[j] · v_j[d] for d < depth, summed over j < n in increasing
+// order (one multiply and one add per step), v_j at v + j · v_stride. The
+// weighted sum of values, accumulated in registers across the head dimension.
+void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
+                 float* out);
 
 // y[j] += a · x[j], j < n.
 void Axpy(float a, const float* x, float* y, int n);

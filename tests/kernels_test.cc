@@ -99,8 +99,8 @@ TEST(KernelsTest, Activations) {
   std::vector<float> g = {0.0f, 1.0f, -3.0f};
   kernels::GeluTanh(g.data(), 3);
   EXPECT_EQ(g[0], 0.0f);
-  EXPECT_NEAR(g[1], 0.841192f, 1e-6);  // torch gelu(1, approximate="tanh")
-  EXPECT_NEAR(g[2], -0.00363752f, 1e-7);
+  EXPECT_NEAR(g[1], 0.841192f, 1e-6);      // torch gelu(1, approximate="tanh")
+  EXPECT_NEAR(g[2], -0.0036373921, 2e-9);  // float64 reference
   std::vector<float> gate = {0.0f, 2.0f}, up = {5.0f, 3.0f};
   kernels::SiluMultiply(gate.data(), up.data(), 2);
   EXPECT_EQ(gate[0], 0.0f);
@@ -187,6 +187,34 @@ TEST(KernelsTest, TransposedPackingAndColumns) {
       ASSERT_EQ(packed.at(k, j), v(j, k));
       ASSERT_EQ(column[k], v(j, k));
     }
+  }
+}
+
+// GELU is computed by the kernel's own exp-based routine: within a few ulp of
+// the double-precision tanh formula everywhere, and identical for an element
+// whether it lands in a full vector or in the tail.
+TEST(KernelsTest, GeluTanhIsAccurateAndPositionIndependent) {
+  std::vector<float> x;
+  for (float v = -12.0f; v <= 12.0f; v += 0.00731f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-6f, -1e-6f, 30.0f, -30.0f}) x.push_back(v);
+  std::vector<float> y = x;
+  kernels::GeluTanh(y.data(), static_cast<int>(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    // 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)); the latter keeps its precision
+    // in double where 1 + tanh(u) would cancel to 0.
+    const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    const double expected = v / (1.0 + std::exp(-2.0 * u));
+    // A few ulp, plus what rounding u to float costs: exp amplifies a relative
+    // error of eps in its argument 2u into |2u| eps.
+    // (u in float carries a few ulp from its own four operations.)
+    const double ulps = 4.0 + 4.0 * std::fabs(2.0 * u);
+    ASSERT_NEAR(y[i], expected, ulps * 1.2e-7 * std::fabs(expected) + 1e-36)
+        << "x = " << x[i];
+    // The same value alone (a tail of one) gives the same bits.
+    float one = x[i];
+    kernels::GeluTanh(&one, 1);
+    ASSERT_EQ(one, y[i]) << "x = " << x[i];
   }
 }
 
