@@ -29,6 +29,12 @@ class MappedFile {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // Lets the system drop the pages wholly inside [begin, end) from this
+  // process's resident memory (they stay in the page cache, and reading them
+  // again faults them back in unchanged): for a file consumed once, front to
+  // back, so that mapping it does not double peak memory.
+  void DropPages(size_t begin, size_t end) const;
+
  private:
   MappedFile(const char* data, size_t size) : data_(data), size_(size) {}
 

@@ -150,6 +150,31 @@ inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
   }
 }
 
+// Steps [k0, k1) of PanelTile for R rows, continuing from and returning to
+// `acc` in memory: storing a float accumulator and loading it back is exact, so
+// a product computed in k-chunks has PanelTile's values bit for bit.
+template <int R, typename W>
+inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
+                       int k1, Vec (*partial)[kPanelVecs]) {
+  Vec acc[R][kPanelVecs];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = partial[r][c];
+  }
+  for (int k = k0; k < k1; ++k) {
+    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    Vec b[kPanelVecs];
+    for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
+    for (int r = 0; r < R; ++r) {
+      const float a = x[static_cast<long>(r) * x_stride + k];
+      for (int c = 0; c < kPanelVecs; ++c)
+        acc[r][c] = MulAdd(a, b[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kPanelVecs; ++c) partial[r][c] = acc[r][c];
+  }
+}
+
 template <typename W>
 void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
                     int depth, int cols, int panel_begin, int panel_end,
@@ -157,21 +182,59 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
   // Panel by panel, so each panel of W stays in cache while every row passes
   // over it; four rows share each load from the panel.
   constexpr int kRows = 4;
+  // More rows than one tile: groups of kGroup rows walk the panel together in
+  // chunks of kChunk steps (a chunk of panel is 32 KB of f32, in L1), so the
+  // panel streams from memory once per group rather than once per tile.
+  constexpr int kGroup = 16, kChunk = 128;
   const size_t panel_size = static_cast<size_t>(depth) * PackedWeights::kPanel;
   for (int p = panel_begin; p < panel_end; ++p) {
     const W* panel = data + p * panel_size;
     const int j0 = p * PackedWeights::kPanel;
     const int valid = std::min(PackedWeights::kPanel, cols - j0);
-    int r = 0;
-    for (; r + kRows <= rows; r += kRows) {
-      PanelTile<kRows>(x + static_cast<long>(r) * x_stride, depth, x_stride,
+    if (rows <= kRows) {
+      // Decode: one pass, prefetching (PanelTile<1>) when there is one row.
+      if (rows == kRows) {
+        PanelTile<kRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
+                         accumulate);
+      } else {
+        for (int r = 0; r < rows; ++r) {
+          PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride,
                        panel, y + static_cast<long>(r) * y_stride + j0,
                        y_stride, valid, accumulate);
+        }
+      }
+      continue;
     }
-    for (; r < rows; ++r) {
-      PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride, panel,
-                   y + static_cast<long>(r) * y_stride + j0, y_stride, valid,
-                   accumulate);
+    for (int g = 0; g < rows; g += kGroup) {
+      const int group_rows = std::min(kGroup, rows - g);
+      Vec partial[kGroup][kPanelVecs] = {};
+      for (int k0 = 0; k0 < depth; k0 += kChunk) {
+        const int k1 = std::min(depth, k0 + kChunk);
+        int r = 0;
+        for (; r + kRows <= group_rows; r += kRows) {
+          PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
+                            panel, k0, k1, &partial[r]);
+        }
+        for (; r < group_rows; ++r) {
+          PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride,
+                        panel, k0, k1, &partial[r]);
+        }
+      }
+      for (int r = 0; r < group_rows; ++r) {
+        float* out = y + static_cast<long>(g + r) * y_stride + j0;
+        if (valid == PackedWeights::kPanel) {
+          for (int c = 0; c < kPanelVecs; ++c) {
+            Store(out + c * kVec, accumulate
+                                      ? Load(out + c * kVec) + partial[r][c]
+                                      : partial[r][c]);
+          }
+        } else {
+          float sums[PackedWeights::kPanel];
+          __builtin_memcpy(sums, partial[r], sizeof(sums));
+          for (int j = 0; j < valid; ++j)
+            out[j] = accumulate ? out[j] + sums[j] : sums[j];
+        }
+      }
     }
   }
 }

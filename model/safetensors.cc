@@ -309,6 +309,8 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadFloats(
           absl::StrCat("dtype ", DTypeName(info->dtype),
                        " is not a floating-point type (F32, F16, BF16, F64)"));
   }
+  // Loading reads each tensor once: give its mapped pages back.
+  mapped_.DropPages(data_start_ + info->begin, data_start_ + info->end);
   return out;
 }
 

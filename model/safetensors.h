@@ -65,8 +65,9 @@ class SafetensorsFile {
   const TensorInfo* Find(const std::string& name) const;
 
   // The values of a floating-point tensor (F32, F16 or BF16; F64 is narrowed),
-  // widened to float, in the file's row-major order. NOT_FOUND if absent,
-  // INVALID_ARGUMENT for other dtypes.
+  // widened to float, in the file's row-major order. A mapped file's pages of
+  // that tensor are then released from resident memory (MappedFile::DropPages).
+  // NOT_FOUND if absent, INVALID_ARGUMENT for other dtypes.
   absl::StatusOr<std::vector<float>> ReadFloats(const std::string& name) const;
   // Like ReadFloats, and also checks that the shape is `expected_shape`.
   absl::StatusOr<std::vector<float>> ReadFloats(
