@@ -22,6 +22,7 @@ WorkerPool::~WorkerPool() {
   {
     absl::MutexLock lock(&mu_);
     stop_.store(true, std::memory_order_release);
+    start_.SignalAll();
   }
   for (std::thread& worker : workers_) worker.join();
 }
@@ -37,6 +38,7 @@ void WorkerPool::Run(absl::FunctionRef<void(int)> fn) {
     // Under the lock, so that a worker blocked in Await sees the change.
     absl::MutexLock lock(&mu_);
     generation_.fetch_add(1, std::memory_order_release);
+    start_.SignalAll();
   }
   fn(0);
   for (int i = 0; i < kSpins; ++i) {
@@ -44,11 +46,7 @@ void WorkerPool::Run(absl::FunctionRef<void(int)> fn) {
     Pause();
   }
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](std::atomic<int>* pending) {
-        return pending->load(std::memory_order_acquire) == 0;
-      },
-      &pending_));
+  while (pending_.load(std::memory_order_acquire) != 0) done_.Wait(&mu_);
 }
 
 void WorkerPool::Work(int index) {
@@ -62,24 +60,19 @@ void WorkerPool::Work(int index) {
     }
     if (!ready) {
       absl::MutexLock lock(&mu_);
-      struct Args {
-        WorkerPool* pool;
-        uint64_t seen;
-      } args{this, seen};
-      mu_.Await(absl::Condition(
-          +[](Args* a) {
-            return a->pool->generation_.load(std::memory_order_acquire) !=
-                       a->seen ||
-                   a->pool->stop_.load(std::memory_order_acquire);
-          },
-          &args));
+      while (generation_.load(std::memory_order_acquire) == seen &&
+             !stop_.load(std::memory_order_acquire)) {
+        start_.Wait(&mu_);
+      }
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
     (*task_)(index);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // The last one out: let Run's Await (if it blocked) re-check.
+      // The last one out wakes Run if it blocked (under the lock, so the
+      // signal cannot fall between Run's check and its wait).
       absl::MutexLock lock(&mu_);
+      done_.Signal();
     }
   }
 }

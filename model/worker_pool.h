@@ -58,7 +58,11 @@ class WorkerPool {
   std::atomic<uint64_t> generation_{0};  // Bumped once per Run.
   std::atomic<int> pending_{0};          // Workers still inside the step.
   std::atomic<bool> stop_{false};
-  absl::Mutex mu_;  // Only for blocking waits; the state above is atomic.
+  // Only for blocking waits; the state above is atomic, and changed under mu_
+  // where a blocked thread must see it.
+  absl::Mutex mu_;
+  absl::CondVar start_;  // generation_ or stop_ changed.
+  absl::CondVar done_;   // pending_ reached 0.
   std::vector<std::thread> workers_;
 };
 
