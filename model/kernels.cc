@@ -153,15 +153,23 @@ inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
 // Steps [k0, k1) of PanelTile for R rows, continuing from and returning to
 // `acc` in memory: storing a float accumulator and loading it back is exact, so
 // a product computed in k-chunks has PanelTile's values bit for bit.
+// Meanwhile, one cache line per step from [*prefetch, prefetch_end) is
+// requested into L2: the group's next chunk streams in from memory while this
+// one is computed from L1.
 template <int R, typename W>
 inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
-                       int k1, Vec (*partial)[kPanelVecs]) {
+                       int k1, Vec (*partial)[kPanelVecs],
+                       const char** prefetch, const char* prefetch_end) {
   Vec acc[R][kPanelVecs];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = partial[r][c];
   }
   for (int k = k0; k < k1; ++k) {
     const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    if (*prefetch < prefetch_end) {
+      __builtin_prefetch(*prefetch, 0, 2);
+      *prefetch += 64;
+    }
     Vec b[kPanelVecs];
     for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
     for (int r = 0; r < R; ++r) {
@@ -210,14 +218,26 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
       Vec partial[kGroup][kPanelVecs] = {};
       for (int k0 = 0; k0 < depth; k0 += kChunk) {
         const int k1 = std::min(depth, k0 + kChunk);
+        // The next chunk of this panel, or the next panel's first one.
+        const W* next =
+            k1 < depth ? panel + static_cast<long>(k1) * PackedWeights::kPanel
+                       : panel + panel_size;
+        const int next_steps =
+            k1 < depth ? std::min(kChunk, depth - k1)
+                       : (p + 1 < panel_end ? std::min(kChunk, depth) : 0);
+        const char* prefetch = reinterpret_cast<const char*>(next);
+        const char* prefetch_end = prefetch + static_cast<long>(next_steps) *
+                                                  PackedWeights::kPanel *
+                                                  sizeof(W);
         int r = 0;
         for (; r + kRows <= group_rows; r += kRows) {
           PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                            panel, k0, k1, &partial[r]);
+                            panel, k0, k1, &partial[r], &prefetch,
+                            prefetch_end);
         }
         for (; r < group_rows; ++r) {
           PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                        panel, k0, k1, &partial[r]);
+                        panel, k0, k1, &partial[r], &prefetch, prefetch_end);
         }
       }
       for (int r = 0; r < group_rows; ++r) {
