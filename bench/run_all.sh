@@ -88,10 +88,11 @@ PY
 } > "$run/env.txt"
 
 echo "run_all: STREAM read ($stream_mib MiB)" >&2
-stream_threads=$(echo $threads | tr ' ' ',')
+stream_threads=$(echo 1 2 $threads | tr ' ' '\n' | sort -nu | paste -sd,)
 "$bin/textgen_stream_read" --threads="$stream_threads" --size_mib=$stream_mib \
   --repetitions=$stream_reps | tee "$run/stream.txt" >&2
 
+server_pid=
 # Starts textgen_server on a free port; sets server_pid and server_port.
 start_server() {
   local model=$1 t=$2 log=$run/server.log
@@ -110,8 +111,10 @@ start_server() {
   exit 1
 }
 stop_server() {
+  [ -n "$server_pid" ] || return 0
   kill -TERM "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
+  server_pid=
 }
 trap 'stop_server 2>/dev/null || true' EXIT
 
