@@ -150,7 +150,7 @@ for t in $threads; do
     loadgen "$shipped" "$t" 32 32 "1:2 4:1 16:1 64:1"
   else
     loadgen "$shipped" "$t" 64 128 "1:4 4:2 16:1 64:1"
-    loadgen "$gpt2" "$t" 64 64 "1:2 4:1 16:1 64:1"
+    loadgen "$gpt2" "$t" 32 32 "1:2 4:1 16:1 64:1"
   fi
 done
 
