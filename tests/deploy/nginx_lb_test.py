@@ -2,16 +2,24 @@
 """The repository's nginx config in front of two textgen_server replicas on loopback.
 
   nginx_lb_test.py --server build/server/textgen_server --model models/shakespeare-char
-      --render deploy/nginx/render.sh --template deploy/nginx/nginx.conf.template
+      --nginx_entrypoint deploy/nginx/entrypoint.sh
       --client_dir client/python --stubs build/client/python
+
+nginx runs as compose's nginx container runs it: deploy/nginx/entrypoint.sh renders
+deploy/nginx/nginx.conf.template with render.sh for the given upstreams (here the two
+loopback replicas; in compose the service name) and starts nginx.
 
 1. 40 streamed generations over ONE client channel (one HTTP/2 connection to nginx) all
    succeed, and each replica's textgen_requests_total{code="OK"} has a share (> 0 each,
    sum 40): nginx balances per call, not per connection.
 2. While streams keep coming, one replica is SIGKILLed: every call started after it is gone
-   succeeds (nginx retries a refused connection on the other replica and marks the dead
-   one failed). Calls that were streaming from it when it died are cut; they are reported,
-   not asserted, since how many there are depends on timing.
+   succeeds (nginx passes a refused connection on to the other replica and marks the dead
+   one failed). Calls that were streaming from it when it died are cut (INTERNAL or
+   UNAVAILABLE); they are reported, not asserted, since how many there are is timing.
+3. On a fresh pair, one replica gets SIGTERM instead: the calls streaming at that moment all
+   finish (the drain), it exits 0, and every call started after it exited succeeds. Calls
+   that reach it while it drains are refused with UNAVAILABLE, which nginx cannot retry
+   (gRPC status is not an HTTP status); they are reported, not asserted.
 """
 
 import argparse
@@ -44,9 +52,68 @@ def generate(client, seed: int) -> str:
     return "".join(t.text for t in tokens)
 
 
+def calls_around(client, disrupt):
+    """Runs generations on 4 threads; after 8 have ended calls disrupt() (which returns once
+    the replica is gone), then goes on until 24 calls have started after that. Returns
+    [(start, end, outcome)] (time.monotonic()) and the times disrupt() began and returned."""
+    results = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    seeds = iter(range(1000, 100000))
+
+    def worker():
+        while not stop.is_set():
+            with lock:
+                seed = next(seeds)
+            start = time.monotonic()
+            try:
+                generate(client, seed)
+                outcome = "OK"
+            except grpc.RpcError as e:
+                outcome = f"{e.code().name}: {e.details()}"
+            with lock:
+                results.append((start, time.monotonic(), outcome))
+
+    workers = [threading.Thread(target=worker) for _ in range(4)]
+    for w in workers:
+        w.start()
+    t_signal = t_gone = float("inf")
+    try:
+        while True:
+            with lock:
+                if len(results) >= 8:
+                    break
+            time.sleep(0.01)
+        t_signal = time.monotonic()
+        disrupt()
+        t_gone = time.monotonic()
+        deadline = t_gone + 50
+        while time.monotonic() < deadline:
+            with lock:
+                if sum(1 for start, _, _ in results if start > t_gone) >= 24:
+                    break
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(timeout=60)
+    return results, t_signal, t_gone
+
+
+def report(results, t_signal, t_gone):
+    def summary(calls):
+        bad = [o for o in calls if o != "OK"]
+        return f"{len(calls)} calls, {len(calls) - len(bad)} OK, failed: {bad}"
+    print("  in flight at the signal:",
+          summary([o for s, e, o in results if s < t_signal < e]))
+    print("  started between the signal and the exit:",
+          summary([o for s, _, o in results if t_signal <= s <= t_gone]))
+    print("  started after the exit:", summary([o for s, _, o in results if s > t_gone]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    for flag in ("server", "model", "render", "template", "client_dir", "stubs"):
+    for flag in ("server", "model", "nginx_entrypoint", "client_dir", "stubs"):
         parser.add_argument(f"--{flag}", required=True)
     args = parser.parse_args()
     textgen_client = import_client(args.client_dir, args.stubs)
@@ -54,7 +121,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="textgen-nginx-") as workdir, \
             Cluster(args.server, args.model, workdir) as cluster:
         a, b = cluster.start_replicas(2, "--num_slots=4", "--drain_seconds=2")
-        port = cluster.start_nginx(args.render, args.template, [a.address, b.address])
+        port = cluster.start_nginx(args.nginx_entrypoint, [a.address, b.address])
         print(f"replicas {a.address} {b.address} behind nginx on 127.0.0.1:{port}")
 
         with textgen_client.TextgenClient(f"127.0.0.1:{port}") as client:
@@ -70,65 +137,43 @@ def main() -> int:
                 "no call ended in an error on a replica"
 
             # --- 2. SIGKILL one replica while calls keep coming. ---
-            results = []  # (started after the kill?, outcome)
-            lock = threading.Lock()
-            killed = threading.Event()
-            stop = threading.Event()
-            seeds = iter(range(1000, 100000))
-
-            def worker():
-                while not stop.is_set():
-                    with lock:
-                        seed = next(seeds)
-                    after = killed.is_set()  # Read before the call starts.
-                    try:
-                        generate(client, seed)
-                        outcome = "OK"
-                    except grpc.RpcError as e:
-                        outcome = f"{e.code().name}: {e.details()}"
-                    with lock:
-                        results.append((after, outcome))
-
-            workers = [threading.Thread(target=worker) for _ in range(4)]
-            for w in workers:
-                w.start()
-            try:
-                # Let calls run on both replicas, then kill b in the middle of them.
-                while True:
-                    with lock:
-                        if len(results) >= 8:
-                            break
-                    time.sleep(0.01)
-                ok_a_before = a.ok_count()
-                Cluster.kill(b, signal.SIGKILL)
-                killed.set()
-                # Keep going until 24 calls have started (and ended) after the kill.
-                deadline = time.monotonic() + 50
-                while time.monotonic() < deadline:
-                    with lock:
-                        if sum(1 for after, _ in results if after) >= 24:
-                            break
-                    time.sleep(0.01)
-            finally:
-                stop.set()
-                for w in workers:
-                    w.join(timeout=60)
-
-        before = [o for after, o in results if not after]
-        after = [o for after, o in results if after]
-        cut = [o for o in before if o != "OK"]
-        print(f"before/at the kill: {len(before)} calls, {len(cut)} cut: {cut}")
-        print(f"after the kill: {len(after)} calls, "
-              f"{sum(o == 'OK' for o in after)} OK")
+            ok_a_before = a.ok_count()
+            results, t_signal, t_gone = calls_around(
+                client, lambda: Cluster.kill(b, signal.SIGKILL))
+        report(results, t_signal, t_gone)
+        after = [o for start, _, o in results if start > t_gone]
         assert len(after) >= 24, f"only {len(after)} calls started after the kill"
         failed = [o for o in after if o != "OK"]
         assert not failed, f"calls started after the kill failed: {failed}"
         gained = a.ok_count() - ok_a_before
         assert gained >= len(after), \
             f"the survivor served every call after the kill ({gained} < {len(after)})"
-        log = cluster.nginx_error_log()
-        assert b.address in log, "nginx logged the dead upstream it skipped"
-        print("PASS")
+        log = cluster.nginx_output()
+        errors = [l for l in log.splitlines() if "[error]" in l and b.address in l]
+        print(f"nginx errors about {b.name} ({len(errors)}), first three:")
+        for line in errors[:3]:
+            print("  " + line[line.index("[error]"):][:220])
+        assert f"upstream: \"grpc://{b.address}" in log, \
+            "nginx logged the dead upstream it skipped"
+
+    # --- 3. SIGTERM (graceful drain) instead, on a fresh pair. ---
+    with tempfile.TemporaryDirectory(prefix="textgen-nginx-") as workdir, \
+            Cluster(args.server, args.model, workdir) as cluster:
+        a, b = cluster.start_replicas(2, "--num_slots=4", "--drain_seconds=30")
+        port = cluster.start_nginx(args.nginx_entrypoint, [a.address, b.address])
+        with textgen_client.TextgenClient(f"127.0.0.1:{port}") as client:
+            results, t_signal, t_gone = calls_around(
+                client, lambda: Cluster.kill(b, signal.SIGTERM))
+        print(f"SIGTERM: {b.name} exited with {b.proc.returncode}")
+        assert b.proc.returncode == 0, "the drained replica exits 0"
+        report(results, t_signal, t_gone)
+        in_flight = [o for start, end, o in results if start < t_signal < end]
+        assert all(o == "OK" for o in in_flight), \
+            f"calls streaming when SIGTERM came finish (the drain): {in_flight}"
+        after = [o for start, _, o in results if start > t_gone]
+        assert len(after) >= 24 and all(o == "OK" for o in after), \
+            f"calls started after the drained replica exited succeed: {after}"
+    print("PASS")
     return 0
 
 
