@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,19 @@ def main() -> int:
         check(status == "install ok installed", f"{p} is a Debian package installed here")
     check({"libgrpc++1.51", "libprotobuf32", "libspdlog1.10"} <= set(packages),
           "it includes gRPC, Protobuf and spdlog's runtime libraries")
+    # A library that no package installed (here: a copy found through LD_LIBRARY_PATH)
+    # cannot be left out silently: the image build stops, naming it.
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = next(line.split()[2] for line in subprocess.run(
+            ["ldd", args.server], capture_output=True, text=True).stdout.splitlines()
+            if "libspdlog" in line)
+        shutil.copy(lib, tmp)
+        out = subprocess.run(
+            [os.path.join(args.repo, "deploy", "docker", "runtime-packages.sh"), args.server],
+            capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, LD_LIBRARY_PATH=tmp))
+        check(out.returncode != 0 and "no Debian package owns" in out.stderr,
+              f"runtime-packages.sh refuses a library no package owns: {out.stderr.strip()}")
     runtime_runs = " ".join(rest for i, rest in runtime if i == "RUN")
     check("runtime-packages.txt" in runtime_runs and "-dev" not in runtime_runs,
           "the runtime stage installs that list")
