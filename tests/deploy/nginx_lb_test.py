@@ -39,11 +39,17 @@ PROMPT = "ROMEO:"
 NEW_TOKENS = 24
 
 
-def generate(client, seed: int) -> str:
-    """One streamed generation; checks it is whole and returns its text."""
+def generate(client, seed: int, first_token_at=None) -> str:
+    """One streamed generation; checks it is whole and returns its text. first_token_at, a
+    list, gets the time.monotonic() of the first token."""
     stream = client.generate(PROMPT, max_new_tokens=NEW_TOKENS, temperature=0.8, seed=seed,
                              timeout=60)
-    tokens = [t for t in stream if not t.is_prompt]
+    tokens = []
+    for t in stream:
+        if first_token_at is not None and not first_token_at:
+            first_token_at.append(time.monotonic())
+        if not t.is_prompt:
+            tokens.append(t)
     if stream.finished is None:
         raise AssertionError(f"seed {seed}: the stream ended without a Finished message")
     if stream.finished.usage.generated_tokens != len(tokens) or not tokens:
@@ -55,7 +61,8 @@ def generate(client, seed: int) -> str:
 def calls_around(client, disrupt):
     """Runs generations on 4 threads; after 8 have ended calls disrupt() (which returns once
     the replica is gone), then goes on until 24 calls have started after that. Returns
-    [(start, end, outcome)] (time.monotonic()) and the times disrupt() began and returned."""
+    [(start, first token, end, outcome)] (time.monotonic(); first token inf if none) and
+    the times disrupt() began and returned."""
     results = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -66,13 +73,15 @@ def calls_around(client, disrupt):
             with lock:
                 seed = next(seeds)
             start = time.monotonic()
+            first = []
             try:
-                generate(client, seed)
+                generate(client, seed, first)
                 outcome = "OK"
             except grpc.RpcError as e:
                 outcome = f"{e.code().name}: {e.details()}"
             with lock:
-                results.append((start, time.monotonic(), outcome))
+                results.append((start, first[0] if first else float("inf"), time.monotonic(),
+                                outcome))
 
     workers = [threading.Thread(target=worker) for _ in range(4)]
     for w in workers:
@@ -90,7 +99,7 @@ def calls_around(client, disrupt):
         deadline = t_gone + 50
         while time.monotonic() < deadline:
             with lock:
-                if sum(1 for start, _, _ in results if start > t_gone) >= 24:
+                if sum(1 for r in results if r[0] > t_gone) >= 24:
                     break
             time.sleep(0.01)
     finally:
@@ -104,11 +113,21 @@ def report(results, t_signal, t_gone):
     def summary(calls):
         bad = [o for o in calls if o != "OK"]
         return f"{len(calls)} calls, {len(calls) - len(bad)} OK, failed: {bad}"
-    print("  in flight at the signal:",
-          summary([o for s, e, o in results if s < t_signal < e]))
+    print("  streaming at the signal (first token before it, not ended):",
+          summary(streaming_at(results, t_signal)))
+    print("  started before the signal, no token yet:",
+          summary([o for s, f, e, o in results if s < t_signal < e and f >= t_signal]))
     print("  started between the signal and the exit:",
-          summary([o for s, _, o in results if t_signal <= s <= t_gone]))
-    print("  started after the exit:", summary([o for s, _, o in results if s > t_gone]))
+          summary([o for s, _, _, o in results if t_signal <= s <= t_gone]))
+    print("  started after the exit:", summary(started_after(results, t_gone)))
+
+
+def streaming_at(results, t):
+    return [o for _, first, end, o in results if first < t < end]
+
+
+def started_after(results, t):
+    return [o for start, _, _, o in results if start > t]
 
 
 def main() -> int:
@@ -141,7 +160,7 @@ def main() -> int:
             results, t_signal, t_gone = calls_around(
                 client, lambda: Cluster.kill(b, signal.SIGKILL))
         report(results, t_signal, t_gone)
-        after = [o for start, _, o in results if start > t_gone]
+        after = started_after(results, t_gone)
         assert len(after) >= 24, f"only {len(after)} calls started after the kill"
         failed = [o for o in after if o != "OK"]
         assert not failed, f"calls started after the kill failed: {failed}"
@@ -167,10 +186,10 @@ def main() -> int:
         print(f"SIGTERM: {b.name} exited with {b.proc.returncode}")
         assert b.proc.returncode == 0, "the drained replica exits 0"
         report(results, t_signal, t_gone)
-        in_flight = [o for start, end, o in results if start < t_signal < end]
-        assert all(o == "OK" for o in in_flight), \
-            f"calls streaming when SIGTERM came finish (the drain): {in_flight}"
-        after = [o for start, _, o in results if start > t_gone]
+        streaming = streaming_at(results, t_signal)
+        assert all(o == "OK" for o in streaming), \
+            f"calls streaming when SIGTERM came finish (the drain): {streaming}"
+        after = started_after(results, t_gone)
         assert len(after) >= 24 and all(o == "OK" for o in after), \
             f"calls started after the drained replica exited succeed: {after}"
     print("PASS")
