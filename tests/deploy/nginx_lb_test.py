@@ -134,7 +134,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     for flag in ("server", "model", "nginx_entrypoint", "client_dir", "stubs"):
         parser.add_argument(f"--{flag}", required=True)
+    parser.add_argument("--nginx", default="nginx", help="the nginx binary")
     args = parser.parse_args()
+    os.environ["NGINX"] = args.nginx  # Read by the entrypoint.
     textgen_client = import_client(args.client_dir, args.stubs)
 
     with tempfile.TemporaryDirectory(prefix="textgen-nginx-") as workdir, \
