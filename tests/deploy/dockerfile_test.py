@@ -211,6 +211,16 @@ def main() -> int:
             log.seek(0)
             print(log.read()[-1500:], end="")
 
+    # Scripts the image runs keep their execute bit (COPY preserves the mode).
+    for script in ("deploy/docker/runtime-packages.sh", "deploy/nginx/render.sh",
+                   "deploy/nginx/entrypoint.sh", "scripts/setup.sh"):
+        check(os.access(os.path.join(args.repo, script), os.X_OK), f"{script} is executable")
+    nginx_stage = dict(stages).get("nginx", [])
+    nginx_entry = exec_form(next(rest for i, rest in nginx_stage if i == "ENTRYPOINT"))
+    check(nginx_entry == ["/etc/textgen-nginx/entrypoint.sh"]
+          and any("deploy/nginx/entrypoint.sh" in rest for i, rest in nginx_stage if i == "COPY"),
+          "the nginx stage runs deploy/nginx/entrypoint.sh (what deploy_nginx_lb runs)")
+
     # --- .dockerignore ---
     with open(os.path.join(args.repo, ".dockerignore")) as f:
         patterns = [l.strip() for l in f if l.strip() and not l.startswith("#")]
