@@ -26,6 +26,7 @@ import argparse
 import concurrent.futures
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -130,6 +131,31 @@ def started_after(results, t):
     return [o for start, _, _, o in results if start > t]
 
 
+def check_render(render: str) -> None:
+    """render.sh refuses bad input with a message, and renders what `nginx -t` accepts."""
+    template = os.path.join(os.path.dirname(render), "nginx.conf.template")
+    with tempfile.TemporaryDirectory() as tmp:
+        for upstreams, port, expect in (("", "50051", "UPSTREAMS is empty"),
+                                        ("textgen", "50051", "has no port"),
+                                        ("textgen:50051", "grpc", "must be a port number")):
+            out = subprocess.run([render, template, tmp], capture_output=True, text=True,
+                                 env=dict(os.environ, UPSTREAMS=upstreams, LISTEN_PORT=port))
+            assert out.returncode == 2 and expect in out.stderr, \
+                f"render.sh with UPSTREAMS={upstreams!r} LISTEN_PORT={port}: {out.stderr}"
+        out = subprocess.run([render, template, tmp], capture_output=True, text=True,
+                             env=dict(os.environ, UPSTREAMS="10.0.0.1:50051,10.0.0.2:50051",
+                                      LISTEN_PORT="8443"))
+        assert out.returncode == 0, out.stderr
+        with open(os.path.join(tmp, "nginx.conf")) as f:
+            conf = f.read()
+        assert conf.count("server 10.0.0.") == 2 and "listen 8443 http2;" in conf, conf
+        out = subprocess.run([os.environ["NGINX"], "-t", "-e", "stderr", "-p", tmp, "-c",
+                              "nginx.conf", "-g", f"pid {tmp}/nginx.pid;"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, f"nginx -t rejects the rendered config: {out.stderr}"
+    print("render.sh: refuses bad input; its output passes nginx -t")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     for flag in ("server", "model", "nginx_entrypoint", "client_dir", "stubs"):
@@ -138,6 +164,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["NGINX"] = args.nginx  # Read by the entrypoint.
     textgen_client = import_client(args.client_dir, args.stubs)
+    check_render(os.path.join(os.path.dirname(args.nginx_entrypoint), "render.sh"))
 
     with tempfile.TemporaryDirectory(prefix="textgen-nginx-") as workdir, \
             Cluster(args.server, args.model, workdir) as cluster:
