@@ -76,7 +76,7 @@ fi
   echo "quick=$quick"
   echo "stream_mib=$stream_mib"
   echo "decode_context=128"
-  echo "decoder_threads=as --threads if the decoder has a thread option, else 1"
+  echo "decoder_threads=as --threads (DecoderOptions::threads; the server's --threads)"
   # Bytes a batch-1 decode step streams: every weight but the position table, as F32.
   "$python" - "$gpt2/config.json" <<'PY'
 import json, sys
@@ -97,7 +97,7 @@ server_pid=
 start_server() {
   local model=$1 t=$2 log=$run/server.log
   "$build/server/textgen_server" --model="$model" --host=127.0.0.1 --port=0 --threads="$t" \
-    --num_slots=64 --max_queue=256 --debug_attention=false >"$log" 2>&1 &
+    --num_slots=64 --max_queue=256 >"$log" 2>&1 &
   server_pid=$!
   server_port=
   for _ in $(seq 1200); do  # Up to 60 s to load the model.
@@ -138,7 +138,7 @@ loadgen() {
 
 for t in $threads; do
   echo "run_all: model core, $t thread(s)" >&2
-  "$bin/textgen_model_bench" --models="$shipped,$gpt2" --threads="$t" "${gbench[@]}" \
+  "$bin/textgen_model_bench" --models="$shipped,$gpt2,$gpt2_bf16:bf16" --threads="$t" "${gbench[@]}" \
     --benchmark_format=json --benchmark_out="$run/model_bench_t$t.json" \
     --benchmark_out_format=json >/dev/null
   echo "run_all: PyTorch reference, $t thread(s)" >&2

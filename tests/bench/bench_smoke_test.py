@@ -60,15 +60,20 @@ def positive(kv: dict[str, str], key: str, line: str) -> float:
 
 
 def model_bench(binary: str, model: str) -> None:
-    out = run([binary, f"--models={model}", "--benchmark_min_time=0.01",
-               "--benchmark_format=json"])
+    # The model twice: as stored (F32) and with bf16 weights in memory, on 2 threads.
+    out = run([binary, f"--models={model},{model}:bf16", "--threads=2",
+               "--benchmark_min_time=0.01", "--benchmark_format=json"])
     report = json.loads(out)
-    name = os.path.basename(os.path.normpath(model))
+    if report["context"].get("decoder_threads") != "2":
+        fail("decoder_threads is not 2", out)
+    base_name = os.path.basename(os.path.normpath(model))
     with open(os.path.join(model, "config.json")) as f:
         ctx = json.load(f)["n_positions"]
-    expected = {f"decode/{name}/batch:1", f"decode/{name}/batch:8", f"decode/{name}/batch:32",
-                f"prefill/{name}/tokens:{min(128, ctx)}", f"prefill/{name}/tokens:{min(512, ctx)}",
-                f"full_context/{name}/cache:{ctx}"}
+    expected = set()
+    for name in (base_name, base_name + "-bf16"):
+        expected |= {f"decode/{name}/batch:1", f"decode/{name}/batch:8",
+                     f"decode/{name}/batch:32", f"prefill/{name}/tokens:{min(128, ctx)}",
+                     f"prefill/{name}/tokens:{min(512, ctx)}", f"full_context/{name}/cache:{ctx}"}
     got = {}
     for b in report["benchmarks"]:
         base = b["name"].removesuffix("/real_time")
@@ -127,8 +132,11 @@ def check_loadgen_line(out: str, mode: str, max_new_tokens: int, want_rss: bool)
 
 def loadgen_in_process(loadgen: str, model: str) -> None:
     out = run([loadgen, "--in_process", f"--model={model}", "--streams=2", "--requests=1",
-               "--prompt_tokens=16", "--max_new_tokens=16"])
+               "--prompt_tokens=16", "--max_new_tokens=16", "--threads=2",
+               "--weights_dtype=bf16"])
     check_loadgen_line(out, "in_process", 16, want_rss=False)
+    if " threads=2 " not in out:
+        fail("expected threads=2", out)
 
 
 def loadgen_grpc(loadgen: str, server: str, model: str) -> None:
