@@ -2,7 +2,10 @@
 # Runs every benchmark of issue 8 and prints the results page (also written to
 # bench/results/<date>-<commit>.md):
 #
-#   bench/run_all.sh [--threads "1 2"] [--quick]
+#   bench/run_all.sh [--threads "1 2"] [--quick] [--readme]
+#
+# --readme also puts the page into bench/README.md's "Results" section (between its
+# results:begin/end markers), replacing what was there.
 #
 #   1. builds the benchmark targets (through the shared build lock) and makes the GPT-2-small
 #      checkpoints (bench/make_gpt2_small.py) if missing;
@@ -23,13 +26,15 @@ build=${TEXTGEN_BUILD_DIR:-$repo/build}
 python=/usr/bin/python3  # Debian's, with torch (another python3 may come first on PATH).
 threads="1 2"
 quick=0
+readme=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
     --threads=*) threads="${1#--threads=}"; shift ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
-    *) echo "run_all: unknown argument '$1' (--threads \"1 2\", --quick)" >&2; exit 2 ;;
+    --readme) readme=1; shift ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+    *) echo "run_all: unknown argument '$1' (--threads \"1 2\", --quick, --readme)" >&2; exit 2 ;;
   esac
 done
 for t in $threads; do
@@ -158,4 +163,20 @@ mkdir -p "$repo/bench/results"
 out=$repo/bench/results/$(date -u +%Y-%m-%d)-$commit.md
 "$python" "$repo/bench/report.py" "$run" > "$out"
 cat "$out"
+if [ "$readme" = 1 ]; then
+  "$python" - "$repo/bench/README.md" "$out" <<'PY'
+import re, sys
+readme, page = sys.argv[1], open(sys.argv[2]).read()
+# One heading level down: the page's "# …" becomes "### …" under README's "## Results".
+page = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", page, flags=re.M)
+text = open(readme).read()
+begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+if begin not in text or end not in text:
+    sys.exit(f"run_all: {readme} has no {begin} ... {end} section")
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(readme, "w").write(head + begin + "\n" + page.strip() + "\n" + end + tail)
+PY
+  echo "run_all: bench/README.md results section updated" >&2
+fi
 echo "run_all: raw outputs in $run; results page $out" >&2
