@@ -51,7 +51,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "model/decoder.h"
+#include "model/kernels.h"
 #include "model/model_loader.h"
+#include "model/weights.h"
 #include "server/engine.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -77,8 +79,9 @@ ABSL_FLAG(int, max_queue, 64, "--in_process: the engine's admission queue");
 ABSL_FLAG(int, server_pid, 0,
           "With --target: read this process's VmRSS (same machine); 0 = none");
 ABSL_FLAG(std::string, weights_dtype, "f32",
-          "Weights in memory (f32, or bf16/f16), for the resident-memory "
-          "budget only");
+          "How weights are held in memory (f32 or bf16): --in_process loads "
+          "them so; with --target, the server's --weights_dtype, for the "
+          "resident-memory budget");
 ABSL_FLAG(std::string, commit, "",
           "Commit printed; default: git rev-parse in the source tree");
 ABSL_FLAG(double, request_timeout_seconds, 600, "Deadline of each request");
@@ -371,7 +374,16 @@ int Run() {
       std::fprintf(stderr, "loadgen: --in_process needs --model\n");
       return 2;
     }
-    absl::StatusOr<LoadedModel> model = LoadModel(model_path);
+    absl::StatusOr<kernels::WeightType> weight_type =
+        ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
+    if (!weight_type.ok()) {
+      std::fprintf(stderr, "loadgen: --weights_dtype: %s\n",
+                   weight_type.status().ToString().c_str());
+      return 2;
+    }
+    LoadOptions load;
+    load.weight_type = *weight_type;
+    absl::StatusOr<LoadedModel> model = LoadModel(model_path, "", load);
     if (!model.ok()) {
       std::fprintf(stderr, "loadgen: %s\n", model.status().ToString().c_str());
       return 1;
@@ -382,9 +394,12 @@ int Run() {
     options.max_queue = absl::GetFlag(FLAGS_max_queue);
     // As textgen_server's flag defaults, so that both modes run alike.
     options.max_new_tokens_limit = std::max(1024, max_new_tokens);
-    // When the decoder gains a thread option (DecoderOptions), pass --threads.
+    DecoderOptions decoder_options;
+    decoder_options.threads = threads;
     absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(
-        options, std::make_unique<Decoder>(std::move(model->checkpoint)),
+        options,
+        std::make_unique<Decoder>(std::move(model->checkpoint),
+                                  decoder_options),
         std::shared_ptr<const Tokenizer>(std::move(model->tokenizer)));
     if (!created.ok()) {
       std::fprintf(stderr, "loadgen: %s\n",

@@ -5,19 +5,21 @@
 //                               each with --decode_context tokens cached
 //   prefill/<model>/tokens:T    one sequence's prompt of T tokens (128, 512),
 //                               clipped to the model's context
-//   full_context/<model>        one decode step of one sequence whose cache
+//   full_context/<model>/cache:C  one decode step of one sequence whose cache
 //                               holds context - 1 positions (1024-token cache
 //                               for GPT-2 small, 256 for the shipped model):
 //                               the attention-heavy end of generation
 //
 // Each reports tokens/s as items_per_second (decode: B tokens per step).
+// --threads is the decoder's (DecoderOptions); an entry DIR:bf16 holds the
+// weight matrices as bf16 (LoadOptions) and names its benchmarks <model>-bf16.
 // Token ids are fixed pseudo-random ids, so no tokenizer is needed; the model
 // itself may be random (bench/make_gpt2_small.py). Timings are never asserted
 // anywhere: tests/bench only checks that this binary runs and names its
 // benchmarks.
 //
-//   build/bench/textgen_model_bench --models=models/shakespeare-char
-//       --threads=1 --benchmark_repetitions=5 --benchmark_format=json
+//   build/bench/textgen_model_bench --models=models/shakespeare-char,DIR:bf16
+//       --threads=2 --benchmark_repetitions=5 --benchmark_format=json
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -32,30 +34,61 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
+#include "model/kernels.h"
 #include "model/kv_cache.h"
+#include "model/weights.h"
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",
           "Comma-separated checkpoint directories (config.json + "
-          "model.safetensors)");
-ABSL_FLAG(int, threads, 1,
-          "Threads for the decoder's products (ignored by a decoder that has "
-          "no thread option yet; see the 'threads' context key)");
+          "model.safetensors), each optionally DIR:f32 or DIR:bf16 for how "
+          "its weights are held in memory (default --weights_dtype)");
+ABSL_FLAG(int, threads, 1, "Threads of the forward pass (DecoderOptions)");
+ABSL_FLAG(std::string, weights_dtype, "f32",
+          "Weights in memory for --models entries without :f32/:bf16");
 ABSL_FLAG(int, decode_context, 128,
           "Positions already cached in each sequence of a decode step");
 
 namespace textgen {
 namespace {
 
-// The benchmark's name for a checkpoint: the directory's last component.
-std::string ModelName(const std::string& dir) {
-  std::string d = dir;
+// One --models entry: DIR, DIR:f32 or DIR:bf16.
+struct ModelEntry {
+  std::string dir;
+  kernels::WeightType type = kernels::WeightType::kF32;
+};
+
+absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
+  ModelEntry m;
+  m.dir = entry;
+  absl::StatusOr<kernels::WeightType> type =
+      ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
+  const size_t colon = entry.rfind(':');
+  if (colon != std::string::npos) {
+    m.dir = entry.substr(0, colon);
+    type = ParseWeightType(entry.substr(colon + 1));
+  }
+  if (!type.ok()) return type.status();
+  m.type = *type;
+  return m;
+}
+
+// The benchmark's name for an entry: the directory's last component, with
+// "-bf16" appended for bf16 weights unless the name already says so.
+std::string ModelName(const std::string& entry) {
+  ModelEntry m = *ParseEntry(entry);  // Checked by LoadDecoder first.
+  std::string d = m.dir;
   while (!d.empty() && d.back() == '/') d.pop_back();
   const size_t slash = d.rfind('/');
-  return slash == std::string::npos ? d : d.substr(slash + 1);
+  std::string name = slash == std::string::npos ? d : d.substr(slash + 1);
+  if (m.type == kernels::WeightType::kBF16 && !absl::EndsWith(name, "-bf16")) {
+    name += "-bf16";
+  }
+  return name;
 }
 
 // Deterministic ids spread over the vocabulary (no tokenizer needed).
@@ -67,17 +100,24 @@ std::vector<int> TokenIds(int n, int vocab, int salt) {
   return ids;
 }
 
-// The decoders, one per --models entry, loaded before any benchmark runs.
+// The decoders, one per --models entry (the key), loaded before any benchmark
+// runs.
 std::map<std::string, std::unique_ptr<Decoder>>& Decoders() {
   static std::map<std::string, std::unique_ptr<Decoder>> decoders;
   return decoders;
 }
 
-absl::Status LoadDecoder(const std::string& dir, int threads) {
-  absl::StatusOr<Checkpoint> checkpoint = LoadCheckpoint(dir);
+absl::Status LoadDecoder(const std::string& entry, int threads) {
+  absl::StatusOr<ModelEntry> m = ParseEntry(entry);
+  if (!m.ok()) return m.status();
+  LoadOptions load;
+  load.weight_type = m->type;
+  absl::StatusOr<Checkpoint> checkpoint = LoadCheckpoint(m->dir, load);
   if (!checkpoint.ok()) return checkpoint.status();
-  (void)threads;  // TODO(bench): DecoderOptions{threads} once model/ has it.
-  Decoders()[dir] = std::make_unique<Decoder>(std::move(*checkpoint));
+  DecoderOptions options;
+  options.threads = threads;
+  Decoders()[entry] =
+      std::make_unique<Decoder>(std::move(*checkpoint), options);
   return absl::OkStatus();
 }
 
@@ -211,8 +251,9 @@ int main(int argc, char** argv) {
   // Google Benchmark takes its --benchmark_* flags first; absl the rest.
   benchmark::Initialize(&argc, argv);
   absl::SetProgramUsageMessage(
-      "Model-core micro-benchmarks: textgen_model_bench --models=DIR[,DIR] "
-      "[--threads=N] [--benchmark_* flags]");
+      "Model-core micro-benchmarks: textgen_model_bench "
+      "--models=DIR[:bf16][,...] "
+      "[--threads=N] [--weights_dtype=f32|bf16] [--benchmark_* flags]");
   absl::ParseCommandLine(argc, argv);
   const int threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1) {
@@ -235,7 +276,9 @@ int main(int argc, char** argv) {
   }
   textgen::RegisterAll(dirs, absl::GetFlag(FLAGS_decode_context));
   benchmark::AddCustomContext("threads", std::to_string(threads));
-  benchmark::AddCustomContext("decoder_threads", "1 (no thread option yet)");
+  benchmark::AddCustomContext(
+      "decoder_threads",
+      std::to_string(textgen::Decoders().begin()->second->threads()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -149,8 +149,10 @@ def main() -> int:
     o.append("\nThe lines as printed (comparable across commits):\n")
     o.append("```")
     for t in threads:
-        with open(os.path.join(run, f"loadgen_t{t}.txt")) as f:
-            o.extend(line.rstrip("\n") for line in f if line.startswith("loadgen "))
+        path = os.path.join(run, f"loadgen_t{t}.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                o.extend(line.rstrip("\n") for line in f if line.startswith("loadgen "))
     o.append("```\n")
 
     # --- targets

@@ -2,7 +2,10 @@
 # Runs every benchmark of issue 8 and prints the results page (also written to
 # bench/results/<date>-<commit>.md):
 #
-#   bench/run_all.sh [--threads "1 2"] [--quick]
+#   bench/run_all.sh [--threads "1 2"] [--quick] [--readme]
+#
+# --readme also puts the page into bench/README.md's "Results" section (between its
+# results:begin/end markers), replacing what was there.
 #
 #   1. builds the benchmark targets (through the shared build lock) and makes the GPT-2-small
 #      checkpoints (bench/make_gpt2_small.py) if missing;
@@ -23,13 +26,15 @@ build=${TEXTGEN_BUILD_DIR:-$repo/build}
 python=/usr/bin/python3  # Debian's, with torch (another python3 may come first on PATH).
 threads="1 2"
 quick=0
+readme=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
     --threads=*) threads="${1#--threads=}"; shift ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
-    *) echo "run_all: unknown argument '$1' (--threads \"1 2\", --quick)" >&2; exit 2 ;;
+    --readme) readme=1; shift ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+    *) echo "run_all: unknown argument '$1' (--threads \"1 2\", --quick, --readme)" >&2; exit 2 ;;
   esac
 done
 for t in $threads; do
@@ -76,7 +81,7 @@ fi
   echo "quick=$quick"
   echo "stream_mib=$stream_mib"
   echo "decode_context=128"
-  echo "decoder_threads=as --threads if the decoder has a thread option, else 1"
+  echo "decoder_threads=as --threads (DecoderOptions::threads; the server's --threads)"
   # Bytes a batch-1 decode step streams: every weight but the position table, as F32.
   "$python" - "$gpt2/config.json" <<'PY'
 import json, sys
@@ -88,15 +93,16 @@ PY
 } > "$run/env.txt"
 
 echo "run_all: STREAM read ($stream_mib MiB)" >&2
-stream_threads=$(echo $threads | tr ' ' ',')
+stream_threads=$(echo 1 2 $threads | tr ' ' '\n' | sort -nu | paste -sd,)
 "$bin/textgen_stream_read" --threads="$stream_threads" --size_mib=$stream_mib \
   --repetitions=$stream_reps | tee "$run/stream.txt" >&2
 
+server_pid=
 # Starts textgen_server on a free port; sets server_pid and server_port.
 start_server() {
   local model=$1 t=$2 log=$run/server.log
   "$build/server/textgen_server" --model="$model" --host=127.0.0.1 --port=0 --threads="$t" \
-    --num_slots=64 --max_queue=256 --debug_attention=false >"$log" 2>&1 &
+    --num_slots=64 --max_queue=256 >"$log" 2>&1 &
   server_pid=$!
   server_port=
   for _ in $(seq 1200); do  # Up to 60 s to load the model.
@@ -110,8 +116,10 @@ start_server() {
   exit 1
 }
 stop_server() {
+  [ -n "$server_pid" ] || return 0
   kill -TERM "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
+  server_pid=
 }
 trap 'stop_server 2>/dev/null || true' EXIT
 
@@ -135,7 +143,7 @@ loadgen() {
 
 for t in $threads; do
   echo "run_all: model core, $t thread(s)" >&2
-  "$bin/textgen_model_bench" --models="$shipped,$gpt2" --threads="$t" "${gbench[@]}" \
+  "$bin/textgen_model_bench" --models="$shipped,$gpt2,$gpt2_bf16:bf16" --threads="$t" "${gbench[@]}" \
     --benchmark_format=json --benchmark_out="$run/model_bench_t$t.json" \
     --benchmark_out_format=json >/dev/null
   echo "run_all: PyTorch reference, $t thread(s)" >&2
@@ -147,7 +155,7 @@ for t in $threads; do
     loadgen "$shipped" "$t" 32 32 "1:2 4:1 16:1 64:1"
   else
     loadgen "$shipped" "$t" 64 128 "1:4 4:2 16:1 64:1"
-    loadgen "$gpt2" "$t" 64 64 "1:2 4:1 16:1 64:1"
+    loadgen "$gpt2" "$t" 32 32 "1:2 4:1 16:1 64:1"
   fi
 done
 
@@ -155,4 +163,20 @@ mkdir -p "$repo/bench/results"
 out=$repo/bench/results/$(date -u +%Y-%m-%d)-$commit.md
 "$python" "$repo/bench/report.py" "$run" > "$out"
 cat "$out"
+if [ "$readme" = 1 ]; then
+  "$python" - "$repo/bench/README.md" "$out" <<'PY'
+import re, sys
+readme, page = sys.argv[1], open(sys.argv[2]).read()
+# One heading level down: the page's "# …" becomes "### …" under README's "## Results".
+page = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", page, flags=re.M)
+text = open(readme).read()
+begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+if begin not in text or end not in text:
+    sys.exit(f"run_all: {readme} has no {begin} ... {end} section")
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(readme, "w").write(head + begin + "\n" + page.strip() + "\n" + end + tail)
+PY
+  echo "run_all: bench/README.md results section updated" >&2
+fi
 echo "run_all: raw outputs in $run; results page $out" >&2

@@ -20,15 +20,25 @@ if [ -n "$missing" ]; then
   echo "$0: ldd finds no file for: $missing" >&2
   exit 1
 fi
+libs=$(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+
+# dpkg records a library under the path its package ships (/lib or /usr/lib, before and
+# after merged /usr), so ask for each path as ldd prints it, resolved, and with /usr added or
+# removed: one dpkg-query for all (each call reads the whole package database).
+candidates() {
+  real=$(readlink -f "$1")
+  printf '%s\n' "$1" "$real" "/usr$1" "/usr$real" "${1#/usr}" "${real#/usr}"
+}
+all=$(for lib in $libs; do candidates "$lib"; done | sort -u)
+# "package[:arch]: path" per path that some package owns; unowned paths only go to stderr.
+owners=$(dpkg-query -S $all 2>/dev/null || true)
+
 packages=""
-for lib in $(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
-  # dpkg records a library under the path the package ships (/lib or /usr/lib, before and
-  # after merged /usr), so try the path as ldd prints it, then the resolved one, then both
-  # with /usr added or removed.
-  real=$(readlink -f "$lib")
+for lib in $libs; do
   owner=""
-  for path in "$lib" "$real" "/usr$lib" "/usr$real" "${lib#/usr}" "${real#/usr}"; do
-    owner=$(dpkg-query -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1) && [ -n "$owner" ] && break
+  for path in $(candidates "$lib"); do
+    owner=$(printf '%s\n' "$owners" | awk -v p="$path" '$NF == p { sub(/:.*/, "", $1); print $1; exit }')
+    [ -n "$owner" ] && break
   done
   if [ -z "$owner" ]; then
     echo "$0: no Debian package owns $lib" >&2

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The nginx image's entrypoint (deploy/docker/Dockerfile, target nginx): renders the template
 # for $UPSTREAMS and $LISTEN_PORT into a writable prefix and runs nginx in the foreground,
-# logging to the container's stdout and stderr. Runs as a non-root user.
+# logging to the container's stdout and stderr. Runs as a non-root user. NGINX overrides the
+# binary (tests pass the one CMake found; /usr/sbin is not on every user's PATH).
 set -eu
 here=$(dirname "$0")
 prefix=${NGINX_PREFIX:-/tmp/nginx}
@@ -9,4 +10,4 @@ prefix=${NGINX_PREFIX:-/tmp/nginx}
 ln -sf /dev/stderr "$prefix/logs/error.log"
 ln -sf /dev/stdout "$prefix/logs/access.log"
 # -e: nginx's log before the config is read (its default, /var/log/nginx, is root's).
-exec nginx -e stderr -p "$prefix" -c nginx.conf -g "daemon off; pid $prefix/nginx.pid;"
+exec "${NGINX:-nginx}" -e stderr -p "$prefix" -c nginx.conf -g "daemon off; pid $prefix/nginx.pid;"

@@ -6,6 +6,7 @@
     bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
     bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
     bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
+    bench_smoke_test.py report REPORT_SCRIPT
 
 Each asserts on the output's structure: the benchmark names, that every figure parses as a
 positive number, and for the load generator streams=2 with every request answered in full
@@ -60,15 +61,20 @@ def positive(kv: dict[str, str], key: str, line: str) -> float:
 
 
 def model_bench(binary: str, model: str) -> None:
-    out = run([binary, f"--models={model}", "--benchmark_min_time=0.01",
-               "--benchmark_format=json"])
+    # The model twice: as stored (F32) and with bf16 weights in memory, on 2 threads.
+    out = run([binary, f"--models={model},{model}:bf16", "--threads=2",
+               "--benchmark_min_time=0.01", "--benchmark_format=json"])
     report = json.loads(out)
-    name = os.path.basename(os.path.normpath(model))
+    if report["context"].get("decoder_threads") != "2":
+        fail("decoder_threads is not 2", out)
+    base_name = os.path.basename(os.path.normpath(model))
     with open(os.path.join(model, "config.json")) as f:
         ctx = json.load(f)["n_positions"]
-    expected = {f"decode/{name}/batch:1", f"decode/{name}/batch:8", f"decode/{name}/batch:32",
-                f"prefill/{name}/tokens:{min(128, ctx)}", f"prefill/{name}/tokens:{min(512, ctx)}",
-                f"full_context/{name}/cache:{ctx}"}
+    expected = set()
+    for name in (base_name, base_name + "-bf16"):
+        expected |= {f"decode/{name}/batch:1", f"decode/{name}/batch:8",
+                     f"decode/{name}/batch:32", f"prefill/{name}/tokens:{min(128, ctx)}",
+                     f"prefill/{name}/tokens:{min(512, ctx)}", f"full_context/{name}/cache:{ctx}"}
     got = {}
     for b in report["benchmarks"]:
         base = b["name"].removesuffix("/real_time")
@@ -127,8 +133,11 @@ def check_loadgen_line(out: str, mode: str, max_new_tokens: int, want_rss: bool)
 
 def loadgen_in_process(loadgen: str, model: str) -> None:
     out = run([loadgen, "--in_process", f"--model={model}", "--streams=2", "--requests=1",
-               "--prompt_tokens=16", "--max_new_tokens=16"])
+               "--prompt_tokens=16", "--max_new_tokens=16", "--threads=2",
+               "--weights_dtype=bf16"])
     check_loadgen_line(out, "in_process", 16, want_rss=False)
+    if " threads=2 " not in out:
+        fail("expected threads=2", out)
 
 
 def loadgen_grpc(loadgen: str, server: str, model: str) -> None:
@@ -185,11 +194,67 @@ def torch_reference(script: str, model: str) -> None:
     print("ok: torch_reference")
 
 
+def report(script: str) -> None:
+    """bench/report.py on a synthetic run directory: ratios, bounds and verdicts."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        def write(name: str, text: str) -> None:
+            with open(os.path.join(run_dir, name), "w") as f:
+                f.write(text)
+
+        write("env.txt", "commit=abc1234\ndate=2026-01-01T00:00:00Z\nthreads=1\nquick=0\n"
+                         "stream_mib=1024\ngpt2_stream_bytes_f32=500000000\n")
+        write("stream.txt", "stream_read threads=1 size_mib=1024 repetitions=5 "
+                            "best_gbps=11.00 median_gbps=10.00\n")
+        bench = lambda name, v: {"name": name + "/real_time", "run_name": name + "/real_time",
+                                 "run_type": "aggregate", "aggregate_name": "median",
+                                 "items_per_second": v}
+        write("model_bench_t1.json", json.dumps({"benchmarks": [
+            bench("decode/gpt2-small/batch:1", 19.0),          # bound 20 tok/s: 95 %
+            bench("decode/shakespeare-char/batch:1", 2500.0),  # torch best 500: 5.00x
+            bench("prefill/gpt2-small/tokens:512", 200.0),     # goal 250: no
+            {"name": "decode/x/batch:1/real_time", "run_type": "iteration",
+             "items_per_second": 1.0}]}))
+        write("torch_t1.txt",
+              "torch config=linear model=shakespeare-char threads=1 "
+              "bench=decode/shakespeare-char/batch:1 ms=4 tokens_per_s=250.0\n"
+              "torch config=mv model=shakespeare-char threads=1 "
+              "bench=decode/shakespeare-char/batch:1 ms=2 tokens_per_s=500.0\n")
+        line = ("loadgen commit=abc1234 date=2026-01-01T00:00:00Z mode={mode} model=gpt2-small "
+                "threads=1 streams={s} requests_total={s} prompt_tokens=32 max_new_tokens=32 "
+                "num_slots=64 ok={s} rejections=0 errors=0 generated_tokens=32 wall_s=1 "
+                "tokens_per_s={tps} ttft_p50_ms=1 ttft_p99_ms=2 tpot_p50_ms=1 tpot_p99_ms=2"
+                "{rss}\n")
+        write("loadgen_t1.txt",
+              line.format(mode="grpc", s=1, tps=20.0, rss=" rss_mib=600 rss_budget_mib=700")
+              + line.format(mode="grpc", s=16, tps=130.0, rss=" rss_mib=800 rss_budget_mib=700")
+              + line.format(mode="in_process", s=1, tps=20.5, rss=" rss_mib=500"))
+        out = run([sys.executable, script, run_dir])
+    want = [
+        "| 1 | 10.00 | 20.0 | 40.0 |",                               # bound = 10 GB/s / 500 MB
+        "| `decode/shakespeare-char/batch:1` | 2,500 | 250.0 | 500.0 | 5.00× |",
+        "| … as a share of the bandwidth bound | 1 | 95.0 | ≥ 90 % | yes |",
+        "| GPT-2 small prefill 512 | 1 | 200.0 | ≥ 250.0 | **no** |",
+        "| 16 streams / 1 stream aggregate tokens/s (GPT-2 small, gRPC) | 1 | 6.5 | ≥ 6× | yes |",
+        "| shipped model batch 1 / best PyTorch eager | 1 | 5.0 | ≥ 5× | yes |",
+        "| one gRPC stream / in-process engine, % (gpt2-small) | 1 | 97.6 | ≥ 95 % | yes |",
+        "| 800 MiB | ≤ 700 MiB | **no** |",                        # the worst RSS line
+        "| GPT-2 small decode batch 1, BF16 weights | 1 | — | 26.0 | not measured |",
+    ]
+    for w in want:
+        if w not in out:
+            fail(f"report lacks {w!r}", out)
+    if "decode/x/" in out:
+        fail("a non-median row of a repeated benchmark was reported", out)
+    print("ok: report")
+
+
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     {"model_bench": model_bench, "stream_read": stream_read,
      "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
-     "torch_reference": torch_reference}[mode](*args)
+     "torch_reference": torch_reference, "report": report}[mode](*args)
 
 
 if __name__ == "__main__":

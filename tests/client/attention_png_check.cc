@@ -1,11 +1,14 @@
-// attention_png_check: checks a PNG that `textgen attention` wrote against the maps the
-// server serves. It fetches the same maps itself, lays them out as client/heatmap.h does,
-// decodes the PNG with libpng and requires every cell to be exactly the colour of its
-// weight (masked cells: the zero colour). Run by tests/client/cli_test.py.
+// attention_png_check: checks a PNG that `textgen attention` wrote against the
+// maps the server serves. It fetches the same maps itself, lays them out as
+// client/heatmap.h does, decodes the PNG with libpng and requires every cell to
+// be exactly the colour of its weight (masked cells: the zero colour). Run by
+// tests/client/cli_test.py.
 //
-//   attention_png_check --server 127.0.0.1:PORT --png FILE --prompt TEXT [--layer 0 --head 1,2]
+//   attention_png_check --server 127.0.0.1:PORT --png FILE --prompt TEXT
+//   [--layer 0 --head 1,2]
 //
-// Exit 0 and a "[attention_png] ..." line when it matches; 1 with the first mismatch.
+// Exit 0 and a "[attention_png] ..." line when it matches; 1 with the first
+// mismatch.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -60,10 +63,12 @@ int Run() {
 
   HeatmapOptions options;  // the CLI's defaults: DejaVu Sans Mono labels
   options.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
-  const HeatmapLayout layout = LayoutHeatmap(*maps, options, /*with_labels=*/true);
+  const HeatmapLayout layout =
+      LayoutHeatmap(*maps, options, /*with_labels=*/true);
   if (png->width != layout.width() || png->height != layout.height()) {
-    return Fail(absl::StrCat("picture is ", png->width, "x", png->height, ", layout says ",
-                             layout.width(), "x", layout.height()));
+    return Fail(absl::StrCat("picture is ", png->width, "x", png->height,
+                             ", layout says ", layout.width(), "x",
+                             layout.height()));
   }
   const int t = static_cast<int>(maps->num_tokens());
   const int shown = layout.num_tokens();
@@ -75,14 +80,15 @@ int Run() {
       for (int q = 0; q < shown; ++q) {
         for (int k = 0; k < shown; ++k) {
           const float w = m[q * t + k];
-          if (k > q && w != 0.0f) return Fail("the server sent a weight above the diagonal");
+          if (k > q && w != 0.0f)
+            return Fail("the server sent a weight above the diagonal");
           const Rgb want = WeightColor(w);
           Rgb got;
           if (!RectIs(*png, layout.Cell(panel, q, k), want, &got)) {
-            return Fail(absl::StrCat("L", maps->layers[li], " H", maps->heads[hi], " cell (",
-                                     q, ",", k, ") weight ", w, ": colour ", got.r, ",",
-                                     got.g, ",", got.b, " instead of ", want.r, ",",
-                                     want.g, ",", want.b));
+            return Fail(absl::StrCat(
+                "L", maps->layers[li], " H", maps->heads[hi], " cell (", q, ",",
+                k, ") weight ", w, ": colour ", got.r, ",", got.g, ",", got.b,
+                " instead of ", want.r, ",", want.g, ",", want.b));
           }
           ++cells;
           masked += k > q;
@@ -91,9 +97,10 @@ int Run() {
     }
   }
   std::cout << "[attention_png] " << png->width << "x" << png->height << " px, "
-            << maps->layers.size() << " layers x " << maps->heads.size() << " heads, "
-            << shown << " of " << t << " tokens: " << cells << " cells match their weights ("
-            << masked << " masked, all the zero colour)\n";
+            << maps->layers.size() << " layers x " << maps->heads.size()
+            << " heads, " << shown << " of " << t << " tokens: " << cells
+            << " cells match their weights (" << masked
+            << " masked, all the zero colour)\n";
   return 0;
 }
 

@@ -12,15 +12,23 @@ the server serves (attention_png_check).
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
+from concurrent import futures
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "client", "python"))
 from live_server import LiveServer, closed_port, parse_args  # noqa: E402
+
+import grpc  # noqa: E402
+from textgen_client import textgen_pb2, textgen_pb2_grpc  # noqa: E402
 
 ARGS = None
 
@@ -245,6 +253,70 @@ class CliTest(unittest.TestCase):
              "--layer", "2", "--head", "0", "--max_tokens_shown", "20"],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(check.returncode, 0, check.stderr)
+
+
+class HeldStream(textgen_pb2_grpc.TextGenerationServicer):
+    """A stand-in server whose Generate sends one token, then holds the stream until the
+    test releases it; it records whether the client cancelled."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.ended = threading.Event()
+
+    def Generate(self, request, context):
+        context.add_callback(self.ended.set)
+        yield textgen_pb2.GenerateResponse(token=textgen_pb2.Token(id=1, text="Hello"))
+        self.release.wait(timeout=60)
+        if context.is_active():
+            yield textgen_pb2.GenerateResponse(token=textgen_pb2.Token(id=2, text=" world"))
+            yield textgen_pb2.GenerateResponse(finished=textgen_pb2.Finished(
+                reason=textgen_pb2.FINISH_REASON_LENGTH))
+
+
+class StreamingTest(unittest.TestCase):
+    """Tokens reach stdout as they arrive, and Ctrl-C in the middle of a stream cancels it
+    on the server. The server holds the stream after one token, so neither depends on speed."""
+
+    def setUp(self):
+        self.servicer = HeldStream()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        textgen_pb2_grpc.add_TextGenerationServicer_to_server(self.servicer, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.proc = subprocess.Popen(
+            [ARGS.cli, "--server", f"127.0.0.1:{port}", "generate", "--prompt", "x"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def tearDown(self):
+        self.servicer.release.set()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+        self.server.stop(grace=None)
+
+    def read_first_token(self):
+        # Bounded wait (against a hang): the first token must arrive while the stream is held.
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        self.assertTrue(ready, "no output while the stream is open: not flushed per token")
+        self.assertEqual(os.read(self.proc.stdout.fileno(), 100), b"Hello")
+        self.assertIsNone(self.proc.poll())
+
+    def test_each_token_is_flushed_as_it_arrives(self):
+        self.read_first_token()
+        self.servicer.release.set()
+        out, err = self.proc.communicate(timeout=60)
+        self.assertEqual(self.proc.returncode, 0, err)
+        self.assertEqual(out, b" world")
+        self.assertIn(b"textgen: 2 tokens in", err)
+
+    def test_ctrl_c_mid_stream_cancels_it_on_the_server(self):
+        self.read_first_token()
+        self.proc.send_signal(signal.SIGINT)
+        out, err = self.proc.communicate(timeout=60)
+        self.assertEqual(self.proc.returncode, 130, err)
+        self.assertEqual(out, b"")
+        self.assertIn(b"textgen: cancelled: 1 tokens in", err)
+        self.assertTrue(self.servicer.ended.wait(timeout=60), "the server never saw the cancel")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-// client/heatmap.h: the PNG is decoded (libpng) and checked against the maps drawn —
-// cell colours follow the weights monotonically, the masked upper triangle is exactly the
-// zero colour, and the picture's size and cells are where HeatmapLayout says.
+// client/heatmap.h: the PNG is decoded (libpng) and checked against the maps
+// drawn — cell colours follow the weights monotonically, the masked upper
+// triangle is exactly the zero colour, and the picture's size and cells are
+// where HeatmapLayout says.
 #include "client/heatmap.h"
 
 #include <algorithm>
@@ -18,14 +19,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Darkness of a colour: 0 for white, larger for darker (sum of the channels' distance
-// from 255).
+// Darkness of a colour: 0 for white, larger for darker (sum of the channels'
+// distance from 255).
 int Darkness(Rgb c) { return 3 * 255 - c.r - c.g - c.b; }
 
-// Causal maps with distinct weights below the diagonal: row q spreads its mass over keys
-// 0..q unevenly (key k gets a share growing with k and varying by panel), rows sum to 1.
-// If garbage_above, the masked entries hold large values instead of 0.
-AttentionMaps MakeMaps(int layers, int heads, int t, bool garbage_above = false) {
+// Causal maps with distinct weights below the diagonal: row q spreads its mass
+// over keys 0..q unevenly (key k gets a share growing with k and varying by
+// panel), rows sum to 1. If garbage_above, the masked entries hold large values
+// instead of 0.
+AttentionMaps MakeMaps(int layers, int heads, int t,
+                       bool garbage_above = false) {
   AttentionMaps maps;
   const char* texts[] = {"R", "O", " ", "\n", "M", "E", "O", ":", "ab", "\t"};
   for (int i = 0; i < t; ++i) {
@@ -40,8 +43,9 @@ AttentionMaps MakeMaps(int layers, int heads, int t, bool garbage_above = false)
       double sum = 0;
       for (int k = 0; k <= q; ++k) sum += std::pow(k + 1.0 + p, 1.5);
       for (int k = 0; k < t; ++k) {
-        m[q * t + k] = k <= q ? static_cast<float>(std::pow(k + 1.0 + p, 1.5) / sum)
-                              : (garbage_above ? 0.9f : 0.0f);
+        m[q * t + k] =
+            k <= q ? static_cast<float>(std::pow(k + 1.0 + p, 1.5) / sum)
+                   : (garbage_above ? 0.9f : 0.0f);
       }
     }
     maps.maps.push_back(std::move(m));
@@ -65,7 +69,8 @@ TEST(WeightColorTest, ZeroIsWhiteAndDarknessGrowsWithWeight) {
   EXPECT_EQ(WeightColor(NAN), WeightColor(0.0f));
   EXPECT_EQ(WeightColor(2.0f), WeightColor(1.0f));
   for (int i = 1; i <= 100; ++i) {
-    const Rgb lighter = WeightColor((i - 1) / 100.0f), darker = WeightColor(i / 100.0f);
+    const Rgb lighter = WeightColor((i - 1) / 100.0f),
+              darker = WeightColor(i / 100.0f);
     EXPECT_GT(Darkness(darker), Darkness(lighter)) << i;
     EXPECT_LE(darker.r, lighter.r);
     EXPECT_LE(darker.g, lighter.g);
@@ -102,24 +107,29 @@ TEST_P(HeatmapTest, CellsFollowTheWeightsAndTheMaskIsZero) {
     for (int q = 0; q < 9; ++q) {
       for (int k = 0; k < 9; ++k) {
         const PixelRect cell = layout.Cell(panel, q, k);
-        const Rgb centre = png.At(cell.x + cell.width / 2, cell.y + cell.height / 2);
+        const Rgb centre =
+            png.At(cell.x + cell.width / 2, cell.y + cell.height / 2);
         Rgb other;
         ASSERT_TRUE(RectIs(png, cell, centre, &other))
-            << "panel " << panel << " cell " << q << "," << k << " is not solid";
+            << "panel " << panel << " cell " << q << "," << k
+            << " is not solid";
         if (k > q) {
           EXPECT_EQ(centre, zero) << "masked cell " << q << "," << k;
           ++masked;
         } else {
-          EXPECT_NE(centre, zero) << "a weight > 0 drawn as zero at " << q << "," << k;
+          EXPECT_NE(centre, zero)
+              << "a weight > 0 drawn as zero at " << q << "," << k;
           seen.emplace_back(m[q * 9 + k], Darkness(centre));
         }
       }
     }
-    // Monotone: sorted by weight, darkness never falls, and rises whenever the weight
-    // rises by more than one colour step (1/247 of the ramp's widest channel).
+    // Monotone: sorted by weight, darkness never falls, and rises whenever the
+    // weight rises by more than one colour step (1/247 of the ramp's widest
+    // channel).
     std::sort(seen.begin(), seen.end());
     for (size_t i = 1; i < seen.size(); ++i) {
-      EXPECT_GE(seen[i].second, seen[i - 1].second) << "weight " << seen[i].first;
+      EXPECT_GE(seen[i].second, seen[i - 1].second)
+          << "weight " << seen[i].first;
       if (seen[i].first - seen[i - 1].first > 2.0f / 247) {
         EXPECT_GT(seen[i].second, seen[i - 1].second)
             << "weights " << seen[i - 1].first << " < " << seen[i].first;
@@ -157,17 +167,22 @@ TEST_P(HeatmapTest, LayoutIsAGridOfLayersByHeadsThatFitsThePicture) {
     const PixelRect last = layout.Cell(panel, 4, 4);
     EXPECT_LE(last.x + last.width, png.width);
     EXPECT_LE(last.y + last.height, png.height);
-    EXPECT_EQ(layout.Cell(panel, 1, 0).y - layout.Cell(panel, 0, 0).y, layout.cell_px());
-    EXPECT_EQ(layout.Cell(panel, 0, 1).x - layout.Cell(panel, 0, 0).x, layout.cell_px());
+    EXPECT_EQ(layout.Cell(panel, 1, 0).y - layout.Cell(panel, 0, 0).y,
+              layout.cell_px());
+    EXPECT_EQ(layout.Cell(panel, 0, 1).x - layout.Cell(panel, 0, 0).x,
+              layout.cell_px());
   }
   // The colour bar runs from the zero colour to the one colour.
   const PixelRect bar = layout.ColourBar();
   EXPECT_EQ(png.At(bar.x, bar.y + bar.height / 2), WeightColor(0.0f));
-  EXPECT_EQ(png.At(bar.x + bar.width - 1, bar.y + bar.height / 2), WeightColor(1.0f));
+  EXPECT_EQ(png.At(bar.x + bar.width - 1, bar.y + bar.height / 2),
+            WeightColor(1.0f));
 }
 
 INSTANTIATE_TEST_SUITE_P(LabelsOrNot, HeatmapTest, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Labels" : "NoFont"; });
+                         [](const auto& info) {
+                           return info.param ? "Labels" : "NoFont";
+                         });
 
 TEST(HeatmapRenderTest, LabelsAreDrawnOutsideTheCells) {
   const AttentionMaps maps = MakeMaps(1, 1, 6);
@@ -176,11 +191,13 @@ TEST(HeatmapRenderTest, LabelsAreDrawnOutsideTheCells) {
   no_font.font_path = "";
   const DecodedPng with = Render(maps, options);
   const HeatmapLayout layout = LayoutHeatmap(maps, options, true);
-  // Some ink left of the matrix (query labels) and above it (key labels and the title).
+  // Some ink left of the matrix (query labels) and above it (key labels and the
+  // title).
   const PixelRect m = layout.Matrix(0);
   int ink = 0;
   for (int y = m.y; y < m.y + m.height; ++y) {
-    for (int x = m.x - layout.label_px(); x < m.x - 2; ++x) ink += with.At(x, y) != WeightColor(0);
+    for (int x = m.x - layout.label_px(); x < m.x - 2; ++x)
+      ink += with.At(x, y) != WeightColor(0);
   }
   EXPECT_GT(ink, 20) << "no query labels";
   EXPECT_GT(layout.label_px(), LayoutHeatmap(maps, no_font, false).label_px());
@@ -237,7 +254,8 @@ TEST(AttentionHtmlTest, SelfContainedWithTheDataInlined) {
   const std::string html = RenderAttentionHtml(maps, "Attention of <x>");
   EXPECT_THAT(html, HasSubstr("<title>Attention of &lt;x&gt;</title>"));
   EXPECT_THAT(html, HasSubstr("\"heads\":[1,3]"));
-  // The token cannot close the data's <script> early; nothing is fetched from elsewhere.
+  // The token cannot close the data's <script> early; nothing is fetched from
+  // elsewhere.
   EXPECT_THAT(html, HasSubstr("<\\/script><b>"));
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);

@@ -27,7 +27,8 @@ inline absl::StatusOr<DecodedPng> DecodePng(const std::string& bytes) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("not a PNG: ", image.message));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a PNG: ", image.message));
   }
   image.format = PNG_FORMAT_RGB;
   DecodedPng out;
@@ -40,8 +41,10 @@ inline absl::StatusOr<DecodedPng> DecodePng(const std::string& bytes) {
   return out;
 }
 
-// Whether every pixel of r has colour c; on a mismatch, *seen is the first other colour.
-inline bool RectIs(const DecodedPng& png, const PixelRect& r, Rgb c, Rgb* seen = nullptr) {
+// Whether every pixel of r has colour c; on a mismatch, *seen is the first
+// other colour.
+inline bool RectIs(const DecodedPng& png, const PixelRect& r, Rgb c,
+                   Rgb* seen = nullptr) {
   for (int y = r.y; y < r.y + r.height; ++y) {
     for (int x = r.x; x < r.x + r.width; ++x) {
       if (png.At(x, y) != c) {

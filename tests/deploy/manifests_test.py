@@ -12,8 +12,8 @@ schemas, the fields the issue asks for are there, and the flags file runs the re
   with ajv, offline: validate_k8s.js). The schemas check types, enums and required fields
   but allow unknown keys, so the field checks below name every field that matters;
 - Deployment: gRPC liveness/readiness/startup probes on the gRPC port, requests and limits,
-  memory request >= weights x 2 + KV cache of every slot (recomputed from the model's
-  config.json and the flags), non-root + read-only root filesystem, termination grace >
+  memory request >= weights + KV cache of every slot + 32 MiB (recomputed from the model's
+  config.json and the flags), cpu request >= --threads, non-root + read-only root filesystem, termination grace >
   preStop + --drain_seconds; headless and ClusterIP Services selecting the pods; HPA on the
   Deployment; PDB selecting the pods; the flags ConfigMap mounted where --flagfile points;
 - compose.yaml: >= 2 replicas behind nginx on the same template, grace > --drain_seconds;
@@ -95,12 +95,12 @@ def parse_flags(text: str) -> dict:
 
 
 def model_memory_bytes(model_dir: str, num_slots: int) -> int:
-    """Weights loaded twice (engine + DebugAttention) + KV cache of num_slots + 1 slots."""
+    """Weights (one copy, shared with DebugAttention) + KV cache of num_slots + 1 slots."""
     with open(os.path.join(model_dir, "config.json")) as f:
         c = json.load(f)
     weights = os.path.getsize(os.path.join(model_dir, "model.safetensors"))  # float32
     kv_slot = c["n_layer"] * 2 * c["n_positions"] * c["n_embd"] * 4
-    return 2 * weights + (num_slots + 1) * kv_slot
+    return weights + (num_slots + 1) * kv_slot
 
 
 def check(condition, message):
@@ -194,8 +194,10 @@ def main() -> int:
     need = model_memory_bytes(model_dir, int(flags["num_slots"]))
     request = quantity_bytes(res["requests"]["memory"])
     check(request >= need + 32 * MiB,
-          f"memory request {request / MiB:.0f} MiB >= weights x 2 + KV of "
+          f"memory request {request / MiB:.0f} MiB >= weights + KV of "
           f"{flags['num_slots']}+1 slots ({need / MiB:.1f} MiB) + 32 MiB process overhead")
+    check(quantity_cpu(res["requests"]["cpu"]) >= int(flags.get("threads", "1")),
+          f"cpu request {res['requests']['cpu']} >= --threads {flags.get('threads', '1')}")
 
     pod_sc, c_sc = spec.get("securityContext", {}), container.get("securityContext", {})
     check(pod_sc.get("runAsNonRoot") is True and pod_sc.get("runAsUser", 0) > 0,

@@ -138,26 +138,24 @@ class Cluster:
             wait_for_port(r.metrics_port, r.proc, f"{r.name} metrics")
         return started
 
-    def start_nginx(self, render: str, template: str, upstreams: List[str]) -> int:
-        """Renders the repository's nginx template for these upstreams and starts nginx."""
-        prefix = os.path.join(self.workdir, "nginx")
+    def start_nginx(self, entrypoint: str, upstreams: List[str]) -> int:
+        """Runs the nginx image's entrypoint (deploy/nginx/entrypoint.sh: render the
+        repository's template for these upstreams, then nginx in the foreground)."""
         self.nginx_port = free_port()
-        env = dict(os.environ, UPSTREAMS=" ".join(upstreams), LISTEN_PORT=str(self.nginx_port))
-        subprocess.run([render, template, prefix], env=env, check=True)
-        log = open(os.path.join(self.workdir, "nginx-stderr.log"), "w")
+        env = dict(os.environ, UPSTREAMS=" ".join(upstreams), LISTEN_PORT=str(self.nginx_port),
+                   NGINX_PREFIX=os.path.join(self.workdir, "nginx"))
+        self.nginx_log = os.path.join(self.workdir, "nginx.log")
+        log = open(self.nginx_log, "w")
         self._logs.append(log)
-        # The pid file goes to the prefix (the default, /run/nginx.pid, needs root); the
-        # config's own error_log and temp paths are already relative to the prefix.
-        self.nginx = subprocess.Popen(
-            ["nginx", "-p", prefix, "-c", "nginx.conf",
-             "-g", f"daemon off; pid {prefix}/nginx.pid;"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # Its own process group: nginx's workers outlive a killed master (see __exit__).
+        self.nginx = subprocess.Popen([entrypoint], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
         wait_for_port(self.nginx_port, self.nginx, "nginx")
         return self.nginx_port
 
-    def nginx_error_log(self) -> str:
-        path = os.path.join(self.workdir, "nginx", "logs", "error.log")
-        with open(path, errors="replace") as f:
+    def nginx_output(self) -> str:
+        """nginx's error and access logs (the entrypoint sends both to stdout/stderr)."""
+        with open(self.nginx_log, errors="replace") as f:
             return f.read()
 
     @staticmethod
