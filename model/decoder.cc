@@ -20,7 +20,8 @@ Decoder::Decoder(ModelConfig config,
                  const DecoderOptions& options)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      pool_(options.threads) {
+      pool_(options.threads),
+      min_parallel_work_(options.min_parallel_work) {
   attention_scratch_.resize(pool_.size());
   for (AttentionScratch& s : attention_scratch_) {
     s.key_tile.resize(kernels::AttentionScratchFloats(config_.head_dim()));
@@ -204,18 +205,25 @@ void Decoder::Project(const Activations& in,
 void Decoder::MatMul(const float* x, int rows, int x_stride,
                      const kernels::PackedWeights& weight, float* y,
                      int y_stride, bool accumulate) {
-  if (pool_.size() == 1) {
-    kernels::MatMul(x, rows, x_stride, weight, y, y_stride, accumulate);
-    return;
-  }
   // Each thread computes whole output columns (its panels): values do not
   // depend on the split.
-  pool_.Run([&](int t) {
-    const auto [begin, end] =
-        WorkerPool::Share(weight.panels(), t, pool_.size());
+  const double work =
+      static_cast<double>(rows) * weight.depth() * weight.cols();
+  Parallel(work, [&](int t, int n) {
+    const auto [begin, end] = WorkerPool::Share(weight.panels(), t, n);
     kernels::MatMulPanels(x, rows, x_stride, weight, begin, end, y, y_stride,
                           accumulate);
   });
+}
+
+template <typename Fn>
+void Decoder::Parallel(double work, Fn fn) {
+  // Shares do not change values, so neither does this choice.
+  if (pool_.size() == 1 || work < min_parallel_work_) {
+    fn(0, 1);
+  } else {
+    pool_.Run([&](int t) { fn(t, pool_.size()); });
+  }
 }
 
 void Decoder::ApplyRotary(int row, int position) {
@@ -269,19 +277,19 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
 
   // Then every (sequence, head) pair on its own: split across threads.
   const int tasks = static_cast<int>(batch.size()) * H;
-  auto run = [&](int t) {
-    const auto [begin, end] = WorkerPool::Share(tasks, t, pool_.size());
+  double work = 0;  // Multiply-adds of scores and weighted sums.
+  for (const SequenceChunk& s : batch) {
+    work += 2.0 * H * D * s.tokens.size() *
+            (cache.length(s.slot) + s.tokens.size());
+  }
+  Parallel(work, [&](int t, int n) {
+    const auto [begin, end] = WorkerPool::Share(tasks, t, n);
     for (int task = begin; task < end; ++task) {
       const int i = task / H, h = task % H;
       AttendHead(l, h, batch[i], first_row_[i], cache, attention_scratch_[t],
                  capture != nullptr ? &capture->attention[i] : nullptr);
     }
-  };
-  if (pool_.size() == 1) {
-    run(0);
-  } else {
-    pool_.Run(run);
-  }
+  });
 }
 
 void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
@@ -333,15 +341,12 @@ void Decoder::FeedForward(const LayerWeights& layer) {
           ff_);  // [N, d_ff] or [N, 2 d_ff]
   if (config_.feed_forward == FeedForwardKind::kGeluMlp) {
     // Element by element, so any split gives the same values.
-    const int n = static_cast<int>(ff_.size());
-    if (pool_.size() == 1) {
-      kernels::GeluTanh(ff_.data(), n);
-    } else {
-      pool_.Run([&](int t) {
-        const auto [begin, end] = WorkerPool::Share(n, t, pool_.size());
-        kernels::GeluTanh(ff_.data() + begin, end - begin);
-      });
-    }
+    const int size = static_cast<int>(ff_.size());
+    // About 20 operations per element.
+    Parallel(20.0 * size, [&](int t, int n) {
+      const auto [begin, end] = WorkerPool::Share(size, t, n);
+      kernels::GeluTanh(ff_.data() + begin, end - begin);
+    });
   } else {
     for (int r = 0; r < rows;
          ++r) {  // gate ⊙= up, in the gate half of each row.

@@ -94,6 +94,10 @@ struct ForwardResult {
 struct DecoderOptions {
   // Threads a forward pass runs on, the caller's included (see above).
   int threads = 1;
+  // A step of fewer operations (multiply-adds) than this runs on the calling
+  // thread alone: waking the workers would cost more than it saves (a small
+  // model's whole step is then single-threaded). 0 splits every step.
+  double min_parallel_work = 1 << 18;
 };
 
 // Runs the model: shared weights, its own scratch memory and threads. Not
@@ -138,6 +142,10 @@ class Decoder {
   void MatMul(const float* x, int rows, int x_stride,
               const kernels::PackedWeights& weight, float* y, int y_stride,
               bool accumulate);
+  // Calls fn(t, n) for t < n, n = threads() if `work` (operations) is worth
+  // splitting, else n = 1 on this thread; fn does share t of n.
+  template <typename Fn>
+  void Parallel(double work, Fn fn);
   void ApplyRotary(int row, int position);
   void Attend(int layer, absl::Span<const SequenceChunk> batch, KvCache& cache,
               ForwardResult* capture);
@@ -154,6 +162,7 @@ class Decoder {
   const ModelConfig config_;
   const std::shared_ptr<const ModelWeights> weights_;
   WorkerPool pool_;
+  const double min_parallel_work_;
   // Rotary tables [context, head_dim / 2]; empty unless positions are rotary.
   Activations rope_cos_, rope_sin_;
 

@@ -126,6 +126,7 @@ TEST(DecoderThreadsTest, TwoThreadsEqualOneBitForBit) {
   Decoder one(*checkpoint);
   DecoderOptions options;
   options.threads = 2;
+  options.min_parallel_work = 0;  // Split even this small model's steps.
   Decoder two(std::move(*checkpoint), options);
   ASSERT_EQ(two.threads(), 2);
   KvCache cache_one(one.config(), 3), cache_two(two.config(), 3);
