@@ -9,14 +9,18 @@
 // pass, a KV-cached decode step and a batched step. Drift of that kind is
 // invisible in one step but can flip a greedy argmax between "alone" and
 // "batched". Here, instead:
-//   - MatMul (the projections) sums each output over k in increasing order, one
-//   multiply
-//     and one add per step, vectorized across output columns: lanes never
-//     interact;
+//   - MatMul (the projections and the LM head) sums each output over k in
+//     increasing order, one multiply-add per step, vectorized across output
+//     columns: lanes never interact; splitting it by panels (threads) or by
+//     k-chunks (accumulators stored and reloaded exactly) changes nothing;
+//   - AttentionScores likewise sums over the head dimension in order,
+//     vectorized across keys; WeightedSum over keys in order, vectorized
+//     across the head dimension;
 //   - Dot, Sum and MatMulTransposed accumulate element i into lane i % kLanes
-//   in index
-//     order and fold the lanes in one fixed tree;
-//   - exp and tanh are the scalar libm calls for every element;
+//     in index order and fold the lanes in one fixed tree;
+//   - exp in Softmax and SiluMultiply is the scalar libm call for every
+//     element; GeluTanh runs every element, tail included, through one vector
+//     routine;
 //   - multiplies and adds are never fused implicitly (kernels.cc is built with
 //     -ffp-contract=off), so vector lanes and scalar tails compute identical
 //     values. MatMul and AttentionScores fuse explicitly (MulAdd, where the

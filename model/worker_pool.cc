@@ -1,6 +1,8 @@
 #include "model/worker_pool.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 namespace textgen {
 namespace {
@@ -9,7 +11,11 @@ namespace {
 // tens of microseconds, about one decode step's gap between parallel steps.
 constexpr int kSpins = 2000;
 
-void Pause() { _mm_pause(); }
+void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
 
 }  // namespace
 
