@@ -392,6 +392,11 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
     // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
     for (int jj = 0; jj < kVec; ++jj) {
       const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
+      // Keys are rows of the cache a stride apart, each its own cache lines:
+      // request the ones two blocks ahead (a hint; past the end is harmless).
+      for (int e = 0; e < depth; e += 16) {
+        __builtin_prefetch(kj + 2L * kVec * k_stride + e);
+      }
       for (int d = 0; d < depth; ++d)
         scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
     }
@@ -440,6 +445,10 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
     Vec acc[4] = {};
     for (int j = 0; j < n; ++j) {
       const float* vj = v + static_cast<long>(j) * v_stride + d0;
+      // As in AttentionScores: rows a stride apart, fetched ahead.
+      for (int c = 0; c < vecs; ++c) {
+        __builtin_prefetch(vj + 16L * v_stride + c * kVec);
+      }
       for (int c = 0; c < vecs; ++c) acc[c] += p[j] * Load(vj + c * kVec);
     }
     for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
