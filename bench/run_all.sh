@@ -16,7 +16,7 @@
 #      model and GPT-2 small, plus one in-process stream of each (textgen_loadgen);
 #   4. bench/report.py turns the raw outputs (kept in build/bench-runs/<stamp>/) into markdown.
 #
-# A full run takes ~12 minutes on a 2-core machine; --quick (short timings, one repetition,
+# A full run takes ~6 minutes on a quiet 2-core machine; --quick (short timings, one repetition,
 # the shipped model only through the load generator) under 2. Run it on a quiet machine:
 # everything here is timing.
 set -euo pipefail
@@ -155,7 +155,7 @@ for t in $threads; do
     loadgen "$shipped" "$t" 32 32 "1:2 4:1 16:1 64:1"
   else
     loadgen "$shipped" "$t" 64 128 "1:4 4:2 16:1 64:1"
-    loadgen "$gpt2" "$t" 32 32 "1:2 4:1 16:1 64:1"
+    loadgen "$gpt2" "$t" 64 64 "1:4 4:2 16:1 64:1"
   fi
 done
 
