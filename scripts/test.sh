@@ -35,8 +35,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # The e2e tests are not run under ThreadSanitizer: Debian's gRPC and Abseil are not built with
 # it, so TSan cannot see their synchronization and reports thousands of races inside gRPC
 # (e.g. a reactor built on one gRPC thread and destroyed on another).
-echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks)"
+echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks) and the decoder's worker pool"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread
-cmake --build build-tsan -j"$jobs" --target engine_test stop_matcher_test
+cmake --build build-tsan -j"$jobs" --target engine_test stop_matcher_test decoder_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher)'
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher)|^(DecoderThreadsTest|WorkerPoolTest)\.'
