@@ -18,21 +18,34 @@
 
 namespace textgen {
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+namespace {
+
+// The error for a path that names a directory, or OK.
+absl::Status RefuseDirectory(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": is a directory, not a file"));
   }
+  return absl::OkStatus();
+}
+
+// The error for a failed open() with errno `err`: NOT_FOUND when the file is
+// missing, INVALID_ARGUMENT otherwise (permissions, ...), naming the path.
+absl::Status OpenError(const std::string& path, int err) {
+  const std::string reason = std::strerror(err);
+  if (err == ENOENT)
+    return absl::NotFoundError(absl::StrCat(path, ": ", reason));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": cannot open: ", reason));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  if (absl::Status s = RefuseDirectory(path); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string reason = std::strerror(err);
-    if (err == ENOENT)
-      return absl::NotFoundError(absl::StrCat(path, ": ", reason));
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot open: ", reason));
-  }
+  if (!in) return OpenError(path, errno);
   std::ostringstream contents;
   contents << in.rdbuf();
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
@@ -40,20 +53,9 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": is a directory, not a file"));
-  }
+  if (absl::Status s = RefuseDirectory(path); !s.ok()) return s;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string reason = std::strerror(err);
-    if (err == ENOENT)
-      return absl::NotFoundError(absl::StrCat(path, ": ", reason));
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot open: ", reason));
-  }
+  if (fd < 0) return OpenError(path, errno);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const std::string reason = std::strerror(errno);
