@@ -1,8 +1,8 @@
 // textgen: the command-line client of a textgen server.
 //
-//   textgen [--server HOST:PORT] generate --prompt "ROMEO:" [--max_new_tokens N
-//   ...] textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
-//   [--html map.html] textgen info | tokenize --text TEXT | health
+//   textgen [--server TARGET] generate --prompt "ROMEO:" [--max_new_tokens N]
+//   textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
+//   textgen info | tokenize --text TEXT | health
 //
 // Exit codes (client/README.md): 0 ok; 1 the server answered with an error (one
 // line: "textgen: <STATUS>: <message>"), health not SERVING, or an output file
