@@ -31,7 +31,7 @@ import sys
 import tempfile
 import urllib.request
 
-from replicas import free_port, wait_for_port
+from replicas import free_port, stop_and_show_log, wait_for_port
 
 
 def check(condition, message):
@@ -205,11 +205,7 @@ def main() -> int:
             h = subprocess.run(health, capture_output=True, text=True, timeout=30)
             check(h.returncode != 0, f"the HEALTHCHECK fails once it is gone ({h.returncode})")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            log.seek(0)
-            print(log.read()[-1500:], end="")
+            stop_and_show_log(proc, log)
 
     # Scripts the image runs keep their execute bit (COPY preserves the mode).
     for script in ("deploy/docker/runtime-packages.sh", "deploy/nginx/render.sh",

@@ -33,7 +33,7 @@ import time
 
 import yaml
 
-from replicas import free_port, import_client, wait_for_port
+from replicas import free_port, import_client, stop_and_show_log, wait_for_port
 
 IMAGE_MODEL_DIR = "/opt/textgen/models/shakespeare-char"  # Where the Dockerfile bakes it.
 MiB = 1 << 20
@@ -280,11 +280,7 @@ def main() -> int:
             proc.send_signal(signal.SIGTERM)
             check(proc.wait(timeout=drain + 15) == 0, "it drains on SIGTERM and exits 0")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            log.seek(0)
-            print(log.read()[-1500:], end="")
+            stop_and_show_log(proc, log)
             log.close()
     print("PASS")
     return 0

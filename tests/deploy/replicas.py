@@ -59,6 +59,15 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str) -> None:
     raise RuntimeError(f"{what} did not listen on {port} within {WAIT_SECONDS} s")
 
 
+def stop_and_show_log(proc: subprocess.Popen, log) -> None:
+    """Kills proc if it still runs and prints the tail of its log (an open text file)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    log.seek(0)
+    print(log.read()[-1500:], end="")
+
+
 class Replica:
     def __init__(self, name: str, proc: subprocess.Popen, port: int, metrics_port: int,
                  log_path: str):
