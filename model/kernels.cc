@@ -19,33 +19,16 @@ inline float FoldLanes(float* acc) {
   return acc[0];
 }
 
-// Dot products of R rows of x with one weight vector, sharing the weight loads.
-// For each row the operations are exactly those of Dot(), so tiling never
-// changes a result.
-template <int R>
-inline void DotRows(const float* x, int x_stride, const float* w, int n,
-                    float* out) {
-  float acc[R][kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int r = 0; r < R; ++r) {
-      const float* xr = x + r * x_stride + i;
-      for (int l = 0; l < kLanes; ++l) acc[r][l] += xr[l] * w[i + l];
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    const float* xr = x + r * x_stride;
-    for (int l = 0; i + l < n; ++l) acc[r][l] += xr[i + l] * w[i + l];
-    out[r] = FoldLanes(acc[r]);
-  }
-}
-
 }  // namespace
 
 float Dot(const float* a, const float* b, int n) {
-  float out;
-  DotRows<1>(a, 0, b, n, &out);
-  return out;
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int l = 0; i + l < n; ++l) acc[l] += a[i + l] * b[i + l];
+  return FoldLanes(acc);
 }
 
 float Sum(const float* a, int n) {
@@ -356,34 +339,6 @@ void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
   MatMulPanels(x, rows, x_stride, w, 0, w.panels(), y, y_stride, accumulate);
 }
 
-void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
-                      const float* v, int v_stride, int cols, float* y,
-                      int y_stride) {
-  // Row blocks small enough to stay in cache while every vector streams past
-  // them; within a block, four rows share each load of v_j.
-  constexpr int kRowBlock = 64;
-  constexpr int kTile = 4;
-  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
-    const int r_end = std::min(rows, r0 + kRowBlock);
-    for (int j = 0; j < cols; ++j) {
-      const float* vj = v + static_cast<long>(j) * v_stride;
-      int r = r0;
-      float out[kTile];
-      for (; r + kTile <= r_end; r += kTile) {
-        DotRows<kTile>(x + static_cast<long>(r) * x_stride, x_stride, vj, depth,
-                       out);
-        for (int t = 0; t < kTile; ++t)
-          y[static_cast<long>(r + t) * y_stride + j] = out[t];
-      }
-      for (; r < r_end; ++r) {
-        DotRows<1>(x + static_cast<long>(r) * x_stride, x_stride, vj, depth,
-                   out);
-        y[static_cast<long>(r) * y_stride + j] = out[0];
-      }
-    }
-  }
-}
-
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
                      float* y, int y_stride, float* scratch) {
@@ -463,10 +418,6 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
       acc += p[j] * v[static_cast<long>(j) * v_stride + d];
     out[d] = acc;
   }
-}
-
-void Axpy(float a, const float* x, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 void Softmax(float* x, int n) {

@@ -16,7 +16,7 @@
 //   - AttentionScores likewise sums over the head dimension in order,
 //     vectorized across keys; WeightedSum over keys in order, vectorized
 //     across the head dimension;
-//   - Dot, Sum and MatMulTransposed accumulate element i into lane i % kLanes
+//   - Dot and Sum accumulate element i into lane i % kLanes
 //     in index order and fold the lanes in one fixed tree;
 //   - exp in Softmax and SiluMultiply is the scalar libm call for every
 //     element; GeluTanh runs every element, tail included, through one vector
@@ -135,16 +135,6 @@ void MatMulPanels(const float* x, int rows, int x_stride,
                   const PackedWeights& w, int panel_begin, int panel_end,
                   float* y, int y_stride, bool accumulate);
 
-// y[r, j] = Σ_k x[r, k] · v_j[k]   for r < rows, j < cols; each is exactly
-// Dot(x_r, v_j).
-//   v: cols vectors of `depth` floats, vector j at v + j * v_stride (rows of an
-//   embedding
-//      table, or keys in a row-major KV cache): a product with the transpose of
-//      a row-major matrix, without copying it.
-void MatMulTransposed(const float* x, int rows, int depth, int x_stride,
-                      const float* v, int v_stride, int cols, float* y,
-                      int y_stride);
-
 // Attention scores of one head: y[t, j] = Σ_d q[t, d] · k_j[d] in increasing
 // d, one multiply-add per step, for t < rows and the keys row t can see, j <
 // first_position + t + 1 (causal); y[t, j] past that is left unspecified.
@@ -163,9 +153,6 @@ inline int AttentionScratchFloats(int depth) { return depth * 16; }
 // weighted sum of values, accumulated in registers across the head dimension.
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
                  float* out);
-
-// y[j] += a · x[j], j < n.
-void Axpy(float a, const float* x, float* y, int n);
 
 // In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
 void Softmax(float* x, int n);

@@ -48,17 +48,6 @@ TEST(KernelsTest, MatMulMatchesEigen) {
   }
 }
 
-TEST(KernelsTest, MatMulTransposedMatchesEigen) {
-  const Activations x = Random(9, 40, 1);
-  const Activations v =
-      Random(70, 40, 2);  // 70 vectors of depth 40, one per row.
-  Activations y(9, 70);
-  kernels::MatMulTransposed(x.data(), 9, 40, 40, v.data(), 40, 70, y.data(),
-                            70);
-  const Activations expected = x * v.transpose();
-  EXPECT_LE((y - expected).cwiseAbs().maxCoeff(), 1e-5f * 40);
-}
-
 // A row's result is the same alone, in a batch, or copied to another
 // (misaligned) address.
 TEST(KernelsTest, EachRowIsTheSameWhateverTheBatch) {
@@ -67,22 +56,14 @@ TEST(KernelsTest, EachRowIsTheSameWhateverTheBatch) {
       Random(70, depth, 1);  // Not a multiple of the 4-row tile.
   const Activations w = Random(depth, cols, 2);
   const kernels::PackedWeights packed(w.data(), depth, cols, cols);
-  const Activations v = Random(cols, depth, 3);
-  Activations all(70, cols), all_t(70, cols);
+  Activations all(70, cols);
   kernels::MatMul(x.data(), 70, depth, packed, all.data(), cols, false);
-  kernels::MatMulTransposed(x.data(), 70, depth, depth, v.data(), depth, cols,
-                            all_t.data(), cols);
-  std::vector<float> row(depth + 1), out(cols), out_t(cols);
+  std::vector<float> row(depth + 1), out(cols);
   for (int r = 0; r < 70; ++r) {
     std::memcpy(row.data() + 1, x.row(r).data(), depth * sizeof(float));
     kernels::MatMul(row.data() + 1, 1, depth, packed, out.data(), cols, false);
-    kernels::MatMulTransposed(row.data() + 1, 1, depth, depth, v.data(), depth,
-                              cols, out_t.data(), cols);
     for (int j = 0; j < cols; ++j) {
       ASSERT_EQ(out[j], all(r, j)) << "row " << r << " col " << j;
-      ASSERT_EQ(out_t[j], all_t(r, j)) << "row " << r << " col " << j;
-      ASSERT_EQ(out_t[j],
-                kernels::Dot(x.row(r).data(), v.row(j).data(), depth));
     }
   }
 }
