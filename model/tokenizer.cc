@@ -23,6 +23,15 @@ absl::Status Tokenizer::CheckId(int id) const {
       vocab_size() - 1));
 }
 
+bool Tokenizer::EndsSequence(int id) const {
+  if (id < 0) return false;
+  if (id == bos_id()) return true;
+  for (int eos : eos_ids()) {
+    if (id == eos) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int> ids,
                                               int previous) const {
   DecodeStream stream(*this, previous);
