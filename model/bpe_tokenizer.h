@@ -252,7 +252,7 @@ class BpeTokenizer : public Tokenizer {
     return it == merges_.end() ? nullptr : &it->second;
   }
 
-  std::vector<std::string> strings_;  // id -> vocabulary string
+  std::vector<std::string> strings_;          // id -> vocabulary string
   std::unordered_map<std::string, int> ids_;  // model vocabulary only
   std::unordered_map<uint64_t, Merge> merges_;
   std::vector<std::string> bytes_;        // id -> decoded bytes

@@ -78,23 +78,13 @@ struct MatchData {
   pcre2_match_data* data;
 };
 
-// Inverse of Gpt2ByteToUnicode(): code point → byte, or -1.
-int UnicodeToByte(char32_t c) {
-  static const std::vector<int> table = [] {
-    std::vector<int> t(324, -1);  // The largest code point used is U+0143.
-    for (int b = 0; b < 256; ++b) t[Gpt2ByteToUnicode()[b]] = b;
-    return t;
-  }();
-  return c < table.size() ? table[c] : -1;
-}
-
 // A vocabulary string (bytes spelled as bytes_to_unicode characters) to bytes.
 // False if a character is not one of the 256 spellings.
 bool VocabStringToBytes(const std::string& s, std::string& out, char32_t& bad) {
   out.clear();
   for (size_t pos = 0; pos < s.size();) {
     const char32_t c = NextCodePoint(s, pos);
-    const int b = UnicodeToByte(c);
+    const int b = Gpt2UnicodeToByte(c);
     if (b < 0) {
       bad = c;
       return false;
@@ -121,6 +111,15 @@ const std::array<char32_t, 256>& Gpt2ByteToUnicode() {
     return t;
   }();
   return table;
+}
+
+int Gpt2UnicodeToByte(char32_t c) {
+  static const std::vector<int> table = [] {
+    std::vector<int> t(324, -1);  // The largest code point used is U+0143.
+    for (int b = 0; b < 256; ++b) t[Gpt2ByteToUnicode()[b]] = b;
+    return t;
+  }();
+  return c < table.size() ? table[c] : -1;
 }
 
 Gpt2BpeTokenizer::Gpt2BpeTokenizer() = default;

@@ -45,6 +45,8 @@ namespace textgen {
 // vocabulary files. Printable Latin-1 bytes spell themselves; the other 68
 // bytes map to U+0100.. in byte order.
 const std::array<char32_t, 256>& Gpt2ByteToUnicode();
+// Its inverse: the byte code point `c` spells, or -1 if it spells none.
+int Gpt2UnicodeToByte(char32_t c);
 
 class Gpt2BpeTokenizer : public Tokenizer {
  public:

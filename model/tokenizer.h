@@ -109,9 +109,12 @@ class DecodeStream {
 };
 
 // Loads a tokenizer of any kind from `path`, which is either
-//   - a directory holding one of (first found): char_vocab.json; vocab.json +
-//     merges.txt; encoder.json + vocab.bpe; tokenizer.bin; or
-//   - a file: a character vocabulary (JSON with "type": "char"), a GPT-2
+//   - a directory holding one of (first found): char_vocab.json;
+//     tokenizer.json (with tokenizer_config.json and generation_config.json
+//     if there); vocab.json + merges.txt; encoder.json + vocab.bpe;
+//     tokenizer.bin; or
+//   - a file: a character vocabulary (JSON with "type": "char"), a Hugging
+//     Face tokenizer.json (JSON with a "model" object), a GPT-2
 //     vocab.json or encoder.json (its merges.txt or vocab.bpe beside it), or
 //     anything else read as a llama2.c tokenizer.bin.
 // `model_vocab_size` is the vocabulary of the model it will serve, 0 if

@@ -263,6 +263,8 @@ const char* TokenizerName(const Tokenizer* tokenizer) {
       return "gpt2-bpe";
     case TokenizerKind::kSentencePiece:
       return "sentencepiece";
+    case TokenizerKind::kBpe:
+      return "bpe";
   }
   return "";
 }
