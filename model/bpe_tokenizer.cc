@@ -762,8 +762,11 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(
   t->bytes_.resize(size);
   t->first_bytes_.resize(size);
   t->first_differs_.assign(size, false);
+  t->special_.assign(size, false);
+  for (const AddedToken& a : spec.added_tokens) t->special_[a.id] = a.special;
   for (int id = 0; id < size; ++id) {
-    if (t->strings_[id].empty()) continue;
+    // Special tokens decode to nothing (see the header).
+    if (t->strings_[id].empty() || t->special_[id]) continue;
     TEXTGEN_ASSIGN_OR_RETURN(t->bytes_[id],
                              chain.Run(t->strings_[id], /*first=*/false));
     TEXTGEN_ASSIGN_OR_RETURN(std::string first,
@@ -805,7 +808,8 @@ std::string BpeTokenizer::Describe() const {
 }
 
 std::string_view BpeTokenizer::TokenBytes(int id, int previous) const {
-  return previous < 0 && first_differs_[id] ? first_bytes_[id] : bytes_[id];
+  const bool first = previous < 0 || special_[previous];
+  return first && first_differs_[id] ? first_bytes_[id] : bytes_[id];
 }
 
 absl::StatusOr<std::vector<int>> BpeTokenizer::Encode(

@@ -22,15 +22,21 @@
 //        merged (leftmost on a tie) until no pair has a rank. With
 //        ignore_merges a piece that is itself a token is that token.
 //   Decode: each token's string through the decoders (ByteLevel,
-//     ByteFallback, Fuse, Strip, Replace, Metaspace) gives its bytes. Only the
-//     first token of a sequence can differ (Strip after Fuse, Metaspace's
-//     prepended "▁"): TokenBytes(id, previous) has it when previous == -1.
-//     Added tokens, special ones included, decode to their text (as the
-//     library's decode with skip_special_tokens=false).
+//     ByteFallback, Fuse, Strip, Replace, Metaspace) gives its bytes; special
+//     tokens give none, like BOS and EOS everywhere in textgen (the library's
+//     decode with skip_special_tokens=true, what servers show). Only the
+//     first token of a text can differ (Strip after Fuse, Metaspace's
+//     prepended "▁"): TokenBytes(id, previous) has that form when previous is
+//     -1 or a special token (e.g. BOS), so a prompt echoes without the space
+//     its encoding added. (The library, skipping specials, strips only at the
+//     very start: after a special token in mid-text it keeps the space.)
+//     Non-special added tokens decode to their text.
 //
 // Regexes are PCRE2 (Unicode properties, lookahead, (?i:...)); `\s` and `\S`
 // mean Unicode White_Space, as in Oniguruma, which the library uses (PCRE2's
-// own \s would also take U+180E).
+// own \s would also take U+180E). \p{...} come from PCRE2's tables (Debian
+// bookworm's 10.42: Unicode 14), so a character first assigned in a later
+// Unicode version belongs to no letter or number class here.
 //
 // Merge priority comes from `merges` (rank = position) or, when that is
 // empty, from `scores` (SentencePiece BPE, GGUF `llama` vocabularies): every
@@ -258,6 +264,7 @@ class BpeTokenizer : public Tokenizer {
   std::vector<std::string> bytes_;        // id -> decoded bytes
   std::vector<std::string> first_bytes_;  // ... as a sequence's first token
   std::vector<bool> first_differs_;
+  std::vector<bool> special_;     // id -> a special added token
   std::vector<int> byte_tokens_;  // byte -> "<0xXX>" id or -1 (byte_fallback)
   int unk_id_ = -1;
   bool byte_fallback_ = false;

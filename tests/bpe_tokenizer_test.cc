@@ -157,7 +157,9 @@ TEST(BpeTokenizerTest, AddedTokensAreMatchedFirstAndNeverSplit) {
   EXPECT_THAT(*(*t)->Encode("<|x|>a"), ElementsAre(100, 3));
   // single_word: only where not inside a word.
   EXPECT_THAT(*(*t)->Encode("ab xab"), ElementsAre(102, 6, 5, 3, 4));
-  EXPECT_EQ(*(*t)->Decode(*(*t)->Encode("<|x|>a")), "<|x|>a");
+  // Special tokens decode to nothing, others to their text.
+  EXPECT_EQ(*(*t)->Decode(*(*t)->Encode("<|x|>a")), "a");
+  EXPECT_EQ(*(*t)->Decode(*(*t)->Encode("a<|x|>b")), "a<|x|>b");
   EXPECT_EQ((*t)->TokenId("<|x|>"), 100);
 }
 

@@ -7,7 +7,8 @@
 // IN.json is a JSON array of strings. OUT.json gets {"ids": [[...], ...], "decoded": [...],
 // "versions": {...}}: per string, the ids of encode(s, addSpecialTokens=false) (textgen's
 // Encode adds no BOS either; added and special tokens inside the text are matched, as the
-// library always does) and decode(ids, skipSpecialTokens=false).
+// library always does) and decode(ids, skipSpecialTokens=true) (textgen's special tokens
+// decode to nothing, as servers show text).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -27,7 +28,7 @@ async function main() {
     const encoding = await tokenizer.encode(s, null, { addSpecialTokens: false });
     const row = Array.from(encoding.getIds());
     ids.push(row);
-    decoded.push(await tokenizer.decode(row, false));
+    decoded.push(await tokenizer.decode(row, true));
   }
   const version = (name) =>
     require(path.join(__dirname, 'node_modules', name, 'package.json')).version;
