@@ -41,6 +41,9 @@ namespace textgen {
 
 enum class TokenizerKind { kChar, kGpt2Bpe, kSentencePiece, kBpe };
 
+// "char", "gpt2-bpe" or "sentencepiece".
+const char* TokenizerKindName(TokenizerKind kind);
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
