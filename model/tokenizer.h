@@ -41,7 +41,7 @@ namespace textgen {
 
 enum class TokenizerKind { kChar, kGpt2Bpe, kSentencePiece, kBpe };
 
-// "char", "gpt2-bpe" or "sentencepiece".
+// "char", "gpt2-bpe", "sentencepiece" or "bpe".
 const char* TokenizerKindName(TokenizerKind kind);
 
 class Tokenizer {
