@@ -64,8 +64,9 @@ ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens; 0 = all");
 ABSL_FLAG(double, top_p, 0, "generate: nucleus sampling; 0 or 1 = off");
 ABSL_FLAG(double, repetition_penalty, 0,
           "generate: > 1 penalises repeats; 0 or 1 = off");
-ABSL_FLAG(int64_t, seed, -1,
-          "generate: sampling seed; -1 = the server picks one");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "generate: sampling seed, 0..2^64-1; unset = the server picks one "
+          "(the summary names it)");
 ABSL_FLAG(
     std::vector<std::string>, stop, {},
     "generate: stop when the text contains this; repeat the flag for several");
@@ -289,8 +290,8 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   sampling->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
   sampling->set_repetition_penalty(
       static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty)));
-  if (absl::GetFlag(FLAGS_seed) >= 0) {
-    sampling->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  if (const std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) {
+    sampling->set_seed(*seed);
   }
   for (const std::string& s : stops) request.add_stop(s);
   request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));

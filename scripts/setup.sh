@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # The server's Prometheus metrics over HTTP.
   libcpp-httplib-dev
+  # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha).
+  grpc-proto
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev
   # The command-line client's attention heatmaps: PNG encoding, token labels drawn with FreeType.

@@ -19,6 +19,8 @@ fi
 
 echo "== Test dependencies from npm (tests/npm/package-lock.json)"
 npm ci --prefix tests/npm --no-audit --no-fund --loglevel=error
+echo "== The Node client example's packages (client/node/package-lock.json)"
+npm ci --prefix client/node --no-audit --no-fund --loglevel=error
 
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
