@@ -40,6 +40,7 @@
 #include "client/heatmap.h"
 #include "client/textgen_client.h"
 #include "google/protobuf/util/json_util.h"
+#include "model/status_macros.h"
 
 ABSL_FLAG(
     std::string, server, "localhost:50051",
@@ -234,10 +235,9 @@ absl::StatusOr<v1::Prompt> PromptFromFlags(absl::string_view command) {
     return absl::InvalidArgumentError(absl::StrCat(
         command, " needs --prompt TEXT or --prompt_ids ID,ID,..."));
   }
-  absl::StatusOr<std::vector<int>> ids =
-      ParseIndices(id_flag, "prompt_ids", "token ids");
-  if (!ids.ok()) return ids.status();
-  prompt.mutable_token_ids()->mutable_ids()->Add(ids->begin(), ids->end());
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
+                           ParseIndices(id_flag, "prompt_ids", "token ids"));
+  prompt.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
   return prompt;
 }
 
@@ -246,7 +246,8 @@ absl::StatusOr<v1::Prompt> PromptFromFlags(absl::string_view command) {
 //   position  id  token  logprob  [token logprob]...   (tab-separated)
 // where the bracketed pairs are the top alternatives, most likely first, and
 // logprob is "prompt" for echoed prompt tokens (not scored); then one line per
-// attention row, "  L<layer> H<head>" and its weights over keys 0..position-1.
+// attention row: an empty first cell, "L<layer> H<head>", and its weights over
+// keys 0..position-1, space-separated.
 // Tokens are shown escaped (\n, a visible space), so no token holds a tab or
 // a space.
 constexpr char kTokenTableHeader[] =
@@ -277,11 +278,13 @@ std::string TokenTableLines(const v1::Token& token) {
   return lines;
 }
 
-int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
-  absl::StatusOr<v1::Prompt> prompt = PromptFromFlags("generate");
-  if (!prompt.ok()) return UsageError(std::string(prompt.status().message()));
+// Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
+// problem; the server checks the values' ranges.
+absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
+    const std::vector<std::string>& stops) {
   v1::GenerateRequest request;
-  *request.mutable_prompt() = *std::move(prompt);
+  TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_prompt(),
+                           PromptFromFlags("generate"));
   request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_temperature(
@@ -300,16 +303,21 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   const std::vector<std::string>& tap_heads = absl::GetFlag(FLAGS_tap_heads);
   if (absl::GetFlag(FLAGS_attention_tap) || !tap_layers.empty() ||
       !tap_heads.empty()) {
-    absl::StatusOr<std::vector<int>> layers =
-        ParseIndices(tap_layers, "tap_layers");
-    if (!layers.ok()) return UsageError(std::string(layers.status().message()));
-    absl::StatusOr<std::vector<int>> heads =
-        ParseIndices(tap_heads, "tap_heads");
-    if (!heads.ok()) return UsageError(std::string(heads.status().message()));
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> layers,
+                             ParseIndices(tap_layers, "tap_layers"));
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> heads,
+                             ParseIndices(tap_heads, "tap_heads"));
     v1::AttentionTap* tap = request.mutable_attention_tap();
-    tap->mutable_layers()->Add(layers->begin(), layers->end());
-    tap->mutable_heads()->Add(heads->begin(), heads->end());
+    tap->mutable_layers()->Add(layers.begin(), layers.end());
+    tap->mutable_heads()->Add(heads.begin(), heads.end());
   }
+  return request;
+}
+
+int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
+  absl::StatusOr<v1::GenerateRequest> made = GenerateRequestFromFlags(stops);
+  if (!made.ok()) return UsageError(std::string(made.status().message()));
+  const v1::GenerateRequest& request = *made;
 
   // Ctrl-C: the handler only sets a flag; the client's watcher cancels the
   // call. A second Ctrl-C (SA_RESETHAND) kills the process the usual way.
