@@ -76,6 +76,25 @@ class Podman:
                                f"{out.stdout[-2000:]}{out.stderr[-3000:]}")
         return out
 
+    def build(self, *args: str):
+        """podman build ARGS, its output read as it comes: (exit code, [(STEP line, seconds
+        until the next step)], the output's last 80 lines)."""
+        print("$ podman build " + " ".join(args), flush=True)
+        proc = subprocess.Popen([self.script, "build", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        steps, tail = [], []
+        step, step_start = None, time.monotonic()
+        for line in proc.stdout:
+            tail = (tail + [line])[-80:]
+            if line.startswith("STEP ") or line.startswith("COMMIT "):
+                now = time.monotonic()
+                if step:
+                    steps.append((step, now - step_start))
+                step, step_start = line.strip(), now
+        if step:
+            steps.append((step, time.monotonic() - step_start))
+        return proc.wait(), steps, tail
+
     def inspect(self, what: str, name: str) -> dict:
         return json.loads(self.run(what, "inspect", name, quiet=True).stdout)[0]
 
