@@ -97,10 +97,16 @@ def main() -> int:
     global_args = dict(rest.split("=", 1) for i, rest in stages[0][1] if i == "ARG")
     base = global_args.get("DEBIAN_IMAGE", "")
     check(base.startswith("debian:bookworm"), f"the base image is Debian bookworm: {base}")
-    build = dict(stages)["build"]
-    runtime = dict(stages)["runtime"]
-    check(all(dict(inst)["FROM"] == "${DEBIAN_IMAGE}" for _, inst in stages[1:]),
-          "every stage starts from that image")
+    by_name = dict(stages)
+    build = by_name["build"]
+    for final in ("runtime", "nginx"):
+        # Assembled on the Debian base in FINAL-root, copied whole onto scratch (so that / is
+        # traversable whatever the base's root mode).
+        check(by_name[final][:2] == [("FROM", "scratch"), ("COPY", f"--from={final}-root / /")],
+              f"stage {final} is {final}-root copied onto scratch")
+    runtime = by_name["runtime-root"] + by_name["runtime"]
+    check(all(dict(inst)["FROM"] in ("${DEBIAN_IMAGE}", "scratch") for _, inst in stages[1:]),
+          "every other stage starts from that image")
 
     # --- Build stage: scripts/setup.sh is the only source of packages. ---
     runs = [rest for i, rest in build if i == "RUN"]
@@ -216,7 +222,7 @@ def main() -> int:
     for script in ("deploy/docker/runtime-packages.sh", "deploy/nginx/render.sh",
                    "deploy/nginx/entrypoint.sh", "scripts/setup.sh"):
         check(os.access(os.path.join(args.repo, script), os.X_OK), f"{script} is executable")
-    nginx_stage = dict(stages).get("nginx", [])
+    nginx_stage = by_name["nginx-root"] + by_name["nginx"]
     nginx_entry = exec_form(next(rest for i, rest in nginx_stage if i == "ENTRYPOINT"))
     check(nginx_entry == ["/etc/textgen-nginx/entrypoint.sh"]
           and any("deploy/nginx/entrypoint.sh" in rest for i, rest in nginx_stage if i == "COPY"),
