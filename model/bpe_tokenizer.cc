@@ -182,13 +182,15 @@ class BpeTokenizer::Impl {
     });
   }
 
-  // Splits `piece` at the added tokens of `m` (leftmost, then longest, as
-  // the library's aho-corasick LeftmostLongest): text pieces go to `text`
-  // (with their added-token neighbours' ids in between via `out`).
+  // An added token, or a stretch of text between them.
   struct Segment {
     int added_id;  // -1 for text.
     Piece piece;
   };
+  // Appends to `out` the segments of `piece` split at the added tokens of
+  // `m`: leftmost, then longest, as the library's aho-corasick
+  // LeftmostLongest finds them; a match that fails single_word is skipped
+  // (its text stays text), as there.
   static void SplitAdded(const Matcher& m, const Piece& piece,
                          std::vector<Segment>& out) {
     const std::string_view s = piece.text;
@@ -808,7 +810,10 @@ std::string BpeTokenizer::Describe() const {
 }
 
 std::string_view BpeTokenizer::TokenBytes(int id, int previous) const {
-  const bool first = previous < 0 || special_[previous];
+  // `previous` may be any id of the model's (possibly larger) vocabulary.
+  const bool first =
+      previous < 0 ||
+      (previous < static_cast<int>(special_.size()) && special_[previous]);
   return first && first_differs_[id] ? first_bytes_[id] : bytes_[id];
 }
 

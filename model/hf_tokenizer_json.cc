@@ -492,6 +492,11 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(
                            read_if_there("tokenizer_config.json"));
   TEXTGEN_ASSIGN_OR_RETURN(std::string generation,
                            read_if_there("generation_config.json"));
+  // Without generation_config.json, transformers takes bos_token_id and
+  // eos_token_id from config.json (GenerationConfig.from_model_config).
+  if (generation.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(generation, read_if_there("config.json"));
+  }
   TEXTGEN_ASSIGN_OR_RETURN(BpeTokenizerSpec spec,
                            ParseTokenizerJson(text, path, config, generation));
   return BpeTokenizer::Create(std::move(spec));

@@ -44,7 +44,8 @@ absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
     std::string_view generation_config = "");
 
 // Reads `path` (a tokenizer.json) and the tokenizer_config.json and
-// generation_config.json beside it, if there.
+// generation_config.json beside it, if there (without the latter, the ids
+// in config.json, as transformers does).
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> LoadTokenizerJson(
     const std::string& path);
 

@@ -207,6 +207,11 @@ TEST(BpeTokenizerTest, MetaspacePrependSchemesAndSplit) {
   // Only a sequence's first token loses its "▁".
   EXPECT_EQ((*t)->TokenBytes(3, -1), "a");
   EXPECT_EQ((*t)->TokenBytes(3, 0), " a");
+  // After a special token (BOS) too; the special token itself is silent.
+  EXPECT_EQ((*t)->TokenBytes(3, 10), "a");
+  EXPECT_EQ((*t)->TokenBytes(10, -1), "");
+  // A previous id past the tokenizer's vocabulary (a padded model's).
+  EXPECT_EQ((*t)->TokenBytes(3, 5000), " a");
 
   j["pre_tokenizer"]["prepend_scheme"] = "always";
   auto always = Build(j);
@@ -404,6 +409,12 @@ TEST(BpeTokenizerTest, LoadTokenizerFindsTokenizerJsonInADirectory) {
   EXPECT_EQ((*t)->kind(), TokenizerKind::kBpe);
   EXPECT_EQ((*t)->eos_id(), 4);
   EXPECT_THAT(*(*t)->Encode("ab<|eot|>"), ElementsAre(0, 1, 4));
+  // Without generation_config.json, config.json's ids count.
+  std::filesystem::remove(dir + "/generation_config.json");
+  std::ofstream(dir + "/config.json") << R"({"eos_token_id": [3, 4]})";
+  auto from_config = LoadTokenizer(dir);
+  ASSERT_TRUE(from_config.ok()) << from_config.status();
+  EXPECT_THAT((*from_config)->eos_ids(), ElementsAre(3, 4));
   // The file alone is recognised too.
   EXPECT_TRUE(LoadTokenizer(dir + "/tokenizer.json").ok());
   // A model with fewer rows than tokens is refused.
