@@ -239,7 +239,7 @@ class GenerateReactor final
 };
 
 const char* Architecture(const ModelConfig& config) {
-  return config.family == Family::kGpt2 ? "gpt2" : "llama";
+  return FamilyName(config.family);
 }
 
 const char* PositionalEncoding(const ModelConfig& config) {
@@ -273,13 +273,15 @@ const char* TokenizerName(const Tokenizer* tokenizer) {
 int64_t CountParameters(const ModelConfig& c) {
   const int64_t d = c.d_model, hd = c.head_dim();
   const int64_t norm = c.norm == NormKind::kLayerNorm ? 2 * d : d;
-  const int64_t bias = c.has_bias ? 1 : 0;
   const int64_t qkv = (c.n_heads + 2 * c.n_kv_heads) * hd;
-  int64_t layer =
-      2 * norm + d * qkv + bias * qkv + c.n_heads * hd * d + bias * d;
-  layer += c.feed_forward == FeedForwardKind::kSwiGlu
-               ? d * 2 * c.d_ff + c.d_ff * d
-               : d * c.d_ff + bias * c.d_ff + c.d_ff * d + bias * d;
+  int64_t layer = 2 * norm + d * qkv + c.n_heads * hd * d;
+  if (c.qkv_bias) layer += qkv;
+  if (c.attn_out_bias) layer += d;
+  if (c.qk_norm) layer += 2 * hd;
+  const int64_t ff_in =
+      c.feed_forward == FeedForwardKind::kSwiGlu ? 2 * c.d_ff : c.d_ff;
+  layer += d * ff_in + c.d_ff * d;
+  if (c.mlp_bias) layer += ff_in + d;
   int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
   if (c.positions == PositionKind::kLearned) total += c.context_length * d;
   if (!c.tied_lm_head) total += c.vocab_size * d;
