@@ -374,15 +374,42 @@ const char* FamilyName(Family family) {
 }
 
 std::string DescribeConfig(const ModelConfig& c) {
-  const char* positions = c.positions == PositionKind::kLearned ? "learned"
-                          : c.positions == PositionKind::kSinusoidal
-                              ? "sinusoidal"
-                              : "rotary";
-  return absl::StrCat(
-      FamilyName(c.family), ": ", c.n_layers, " layers, ", c.n_heads,
-      " heads (", c.n_kv_heads, " kv), d_model ", c.d_model, ", d_ff ", c.d_ff,
-      ", vocab ", c.vocab_size, ", context ", c.context_length, ", ", positions,
-      " positions, ", c.tied_lm_head ? "tied" : "separate", " head");
+  return absl::StrCat(FamilyName(c.family), ": ", c.n_layers, " layers, ",
+                      c.n_heads, " heads (", c.n_kv_heads, " kv), d_model ",
+                      c.d_model, ", d_ff ", c.d_ff, ", vocab ", c.vocab_size,
+                      ", context ", c.context_length, ", ",
+                      PositionKindName(c.positions), " positions, ",
+                      c.tied_lm_head ? "tied" : "separate", " head");
+}
+
+const char* PositionKindName(PositionKind positions) {
+  switch (positions) {
+    case PositionKind::kLearned:
+      return "learned";
+    case PositionKind::kSinusoidal:
+      return "sinusoidal";
+    case PositionKind::kRotary:
+      return "rotary";
+  }
+  return "";
+}
+
+int64_t CountParameters(const ModelConfig& c) {
+  const int64_t d = c.d_model, hd = c.head_dim();
+  const int64_t norm = c.norm == NormKind::kLayerNorm ? 2 * d : d;
+  const int64_t qkv = (c.n_heads + 2 * c.n_kv_heads) * hd;
+  int64_t layer = 2 * norm + d * qkv + c.n_heads * hd * d;
+  if (c.qkv_bias) layer += qkv;
+  if (c.attn_out_bias) layer += d;
+  if (c.qk_norm) layer += 2 * hd;  // Qwen3's q_norm and k_norm.
+  const int64_t ff_in =
+      c.feed_forward == FeedForwardKind::kSwiGlu ? 2 * c.d_ff : c.d_ff;
+  layer += d * ff_in + c.d_ff * d;
+  if (c.mlp_bias) layer += ff_in + d;
+  int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
+  if (c.positions == PositionKind::kLearned) total += c.context_length * d;
+  if (!c.tied_lm_head) total += c.vocab_size * d;
+  return total;
 }
 
 }  // namespace textgen

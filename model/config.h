@@ -30,6 +30,7 @@
 #ifndef TEXTGEN_MODEL_CONFIG_H_
 #define TEXTGEN_MODEL_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -106,11 +107,20 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
 // Reads and parses a config.json file.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
 
-// "gpt2", "llama", "mistral", "qwen2", "qwen3": config.json's model_type.
-const char* FamilyName(Family family);
-
 // A one-line human summary, e.g. "gpt2: 4 layers, 8 heads, d_model 256, ...".
 std::string DescribeConfig(const ModelConfig& config);
+
+// The family's name as config.json's model_type spells it: "gpt2", "llama",
+// "mistral", "qwen2", "qwen3".
+const char* FamilyName(Family family);
+
+// "learned", "sinusoidal" or "rotary".
+const char* PositionKindName(PositionKind positions);
+
+// Parameters of a model of `config`, counted from its shapes (no weights
+// needed). Tied heads count once; sinusoidal and rotary tables are not
+// parameters.
+int64_t CountParameters(const ModelConfig& config);
 
 }  // namespace textgen
 
