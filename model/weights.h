@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "model/config.h"
 #include "model/kernels.h"
 #include "model/safetensors.h"
@@ -87,6 +88,11 @@ absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const SafetensorsFile& file,
                                          const LoadOptions& options = {});
+// The same over a sharded checkpoint's files (model/safetensors_shards.h):
+// each tensor is read from the shard that holds it.
+absl::StatusOr<ModelWeights> LoadWeights(
+    const ModelConfig& config, absl::Span<const SafetensorsFile* const> files,
+    const LoadOptions& options = {});
 
 // Sinusoidal positional encoding ("Attention Is All You Need", section 3.5):
 // PE[p, 2i] = sin(p / 10000^(2i / d_model)), PE[p, 2i+1] = cos(p / 10000^(2i /
