@@ -102,8 +102,10 @@ def shard_names(n: int) -> list[str]:
 
 
 def write_checkpoint(config: dict, out: str, dtype: str = "F32", shards: int = 1,
-                     seed: int = 0) -> int:
-    """Writes `config`'s random checkpoint to `out`; returns the tensor bytes written."""
+                     seed: int = 0, deep: bool = True) -> int:
+    """Writes `config`'s random checkpoint to `out`; returns the tensor bytes written.
+    deep: make_golden.init_weights' scaling for many-layer models (off for the tiny
+    presets, so that they reproduce the golden weights for the golden seed)."""
     config = dict(config, torch_dtype=TORCH_DTYPE_NAMES[dtype])
     cfg = ref.parse_config(config, source="preset")
     g = torch.Generator().manual_seed(seed)
@@ -127,7 +129,7 @@ def write_checkpoint(config: dict, out: str, dtype: str = "F32", shards: int = 1
 
     # float32 masters of every tensor, drawn before any split: the values do not depend
     # on --shards, so a sharded and a single-file checkpoint of one seed are the same model.
-    weights = make_golden.init_weights(cfg, g)
+    weights = make_golden.init_weights(cfg, g, deep=deep)
     weight_map = {}
     for file_name, group in zip(names, groups):
         tensors = {name: weights.pop(name).to(DTYPES[dtype]) for name in group}
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--shards must be at least 1")
     torch.set_num_threads(1)
     total = write_checkpoint(PRESETS[args.preset], args.out, args.dtype, args.shards,
-                             args.seed)
+                             args.seed, deep=not args.preset.startswith("tiny-"))
     print(f"wrote {args.out}: {args.preset}, {args.dtype}, {total / 1048576:.1f} MiB of "
           f"tensors in {args.shards} file(s)")
 

@@ -214,6 +214,7 @@ CONFIGS: dict[str, tuple[int, str, dict]] = {
 
 # Shapes of published models (random weights), made at test time or by the benchmarks
 # (--only NAME --out DIR), never committed: tools/make_checkpoint.py writes the same.
+# Deep and wide, they are drawn with DEEP_INIT (see init_weights).
 LARGE_CONFIGS: dict[str, tuple[int, str, dict]] = {
     "smollm2_135m": (1101, "F32", {
         "model_type": "llama",
@@ -250,9 +251,20 @@ FC_GAIN = 1.5         # MLP input projections: pre-activations of a few units, s
                       # work in their curved region, not their linear tails.
 
 
-def init_weights(cfg: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
-    """Random float32 master weights for `cfg`, in `ref.expected_shapes` order."""
+def init_weights(cfg: dict, g: torch.Generator, deep: bool = False
+                 ) -> dict[str, torch.Tensor]:
+    """Random float32 master weights for `cfg`, in `ref.expected_shapes` order.
+
+    deep: for many-layer, wide shapes (LARGE_CONFIGS, tools/make_checkpoint.py presets).
+    The small goldens' scales would let the residual stream grow with every layer and give
+    logits of std sqrt(C) * EMBED_STD (~11 at C = 576); trained models stay far below that.
+    So, as GPT-2 initializes (and trained models end up): the projections that write into
+    the residual stream (o_proj, down_proj) are scaled by 1 / sqrt(2 L), and the embedding
+    std is 4 / sqrt(C), for logits of std ~4 whatever the width.
+    """
     C, I = cfg["C"], cfg["I"]
+    residual_scale = 1.0 / math.sqrt(2 * cfg["L"]) if deep else 1.0
+    embed_std = 4.0 / math.sqrt(C) if deep else EMBED_STD
 
     def normal(shape, std):
         return torch.randn(*shape, generator=g, dtype=torch.float32) * std
@@ -271,7 +283,7 @@ def init_weights(cfg: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
             w[name] = normal(shape, BIAS_STD)
         elif name in ("wte.weight", "wpe.weight", "model.embed_tokens.weight",
                       "lm_head.weight"):
-            w[name] = normal(shape, EMBED_STD)
+            w[name] = normal(shape, embed_std)
         elif leaf == "c_attn.weight":
             # [C, 3C] Conv1D: columns [:2C] are q and k, [2C:] is v.
             w[name] = torch.cat([normal([C, 2 * C], qk_std),
@@ -281,10 +293,11 @@ def init_weights(cfg: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
         elif leaf in ("c_fc.weight", "gate_proj.weight", "up_proj.weight"):
             w[name] = normal(shape, FC_GAIN / math.sqrt(C))
         elif (leaf == "c_proj.weight" and ".mlp." in name) or leaf == "down_proj.weight":
-            w[name] = normal(shape, 1.0 / math.sqrt(I))
+            w[name] = normal(shape, residual_scale / math.sqrt(I))
         else:  # v_proj, o_proj, attn.c_proj: keep the residual stream at unit scale.
             fan_in = shape[1] if cfg["family"] == "llama" else shape[0]
-            w[name] = normal(shape, 1.0 / math.sqrt(fan_in))
+            scale = residual_scale if leaf in ("o_proj.weight", "c_proj.weight") else 1.0
+            w[name] = normal(shape, scale / math.sqrt(fan_in))
     return w
 
 
@@ -309,7 +322,7 @@ def make_one(name: str, out_dir: str) -> dict:
     config = dict(hf_config, torch_dtype=TORCH_DTYPE_NAMES[dtype_name])
     cfg = ref.parse_config(config, source=name)
     g = torch.Generator().manual_seed(seed)
-    master = init_weights(cfg, g)                                  # float32
+    master = init_weights(cfg, g, deep=name in LARGE_CONFIGS)      # float32
     ids = torch.randint(0, cfg["V"], (T,), generator=g, dtype=torch.int64)
 
     # 1. Write the checkpoint in its storage dtype.

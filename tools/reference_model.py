@@ -192,13 +192,22 @@ def check_weights(cfg: dict, weights: dict[str, torch.Tensor]) -> None:
 
 
 def load_model(directory: str) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Loads config.json and model.safetensors; weights are converted to float64.
+    """Loads config.json and model.safetensors (or the shards model.safetensors.index.json
+    lists); weights are converted to float64.
 
     The conversion is exact for every stored float type (F16/BF16/F32 all embed in F64),
     so the reference sees precisely the values the C++ loader sees.
     """
     cfg = load_config(directory)
-    weights = load_file(os.path.join(directory, "model.safetensors"))
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.exists(index):  # Sharded: every file the weight_map names.
+        with open(index, encoding="utf-8") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        weights = {}
+        for shard in shards:
+            weights.update(load_file(os.path.join(directory, shard)))
+    else:
+        weights = load_file(os.path.join(directory, "model.safetensors"))
     check_weights(cfg, weights)
     return cfg, {name: t.to(DTYPE) for name, t in weights.items()}
 
