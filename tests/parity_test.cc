@@ -357,7 +357,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, ParityTest,
 INSTANTIATE_TEST_SUITE_P(Families, ParityTest,
                          ::testing::Values("llama3_scaled",
                                            "llama_bias_head_dim", "qwen2_bias",
-                                           "qwen3_qk_norm", "mistral_no_window"),
+                                           "qwen3_qk_norm",
+                                           "mistral_no_window"),
                          [](const auto& info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(Generated, ParityTest,

@@ -44,9 +44,10 @@ class ShardedCheckpointTest : public ::testing::Test {
   // Splits the golden model.safetensors into `n` shards, tensor i going to
   // shard i % n (so every layer spans files), and writes the index mapping
   // each tensor to `index_shard_of(name, true shard)`.
-  void WriteShards(int n, const std::function<std::string(
-                              const std::string&, const std::string&)>&
-                              index_shard_of = nullptr) {
+  void WriteShards(
+      int n,
+      const std::function<std::string(const std::string&, const std::string&)>&
+          index_shard_of = nullptr) {
     const std::string path = testing::GoldenDir(kGolden) + "/model.safetensors";
     auto file = SafetensorsFile::Open(path);
     ASSERT_TRUE(file.ok()) << file.status();
@@ -72,8 +73,9 @@ class ShardedCheckpointTest : public ::testing::Test {
       testing::WriteFile((dir_ / ShardName(s, n)).string(),
                          builders[s].Build());
     }
-    WriteIndex(absl::StrCat(R"({"metadata": {"total_size": 1}, "weight_map": {)",
-                            absl::StrJoin(members, ", "), "}}"));
+    WriteIndex(
+        absl::StrCat(R"({"metadata": {"total_size": 1}, "weight_map": {)",
+                     absl::StrJoin(members, ", "), "}}"));
   }
   static std::string ShardName(int s, int n) {
     char name[64];
@@ -151,7 +153,8 @@ TEST_F(ShardedCheckpointTest, TensorMissingFromTheIndex) {
 }
 
 TEST_F(ShardedCheckpointTest, ShardOutsideTheDirectoryIsRefused) {
-  WriteIndex(R"({"weight_map": {"model.norm.weight": "../model.safetensors"}})");
+  WriteIndex(
+      R"({"weight_map": {"model.norm.weight": "../model.safetensors"}})");
   const absl::Status s = Load();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("a shard must be a file name in the "
