@@ -7,6 +7,7 @@ RUN_DIR holds what run_all.sh recorded:
     env.txt                   key=value: commit, date, cpu, blas, load, threads, quick, ...
     stream.txt                textgen_stream_read lines
     model_bench_t<T>.json     textgen_model_bench --benchmark_format=json, T threads
+    model_bench_families_t<T>.json  the same for the SmolLM2/Qwen2.5-shaped models (optional)
     torch_t<T>.txt            bench/torch_reference.py lines, T threads
     loadgen_t<T>.txt          textgen_loadgen lines, T threads
 
@@ -68,7 +69,9 @@ def main() -> int:
     threads = [int(t) for t in env.get("threads", "1").split()]
     stream = {int(kv["threads"]): float(kv["median_gbps"])
               for kv in read_lines(os.path.join(run, "stream.txt"), "stream_read")}
-    ours = {t: model_bench(os.path.join(run, f"model_bench_t{t}.json")) for t in threads}
+    ours = {t: {**model_bench(os.path.join(run, f"model_bench_t{t}.json")),
+                **model_bench(os.path.join(run, f"model_bench_families_t{t}.json"))}
+            for t in threads}
     torch: dict[int, dict[tuple[str, str], float]] = {}
     for t in threads:
         torch[t] = {(kv["config"], kv["bench"]): float(kv["tokens_per_s"])

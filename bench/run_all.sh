@@ -10,7 +10,9 @@
 #   1. builds the benchmark targets (through the shared build lock) and makes the GPT-2-small
 #      checkpoints (bench/make_gpt2_small.py) if missing;
 #   2. STREAM-style read bandwidth, 1 and 2 threads (textgen_stream_read);
-#   3. per thread count: the model-core Google Benchmarks (textgen_model_bench), the PyTorch
+#   3. per thread count: the model-core Google Benchmarks (textgen_model_bench; also decode
+#      batch 1 and prefill 512 of SmolLM2-135M- and Qwen2.5-0.5B-shaped random checkpoints from
+#      tools/make_checkpoint.py, model_bench_families_t<T>.json), the PyTorch
 #      reference on the same weights and shapes (bench/torch_reference.py), and the load
 #      generator at 1/4/16/64 streams against a textgen_server it starts, for the shipped
 #      model and GPT-2 small, plus one in-process stream of each (textgen_loadgen);
@@ -52,6 +54,13 @@ gpt2_bf16=$build/bench-models/gpt2-small-bf16
 [ -f "$gpt2/model.safetensors" ] || "$python" "$repo/bench/make_gpt2_small.py" --out "$gpt2"
 [ -f "$gpt2_bf16/model.safetensors" ] ||
   "$python" "$repo/bench/make_gpt2_small.py" --dtype bf16 --out "$gpt2_bf16"
+# Issue 15's families at the shapes people serve (random weights, Hugging Face layout).
+smollm2=$build/bench-models/smollm2-135m
+qwen25=$build/bench-models/qwen2.5-0.5b
+[ -f "$smollm2/model.safetensors" ] ||
+  "$python" "$repo/tools/make_checkpoint.py" --preset smollm2-135m --out "$smollm2" >&2
+[ -f "$qwen25/model.safetensors" ] ||
+  "$python" "$repo/tools/make_checkpoint.py" --preset qwen2.5-0.5b --out "$qwen25" >&2
 
 commit=$(git -C "$repo" rev-parse --short HEAD)
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
@@ -141,10 +150,18 @@ loadgen() {
     | tee -a "$run/loadgen_t$t.txt" >&2
 }
 
+# Only the rows issue 15 asks of the large families: their full-context and batch-32 cases
+# would hold a full-context KV cache per sequence (32768 positions for Qwen2.5).
+families_filter='^(decode/[^/]*/batch:1|prefill/[^/]*/tokens:512)(/|$)'
 for t in $threads; do
   echo "run_all: model core, $t thread(s)" >&2
   "$bin/textgen_model_bench" --models="$shipped,$gpt2,$gpt2_bf16:bf16" --threads="$t" "${gbench[@]}" \
     --benchmark_format=json --benchmark_out="$run/model_bench_t$t.json" \
+    --benchmark_out_format=json >/dev/null
+  echo "run_all: SmolLM2-135M and Qwen2.5-0.5B shapes (decode batch 1, prefill 512), $t thread(s)" >&2
+  "$bin/textgen_model_bench" --models="$smollm2,$qwen25" --threads="$t" "${gbench[@]}" \
+    --benchmark_filter="$families_filter" \
+    --benchmark_format=json --benchmark_out="$run/model_bench_families_t$t.json" \
     --benchmark_out_format=json >/dev/null
   echo "run_all: PyTorch reference, $t thread(s)" >&2
   env -u OPENBLAS_CORETYPE "$python" "$repo/bench/torch_reference.py" \

@@ -2,8 +2,11 @@
 
 #include <malloc.h>
 
+#include <vector>
+
 #include "model/file_util.h"
 #include "model/safetensors.h"
+#include "model/safetensors_shards.h"
 #include "model/status_macros.h"
 
 namespace textgen {
@@ -14,12 +17,14 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir,
   TEXTGEN_ASSIGN_OR_RETURN(checkpoint.config,
                            LoadModelConfig(JoinPath(dir, "config.json")));
   {
-    TEXTGEN_ASSIGN_OR_RETURN(
-        SafetensorsFile file,
-        SafetensorsFile::Open(JoinPath(dir, "model.safetensors")));
+    TEXTGEN_ASSIGN_OR_RETURN(SafetensorsShards shards,
+                             SafetensorsShards::OpenDirectory(dir));
+    std::vector<const SafetensorsFile*> files;
+    for (const SafetensorsFile& file : shards.files()) files.push_back(&file);
     TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
-                             LoadWeights(checkpoint.config, file, options));
-  }  // Unmaps the file.
+                             LoadWeights(checkpoint.config, files, options));
+    checkpoint.stored_bytes = shards.TensorBytes();
+  }  // Unmaps the files.
   // The per-tensor temporaries were freed, but glibc keeps freed heap at the
   // top of its arenas; give it back so that resident memory is the weights.
   malloc_trim(0);

@@ -27,9 +27,12 @@ using RowMajorMap = Eigen::Map<const Activations>;
 // so that leftovers can be reported.
 class TensorReader {
  public:
-  TensorReader(const SafetensorsFile& file, std::string prefix,
-               kernels::WeightType type)
-      : file_(file), prefix_(std::move(prefix)), type_(type) {}
+  // `files`: the checkpoint's shards (one for a single model.safetensors).
+  TensorReader(absl::Span<const SafetensorsFile* const> files,
+               std::string prefix, kernels::WeightType type)
+      : files_(files.begin(), files.end()),
+        prefix_(std::move(prefix)),
+        type_(type) {}
 
   // A vector of n values (a bias or a norm gain).
   absl::StatusOr<RowVector> Vector(const std::string& name, int64_t n) {
@@ -76,18 +79,29 @@ class TensorReader {
   }
 
   bool Has(const std::string& name) const {
-    return file_.Find(prefix_ + name) != nullptr;
+    return FileOf(prefix_ + name).Find(prefix_ + name) != nullptr;
+  }
+
+  // The file that holds tensor `full_name` (the first shard if none does, so
+  // that the error for a missing tensor names a file).
+  const SafetensorsFile& FileOf(const std::string& full_name) const {
+    for (const SafetensorsFile* file : files_) {
+      if (file->Find(full_name) != nullptr) return *file;
+    }
+    return *files_.front();
   }
 
   // Fails on the first tensor that was neither read nor `ignorable`.
   absl::Status CheckAllUsed(bool (*ignorable)(const std::string&),
                             const ModelConfig& config) const {
-    for (const auto& [name, info] : file_.tensors()) {
-      if (used_.count(name) || ignorable(name)) continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat(file_.source(), ": unexpected tensor '", name, "' ",
-                       ShapeToString(info.shape), "; the config describes ",
-                       DescribeConfig(config)));
+    for (const SafetensorsFile* file : files_) {
+      for (const auto& [name, info] : file->tensors()) {
+        if (used_.count(name) || ignorable(name)) continue;
+        return absl::InvalidArgumentError(
+            absl::StrCat(file->source(), ": unexpected tensor '", name, "' ",
+                         ShapeToString(info.shape), "; the config describes ",
+                         DescribeConfig(config)));
+      }
     }
     return absl::OkStatus();
   }
@@ -97,10 +111,10 @@ class TensorReader {
                                           const std::vector<int64_t>& shape) {
     const std::string full = prefix_ + name;
     used_.insert(full);
-    return file_.ReadFloats(full, shape);
+    return FileOf(full).ReadFloats(full, shape);
   }
 
-  const SafetensorsFile& file_;
+  const std::vector<const SafetensorsFile*> files_;
   const std::string prefix_;
   const kernels::WeightType type_;
   std::set<std::string> used_;
@@ -127,13 +141,14 @@ absl::StatusOr<NormWeights> LoadNorm(TensorReader& r, const std::string& name,
   return norm;
 }
 
-absl::StatusOr<ModelWeights> LoadGpt2(const ModelConfig& c,
-                                      const SafetensorsFile& file,
-                                      kernels::WeightType type) {
+absl::StatusOr<ModelWeights> LoadGpt2(
+    const ModelConfig& c, absl::Span<const SafetensorsFile* const> files,
+    kernels::WeightType type) {
   // GPT2LMHeadModel saves names under "transformer."; GPT2Model without a
   // prefix.
-  TensorReader r(
-      file, file.Find("transformer.wte.weight") ? "transformer." : "", type);
+  const bool prefixed =
+      TensorReader(files, "", type).Has("transformer.wte.weight");
+  TensorReader r(files, prefixed ? "transformer." : "", type);
   const int C = c.d_model, I = c.d_ff;
   ModelWeights w;
   // GPT-2's head is always tied: the packed head is the embedding table.
@@ -167,10 +182,10 @@ absl::StatusOr<ModelWeights> LoadGpt2(const ModelConfig& c,
   return w;
 }
 
-absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
-                                       const SafetensorsFile& file,
-                                       kernels::WeightType type) {
-  TensorReader r(file, "", type);
+absl::StatusOr<ModelWeights> LoadLlama(
+    const ModelConfig& c, absl::Span<const SafetensorsFile* const> files,
+    kernels::WeightType type) {
+  TensorReader r(files, "", type);
   const int C = c.d_model, I = c.d_ff, D = c.head_dim();
   const int q_cols = c.n_heads * D, kv_cols = c.n_kv_heads * D;
   ModelWeights w;
@@ -190,9 +205,29 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
     Activations qkv(C, q_cols + 2 * kv_cols);  // [C, Q | K | V]
     qkv << q, k, v;
     L.qkv = Pack(qkv, type);
+    if (c.qkv_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector q_bias,
+                               r.Vector(p + "self_attn.q_proj.bias", q_cols));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector k_bias,
+                               r.Vector(p + "self_attn.k_proj.bias", kv_cols));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector v_bias,
+                               r.Vector(p + "self_attn.v_proj.bias", kv_cols));
+      L.qkv_bias.resize(q_cols + 2 * kv_cols);
+      L.qkv_bias << q_bias, k_bias, v_bias;
+    }
+    if (c.qk_norm) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.q_norm,
+                               r.Vector(p + "self_attn.q_norm.weight", D));
+      TEXTGEN_ASSIGN_OR_RETURN(L.k_norm,
+                               r.Vector(p + "self_attn.k_norm.weight", D));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(
         Activations o, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
     L.attn_out = Pack(o, type);
+    if (c.attn_out_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
+                               r.Vector(p + "self_attn.o_proj.bias", C));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
     TEXTGEN_ASSIGN_OR_RETURN(Activations gate,
@@ -205,6 +240,16 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
     TEXTGEN_ASSIGN_OR_RETURN(Activations down,
                              r.Linear(p + "mlp.down_proj.weight", C, I));
     L.ff_out = Pack(down, type);
+    if (c.mlp_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector gate_bias,
+                               r.Vector(p + "mlp.gate_proj.bias", I));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector up_bias,
+                               r.Vector(p + "mlp.up_proj.bias", I));
+      L.ff_in_bias.resize(2 * I);
+      L.ff_in_bias << gate_bias, up_bias;
+      TEXTGEN_ASSIGN_OR_RETURN(L.ff_out_bias,
+                               r.Vector(p + "mlp.down_proj.bias", C));
+    }
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "model.norm", C, false));
   if (!c.tied_lm_head) {
@@ -215,7 +260,7 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
                              r.Rows("lm_head.weight", c.vocab_size, C));
     if (head != w.token_embedding) {
       return absl::InvalidArgumentError(absl::StrCat(
-          file.source(),
+          r.FileOf("lm_head.weight").source(),
           ": tensor 'lm_head.weight' differs from 'model.embed_tokens.weight' "
           "but config.json says tie_word_embeddings=true"));
     }
@@ -269,11 +314,11 @@ size_t ModelWeights::MemoryBytes() const {
   for (const LayerWeights& l : layers) {
     bytes += l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
              l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes();
-    bytes +=
-        (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
-         l.ffn_norm.gain.size() + l.ffn_norm.bias.size() + l.qkv_bias.size() +
-         l.attn_out_bias.size() + l.ff_in_bias.size() + l.ff_out_bias.size()) *
-        sizeof(float);
+    bytes += (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
+              l.ffn_norm.gain.size() + l.ffn_norm.bias.size() +
+              l.qkv_bias.size() + l.attn_out_bias.size() + l.ff_in_bias.size() +
+              l.ff_out_bias.size() + l.q_norm.size() + l.k_norm.size()) *
+             sizeof(float);
   }
   return bytes;
 }
@@ -281,12 +326,25 @@ size_t ModelWeights::MemoryBytes() const {
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const SafetensorsFile& file,
                                          const LoadOptions& options) {
+  const SafetensorsFile* files[] = {&file};
+  return LoadWeights(config, files, options);
+}
+
+absl::StatusOr<ModelWeights> LoadWeights(
+    const ModelConfig& config, absl::Span<const SafetensorsFile* const> files,
+    const LoadOptions& options) {
   TEXTGEN_RETURN_IF_ERROR(config.Validate());
+  if (files.empty()) {
+    return absl::InvalidArgumentError("a checkpoint needs at least one file");
+  }
   switch (config.family) {
     case Family::kGpt2:
-      return LoadGpt2(config, file, options.weight_type);
+      return LoadGpt2(config, files, options.weight_type);
     case Family::kLlama:
-      return LoadLlama(config, file, options.weight_type);
+    case Family::kMistral:
+    case Family::kQwen2:
+    case Family::kQwen3:
+      return LoadLlama(config, files, options.weight_type);
   }
   return absl::InternalError("unknown model family");
 }

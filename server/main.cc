@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "model/model_loader.h"
+#include "model/resident_memory.h"
 #include "server/grpc_server.h"
 #include "spdlog/spdlog.h"
 
@@ -80,6 +81,7 @@ int Run() {
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  const absl::Time start = absl::Now();
   absl::StatusOr<LoadedModel> model =
       LoadModel(model_path, tokenizer_path, load_options);
   if (!model.ok()) {
@@ -87,6 +89,10 @@ int Run() {
     return 1;
   }
   const ModelConfig config = model->checkpoint.config;
+  const uint64_t stored_bytes = model->checkpoint.stored_bytes;
+  spdlog::info("loaded {} in {:.2f} s: {:.1f} MiB of tensors as stored",
+               model_path, absl::ToDoubleSeconds(absl::Now() - start),
+               stored_bytes / 1048576.0);
   DecoderOptions decoder_options;
   decoder_options.threads = absl::GetFlag(FLAGS_threads);
   auto decoder =
@@ -132,6 +138,11 @@ int Run() {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
+  // Start-up cost, as bench/README reports it: the time to serving and the
+  // resident size then (weights plus whatever the server holds).
+  spdlog::info("start-up {:.2f} s; resident {:.1f} MiB",
+               absl::ToDoubleSeconds(absl::Now() - start),
+               ResidentMemoryBytes() / 1048576.0);
 
   int signal = 0;
   sigwait(&signals, &signal);
