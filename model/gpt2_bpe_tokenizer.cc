@@ -1,8 +1,5 @@
 #include "model/gpt2_bpe_tokenizer.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -11,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/file_util.h"
+#include "model/pcre2_regex.h"
 #include "model/status_macros.h"
 #include "model/utf8.h"
 
@@ -29,72 +27,13 @@ constexpr char kGpt2Pattern[] =
     "\\p{L}\\p{N}]+|[" TEXTGEN_WS "]+(?![^" TEXTGEN_WS "])|[" TEXTGEN_WS "]+";
 #undef TEXTGEN_WS
 
-std::string Pcre2Message(int code) {
-  PCRE2_UCHAR buffer[256];
-  pcre2_get_error_message(code, buffer, sizeof(buffer));
-  return reinterpret_cast<const char*>(buffer);
-}
-
-}  // namespace
-
-// The compiled pattern. pcre2_code is read-only once compiled (and JIT
-// compiled), so one is shared by every thread; match data is per call.
-class Gpt2BpeTokenizer::Pattern {
- public:
-  static absl::StatusOr<std::unique_ptr<Pattern>> Compile() {
-    int error;
-    PCRE2_SIZE offset;
-    pcre2_code* code = pcre2_compile(
-        reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
-        PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-    if (code == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("GPT-2 pre-tokenizer pattern does not compile at ",
-                       offset, ": ", Pcre2Message(error)));
-    }
-    // JIT makes matching several times faster; without it (a PCRE2 built
-    // without JIT support) the interpreter gives the same matches.
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
-    return std::unique_ptr<Pattern>(new Pattern(code));
-  }
-  ~Pattern() { pcre2_code_free(code_); }
-
-  const pcre2_code* code() const { return code_; }
-
- private:
-  explicit Pattern(pcre2_code* code) : code_(code) {}
-  pcre2_code* code_;
-};
-
-namespace {
-
-// Owns a pcre2_match_data.
-struct MatchData {
-  explicit MatchData(const pcre2_code* code)
-      : data(pcre2_match_data_create_from_pattern(code, nullptr)) {}
-  ~MatchData() { pcre2_match_data_free(data); }
-  MatchData(const MatchData&) = delete;
-  MatchData& operator=(const MatchData&) = delete;
-  pcre2_match_data* data;
-};
-
-// Inverse of Gpt2ByteToUnicode(): code point → byte, or -1.
-int UnicodeToByte(char32_t c) {
-  static const std::vector<int> table = [] {
-    std::vector<int> t(324, -1);  // The largest code point used is U+0143.
-    for (int b = 0; b < 256; ++b) t[Gpt2ByteToUnicode()[b]] = b;
-    return t;
-  }();
-  return c < table.size() ? table[c] : -1;
-}
-
 // A vocabulary string (bytes spelled as bytes_to_unicode characters) to bytes.
 // False if a character is not one of the 256 spellings.
 bool VocabStringToBytes(const std::string& s, std::string& out, char32_t& bad) {
   out.clear();
   for (size_t pos = 0; pos < s.size();) {
     const char32_t c = NextCodePoint(s, pos);
-    const int b = UnicodeToByte(c);
+    const int b = Gpt2UnicodeToByte(c);
     if (b < 0) {
       bad = c;
       return false;
@@ -121,6 +60,15 @@ const std::array<char32_t, 256>& Gpt2ByteToUnicode() {
     return t;
   }();
   return table;
+}
+
+int Gpt2UnicodeToByte(char32_t c) {
+  static const std::vector<int> table = [] {
+    std::vector<int> t(324, -1);  // The largest code point used is U+0143.
+    for (int b = 0; b < 256; ++b) t[Gpt2ByteToUnicode()[b]] = b;
+    return t;
+  }();
+  return c < table.size() ? table[c] : -1;
 }
 
 Gpt2BpeTokenizer::Gpt2BpeTokenizer() = default;
@@ -254,7 +202,8 @@ absl::StatusOr<std::unique_ptr<Gpt2BpeTokenizer>> Gpt2BpeTokenizer::FromStrings(
     t->merges_.emplace(key, Merge{rank++, m->second});
   }
 
-  TEXTGEN_ASSIGN_OR_RETURN(t->pattern_, Pattern::Compile());
+  TEXTGEN_ASSIGN_OR_RETURN(
+      t->pattern_, Pcre2Regex::Compile(kGpt2Pattern, "GPT-2 pre-tokenizer"));
   return t;
 }
 
@@ -334,23 +283,23 @@ absl::StatusOr<std::vector<int>> Gpt2BpeTokenizer::Encode(
   if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
   std::vector<int> ids;
   ids.reserve(text.size() / 3 + 1);
-  MatchData match(pattern_->code());
-  const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  for (size_t offset = 0; offset < text.size();) {
-    // The text was validated above; without NO_UTF_CHECK PCRE2 would check the
-    // rest of the subject again on every call, quadratic in its length.
-    const int rc = pcre2_match(pattern_->code(), subject, text.size(), offset,
-                               PCRE2_NO_UTF_CHECK, match.data, nullptr);
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.data);
-    // Every character is whitespace, a letter, a number or none of those, so
-    // some alternative matches at every position, never empty.
-    if (rc < 0 || ovector[0] != offset || ovector[1] <= offset) {
-      return absl::InternalError(absl::StrCat(
-          "GPT-2 pre-tokenizer failed at byte offset ", offset, ": ",
-          rc < 0 ? Pcre2Message(rc) : "a character was skipped"));
-    }
-    EncodePiece(text.substr(offset, ovector[1] - offset), ids);
-    offset = ovector[1];
+  // Every character is whitespace, a letter, a number or none of those, so
+  // the matches tile the text, none empty.
+  size_t offset = 0;
+  bool tiled = true;
+  TEXTGEN_RETURN_IF_ERROR(
+      pattern_->ForEachMatch(text, [&](size_t start, size_t end) {
+        if (!tiled) return;
+        if (start != offset || end <= start) {
+          tiled = false;
+          return;
+        }
+        EncodePiece(text.substr(start, end - start), ids);
+        offset = end;
+      }));
+  if (!tiled || offset != text.size()) {
+    return absl::InternalError(absl::StrCat(
+        "GPT-2 pre-tokenizer skipped a character at byte offset ", offset));
   }
   return ids;
 }

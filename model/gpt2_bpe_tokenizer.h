@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/pcre2_regex.h"
 #include "model/tokenizer.h"
 
 namespace textgen {
@@ -45,6 +46,8 @@ namespace textgen {
 // vocabulary files. Printable Latin-1 bytes spell themselves; the other 68
 // bytes map to U+0100.. in byte order.
 const std::array<char32_t, 256>& Gpt2ByteToUnicode();
+// Its inverse: the byte code point `c` spells, or -1 if it spells none.
+int Gpt2UnicodeToByte(char32_t c);
 
 class Gpt2BpeTokenizer : public Tokenizer {
  public:
@@ -76,7 +79,6 @@ class Gpt2BpeTokenizer : public Tokenizer {
     int rank;
     int result;  // Id of the merged token.
   };
-  class Pattern;  // The compiled pre-tokenizer regex (PCRE2).
 
   Gpt2BpeTokenizer();
   // Appends the BPE tokens of one pre-tokenized piece.
@@ -91,7 +93,7 @@ class Gpt2BpeTokenizer : public Tokenizer {
   std::array<int, 256> byte_token_{};  // byte -> id of its one-byte token
   std::unordered_map<uint64_t, Merge> merges_;  // (left << 32 | right) -> merge
   int end_of_text_ = -1;
-  std::unique_ptr<Pattern> pattern_;
+  std::unique_ptr<Pcre2Regex> pattern_;  // The pre-tokenizer regex.
 };
 
 }  // namespace textgen

@@ -212,8 +212,7 @@ int main(int argc, char** argv) {
         absl::MakeConstSpan(result.logits.row(0).data(), result.logits.cols()),
         history);
     ++generated;
-    if (tokenizer && (next == tokenizer->eos_id() ||
-                      (next == tokenizer->bos_id() && next >= 0))) {
+    if (tokenizer && tokenizer->EndsSequence(next)) {
       // llama2.c models mark the start of the next story with BOS.
       stop = "end of sequence";
       break;

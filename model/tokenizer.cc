@@ -11,6 +11,7 @@
 #include "model/char_tokenizer.h"
 #include "model/file_util.h"
 #include "model/gpt2_bpe_tokenizer.h"
+#include "model/hf_tokenizer_json.h"
 #include "model/sentencepiece_tokenizer.h"
 #include "model/status_macros.h"
 
@@ -21,6 +22,15 @@ absl::Status Tokenizer::CheckId(int id) const {
   return absl::InvalidArgumentError(absl::StrCat(
       "token id ", id, " is outside the tokenizer's vocabulary 0..",
       vocab_size() - 1));
+}
+
+bool Tokenizer::EndsSequence(int id) const {
+  if (id < 0) return false;
+  if (id == bos_id()) return true;
+  for (int eos : eos_ids()) {
+    if (id == eos) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int> ids,
@@ -63,6 +73,9 @@ std::optional<Found> FindInDirectory(const std::string& dir) {
   if (std::string p = JoinPath(dir, "char_vocab.json"); IsFile(p)) {
     return Found{TokenizerKind::kChar, p};
   }
+  if (std::string p = JoinPath(dir, "tokenizer.json"); IsFile(p)) {
+    return Found{TokenizerKind::kBpe, p};
+  }
   for (auto [vocab, merges] : {std::pair{"vocab.json", "merges.txt"},
                                std::pair{"encoder.json", "vocab.bpe"}}) {
     const std::string v = JoinPath(dir, vocab), m = JoinPath(dir, merges);
@@ -85,6 +98,10 @@ absl::StatusOr<Found> ClassifyFile(const std::string& path) {
   if (root.is_object() && root.contains("type") && root["type"].is_string()) {
     return Found{TokenizerKind::kChar, path};
   }
+  // Hugging Face's tokenizer.json has its model as an object.
+  if (root.is_object() && root.contains("model") && root["model"].is_object()) {
+    return Found{TokenizerKind::kBpe, path};
+  }
   const fs::path dir = fs::path(path).parent_path();
   for (const char* merges : {"merges.txt", "vocab.bpe"}) {
     const std::string m = (dir / merges).string();
@@ -106,6 +123,8 @@ const char* TokenizerKindName(TokenizerKind kind) {
       return "gpt2-bpe";
     case TokenizerKind::kSentencePiece:
       return "sentencepiece";
+    case TokenizerKind::kBpe:
+      return "bpe";
   }
   return "";
 }
@@ -123,8 +142,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
     if (!in_dir) {
       return absl::NotFoundError(absl::StrCat(
           path,
-          ": no tokenizer here (looked for char_vocab.json, vocab.json + "
-          "merges.txt, encoder.json + vocab.bpe, tokenizer.bin)"));
+          ": no tokenizer here (looked for char_vocab.json, tokenizer.json, "
+          "vocab.json + merges.txt, encoder.json + vocab.bpe, tokenizer.bin)"));
     }
     found = *in_dir;
   } else if (!fs::exists(path, ec)) {
@@ -147,6 +166,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(
     case TokenizerKind::kSentencePiece: {
       TEXTGEN_ASSIGN_OR_RETURN(tokenizer, SentencePieceTokenizer::Load(
                                               found.path, model_vocab_size));
+      break;
+    }
+    case TokenizerKind::kBpe: {
+      TEXTGEN_ASSIGN_OR_RETURN(tokenizer, LoadTokenizerJson(found.path));
       break;
     }
   }

@@ -8,12 +8,15 @@
 //     Hugging Face's `vocab.json` + `merges.txt` (= OpenAI's `encoder.json` +
 //     `vocab.bpe`);
 //   - SentencePieceTokenizer (sentencepiece_tokenizer.h): SentencePiece-style
-//     BPE with byte fallback, from llama2.c's `tokenizer.bin`.
+//     BPE with byte fallback, from llama2.c's `tokenizer.bin`;
+//   - BpeTokenizer (bpe_tokenizer.h): Hugging Face's `tokenizer.json` BPE
+//     (hf_tokenizer_json.h) and GGUF vocabularies, built from in-memory data.
 //
 // Encode() turns text into ids and adds nothing: callers that want a BOS put
 // bos_id() first (llama2.c models start every sequence with it). Text that
 // looks like a special token ("<|endoftext|>", "<s>") is ordinary text, so a
-// prompt cannot smuggle control tokens in.
+// prompt cannot smuggle control tokens in, except for BpeTokenizer, which
+// matches its added tokens in text as Hugging Face's library does.
 //
 // Decoding goes through bytes: each token stands for a byte string
 // (TokenBytes), which for byte-level tokenizers can be part of a character.
@@ -36,7 +39,7 @@
 
 namespace textgen {
 
-enum class TokenizerKind { kChar, kGpt2Bpe, kSentencePiece };
+enum class TokenizerKind { kChar, kGpt2Bpe, kSentencePiece, kBpe };
 
 // "char", "gpt2-bpe" or "sentencepiece".
 const char* TokenizerKindName(TokenizerKind kind);
@@ -68,6 +71,14 @@ class Tokenizer {
   virtual int bos_id() const { return -1; }
   // The token that ends a sequence (generation stops there), or -1.
   virtual int eos_id() const { return -1; }
+  // Every token that ends a sequence (models such as Llama 3 Instruct have
+  // several): eos_id() first. Empty if there is none.
+  virtual std::vector<int> eos_ids() const {
+    return eos_id() >= 0 ? std::vector<int>{eos_id()} : std::vector<int>{};
+  }
+  // Whether generating `id` ends the sequence: one of eos_ids(), or BOS
+  // (llama2.c models start the next story with it).
+  bool EndsSequence(int id) const;
 
   // The text of a whole sequence: the tokens' bytes with invalid UTF-8
   // replaced as utf8.h describes. INVALID_ARGUMENT for an id outside the
@@ -101,9 +112,12 @@ class DecodeStream {
 };
 
 // Loads a tokenizer of any kind from `path`, which is either
-//   - a directory holding one of (first found): char_vocab.json; vocab.json +
-//     merges.txt; encoder.json + vocab.bpe; tokenizer.bin; or
-//   - a file: a character vocabulary (JSON with "type": "char"), a GPT-2
+//   - a directory holding one of (first found): char_vocab.json;
+//     tokenizer.json (with tokenizer_config.json and generation_config.json
+//     if there); vocab.json + merges.txt; encoder.json + vocab.bpe;
+//     tokenizer.bin; or
+//   - a file: a character vocabulary (JSON with "type": "char"), a Hugging
+//     Face tokenizer.json (JSON with a "model" object), a GPT-2
 //     vocab.json or encoder.json (its merges.txt or vocab.bpe beside it), or
 //     anything else read as a llama2.c tokenizer.bin.
 // `model_vocab_size` is the vocabulary of the model it will serve, 0 if

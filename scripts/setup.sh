@@ -15,6 +15,8 @@ packages=(
   libcpp-httplib-dev
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev
+  # tokenizer.json's NFC normalizer (Qwen2/3): Unicode normalization.
+  libutf8proc-dev
   # The command-line client's attention heatmaps: PNG encoding, token labels drawn with FreeType.
   libpng-dev libfreetype-dev fonts-dejavu-core
   # The Python client: stubs from grpc_python_plugin (protobuf-compiler-grpc), run with these.

@@ -131,14 +131,13 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   }
 
   // Text and the end. A stop string wins over everything (its text came
-  // first); then EOS; then the length limits, max_new_tokens first because
-  // that is what the caller asked for. llama2.c models mark the start of the
-  // next story with BOS, so it ends a sequence too (as textgen_generate does).
+  // first); then EOS (any of the tokenizer's end tokens); then the length
+  // limits, max_new_tokens first because that is what the caller asked for.
+  // llama2.c models mark the start of the next story with BOS, so it ends a
+  // sequence too (Tokenizer::EndsSequence, as textgen_generate does).
   e.text = stop_.Push(DecodeNext(id));
   std::optional<FinishReason> reason;
-  const bool end_token =
-      tokenizer_ != nullptr &&
-      (id == tokenizer_->eos_id() || (id == tokenizer_->bos_id() && id >= 0));
+  const bool end_token = tokenizer_ != nullptr && tokenizer_->EndsSequence(id);
   if (end_token) {
     reason = FinishReason::kEos;
   } else if (generated_ == max_new_tokens_) {
