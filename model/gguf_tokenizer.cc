@@ -1,16 +1,13 @@
 #include "model/gguf_tokenizer.h"
 
 #include <cstdint>
-#include <cstring>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "model/gpt2_bpe_tokenizer.h"
-#include "model/sentencepiece_tokenizer.h"
+#include "model/bpe_tokenizer.h"
 #include "model/status_macros.h"
 
 namespace textgen {
@@ -18,6 +15,7 @@ namespace {
 
 constexpr char kKeyModel[] = "tokenizer.ggml.model";
 constexpr char kKeyTokens[] = "tokenizer.ggml.tokens";
+constexpr char kKeyPre[] = "tokenizer.ggml.pre";
 
 absl::Status KeyError(const GgufFile& file, absl::string_view key,
                       const std::string& problem) {
@@ -25,132 +23,46 @@ absl::Status KeyError(const GgufFile& file, absl::string_view key,
       absl::StrCat(file.source(), ": key '", key, "': ", problem));
 }
 
-// An optional token id key: -1 if absent, else checked against the vocabulary.
-absl::StatusOr<int64_t> OptionalId(const GgufFile& file, absl::string_view key,
-                                   size_t vocab_size) {
-  if (file.FindKey(key) == nullptr) return -1;
+// An optional token id key: `fallback` if absent, else checked against the
+// vocabulary.
+absl::StatusOr<int> OptionalId(const GgufFile& file, absl::string_view key,
+                               size_t vocab_size, int fallback) {
+  if (file.FindKey(key) == nullptr) return fallback;
   TEXTGEN_ASSIGN_OR_RETURN(const uint64_t id, file.GetUint(key));
   if (id >= vocab_size) {
     return KeyError(file, key,
                     absl::StrCat("token id ", id, " is outside the ",
                                  vocab_size, "-token vocabulary"));
   }
-  return static_cast<int64_t>(id);
+  return static_cast<int>(id);
+}
+
+absl::StatusOr<bool> OptionalBool(const GgufFile& file, absl::string_view key,
+                                  bool fallback) {
+  if (file.FindKey(key) == nullptr) return fallback;
+  return file.GetBool(key);
 }
 
 // A per-token array, when present, must have one entry per token.
 absl::Status CheckPerToken(const GgufFile& file, absl::string_view key,
-                           size_t vocab_size) {
-  const GgufKeyValue* kv = file.FindKey(key);
-  if (kv == nullptr) return absl::OkStatus();
-  if (kv->type != GgufValueType::kArray || kv->count != vocab_size) {
-    return KeyError(file, key,
-                    absl::StrCat("must be an array of one entry per token (",
-                                 vocab_size, ")"));
-  }
-  return absl::OkStatus();
+                           size_t count, size_t vocab_size) {
+  if (count == vocab_size) return absl::OkStatus();
+  return KeyError(file, key,
+                  absl::StrCat(count, " entries for ", vocab_size, " tokens"));
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Gpt2Tokenizer(
-    const GgufFile& file, const std::vector<absl::string_view>& tokens) {
-  if (file.FindKey("tokenizer.ggml.pre") != nullptr) {
-    TEXTGEN_ASSIGN_OR_RETURN(const std::string pre,
-                             file.GetString("tokenizer.ggml.pre"));
-    if (pre != "gpt2" && pre != "default") {
-      return KeyError(
-          file, "tokenizer.ggml.pre",
-          absl::StrCat("pre-tokenizer '", pre, "' is not supported (gpt2)"));
-    }
+// The split pattern llama.cpp uses for a `tokenizer.ggml.pre` name.
+absl::StatusOr<const char*> SplitPattern(const GgufFile& file) {
+  if (file.FindKey(kKeyPre) == nullptr) return kGpt2SplitPattern;
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string pre, file.GetString(kKeyPre));
+  if (pre == "gpt2" || pre == "default") return kGpt2SplitPattern;
+  if (pre == "llama-bpe" || pre == "llama3" || pre == "smaug-bpe") {
+    return kLlama3SplitPattern;
   }
-  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<absl::string_view> merges,
-                           file.GetStringArray("tokenizer.ggml.merges"));
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckPerToken(file, "tokenizer.ggml.token_type", tokens.size()));
-  // Gpt2BpeTokenizer reads vocab.json and merges.txt; give it their text.
-  nlohmann::json vocab = nlohmann::json::object();
-  for (size_t id = 0; id < tokens.size(); ++id) {
-    const std::string token(tokens[id]);
-    if (vocab.contains(token)) {
-      return KeyError(file, kKeyTokens,
-                      absl::StrCat("token ", id, " repeats token ",
-                                   vocab[token].get<int64_t>()));
-    }
-    vocab[token] = id;
-  }
-  std::string merges_text = "#version: 0.2\n";
-  for (absl::string_view merge : merges) {
-    absl::StrAppend(&merges_text, merge, "\n");
-  }
-  const std::string source = file.source();
-  TEXTGEN_ASSIGN_OR_RETURN(
-      std::unique_ptr<Gpt2BpeTokenizer> tokenizer,
-      Gpt2BpeTokenizer::FromStrings(
-          vocab.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-          absl::StrCat(source, " (", kKeyTokens, ")"), merges_text,
-          absl::StrCat(source, " (tokenizer.ggml.merges)")));
-  TEXTGEN_ASSIGN_OR_RETURN(
-      const int64_t eos,
-      OptionalId(file, "tokenizer.ggml.eos_token_id", tokens.size()));
-  if (eos >= 0 && eos != tokenizer->eos_id()) {
-    return KeyError(file, "tokenizer.ggml.eos_token_id",
-                    absl::StrCat("end of sequence ", eos, " ('", tokens[eos],
-                                 "') is not supported: GPT-2's tokenizer ends "
-                                 "on <|endoftext|>"));
-  }
-  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
-}
-
-absl::StatusOr<std::unique_ptr<Tokenizer>> LlamaTokenizer(
-    const GgufFile& file, const std::vector<absl::string_view>& tokens) {
-  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<double> scores,
-                           file.GetFloatArray("tokenizer.ggml.scores"));
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckPerToken(file, "tokenizer.ggml.scores", tokens.size()));
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckPerToken(file, "tokenizer.ggml.token_type", tokens.size()));
-  const struct {
-    const char* key;
-    int expected;
-  } ids[] = {{"tokenizer.ggml.unknown_token_id", SentencePieceTokenizer::kUnk},
-             {"tokenizer.ggml.bos_token_id", SentencePieceTokenizer::kBos},
-             {"tokenizer.ggml.eos_token_id", SentencePieceTokenizer::kEos}};
-  for (const auto& [key, expected] : ids) {
-    TEXTGEN_ASSIGN_OR_RETURN(const int64_t id,
-                             OptionalId(file, key, tokens.size()));
-    if (id >= 0 && id != expected) {
-      return KeyError(file, key,
-                      absl::StrCat("is ", id,
-                                   "; SentencePiece vocabularies "
-                                   "are supported with <unk>, BOS, EOS at "
-                                   "ids 0, 1, 2"));
-    }
-  }
-  // SentencePieceTokenizer reads llama2.c's tokenizer.bin: int32 max length,
-  // then per token float32 score, int32 length, the piece with "▁" as " ".
-  std::string bin(4, '\0');
-  int32_t max_length = 1;
-  for (size_t id = 0; id < tokens.size(); ++id) {
-    const std::string piece =
-        absl::StrReplaceAll(tokens[id], {{"\u2581", " "}});
-    if (piece.empty() || piece.size() > (1 << 16)) {
-      return KeyError(file, kKeyTokens,
-                      absl::StrCat("token ", id, " has ", piece.size(),
-                                   " bytes (must be 1 to 65536)"));
-    }
-    max_length = std::max<int32_t>(max_length, piece.size());
-    const float score = static_cast<float>(scores[id]);
-    const int32_t length = static_cast<int32_t>(piece.size());
-    bin.append(reinterpret_cast<const char*>(&score), 4);
-    bin.append(reinterpret_cast<const char*>(&length), 4);
-    bin += piece;
-  }
-  std::memcpy(bin.data(), &max_length, 4);
-  TEXTGEN_ASSIGN_OR_RETURN(
-      std::unique_ptr<SentencePieceTokenizer> tokenizer,
-      SentencePieceTokenizer::FromBytes(
-          bin, absl::StrCat(file.source(), " (tokenizer.ggml.*)"),
-          static_cast<int>(tokens.size())));
-  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+  if (pre == "qwen2") return kQwen2SplitPattern;
+  return KeyError(file, kKeyPre,
+                  absl::StrCat("pre-tokenizer '", pre,
+                               "' is not supported (gpt2, llama-bpe, qwen2)"));
 }
 
 }  // namespace
@@ -167,13 +79,85 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(
   }
   TEXTGEN_ASSIGN_OR_RETURN(const std::vector<absl::string_view> tokens,
                            file.GetStringArray(kKeyTokens));
-  if (tokens.empty() || tokens.size() > (size_t{1} << 24)) {
-    return KeyError(
-        file, kKeyTokens,
-        absl::StrCat(tokens.size(), " tokens (must be 1 to 16777216)"));
+  const size_t n = tokens.size();
+  if (n == 0 || n > (size_t{1} << 24)) {
+    return KeyError(file, kKeyTokens,
+                    absl::StrCat(n, " tokens (must be 1 to 16777216)"));
   }
-  return model == "gpt2" ? Gpt2Tokenizer(file, tokens)
-                         : LlamaTokenizer(file, tokens);
+
+  BpeTokenizerSpec spec;
+  spec.source = absl::StrCat(file.source(), " (tokenizer.ggml.*)");
+  spec.vocab.reserve(n);
+  for (absl::string_view token : tokens) spec.vocab.emplace_back(token);
+  if (file.FindKey("tokenizer.ggml.token_type") != nullptr) {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int64_t> types,
+                             file.GetIntArray("tokenizer.ggml.token_type"));
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckPerToken(file, "tokenizer.ggml.token_type", types.size(), n));
+    for (size_t id = 0; id < n; ++id) {
+      // llama.cpp's types: 0 undefined, 1 normal ... 6 byte.
+      if (types[id] < 0 || types[id] > 6) {
+        return KeyError(
+            file, "tokenizer.ggml.token_type",
+            absl::StrCat("token ", id, " has type ", types[id], " (0 to 6)"));
+      }
+      spec.types.push_back(types[id] == 0 ? TokenType::kNormal
+                                          : static_cast<TokenType>(types[id]));
+    }
+  }
+
+  const bool byte_level = model == "gpt2";
+  if (byte_level) {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<absl::string_view> merges,
+                             file.GetStringArray("tokenizer.ggml.merges"));
+    spec.merges.reserve(merges.size());
+    for (size_t i = 0; i < merges.size(); ++i) {
+      const size_t space = merges[i].find(' ');
+      if (space == absl::string_view::npos || space == 0 ||
+          space + 1 == merges[i].size() ||
+          merges[i].find(' ', space + 1) != absl::string_view::npos) {
+        return KeyError(file, "tokenizer.ggml.merges",
+                        absl::StrCat("merge ", i,
+                                     " is not two tokens separated by one "
+                                     "space"));
+      }
+      spec.merges.emplace_back(std::string(merges[i].substr(0, space)),
+                               std::string(merges[i].substr(space + 1)));
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(const char* pattern, SplitPattern(file));
+    UseByteLevelPipeline(spec, pattern);
+  } else {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<double> scores,
+                             file.GetFloatArray("tokenizer.ggml.scores"));
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckPerToken(file, "tokenizer.ggml.scores", scores.size(), n));
+    spec.scores.assign(scores.begin(), scores.end());
+    TEXTGEN_ASSIGN_OR_RETURN(
+        const int unk, OptionalId(file, "tokenizer.ggml.unknown_token_id", n,
+                                  /*fallback=*/-1));
+    if (unk >= 0) spec.unk_token = spec.vocab[unk];
+    UseSentencePiecePipeline(spec);
+  }
+
+  // Sequence boundaries, with llama.cpp's defaults.
+  TEXTGEN_ASSIGN_OR_RETURN(
+      const int bos,
+      OptionalId(file, "tokenizer.ggml.bos_token_id", n, byte_level ? -1 : 1));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      const bool add_bos,
+      OptionalBool(file, "tokenizer.ggml.add_bos_token", !byte_level));
+  spec.bos_id = add_bos ? bos : -1;
+  TEXTGEN_ASSIGN_OR_RETURN(
+      const int eos,
+      OptionalId(file, "tokenizer.ggml.eos_token_id", n, byte_level ? -1 : 2));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      const int eot, OptionalId(file, "tokenizer.ggml.eot_token_id", n, -1));
+  if (eos >= 0) spec.eos_ids.push_back(eos);
+  if (eot >= 0 && eot != eos) spec.eos_ids.push_back(eot);
+
+  TEXTGEN_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tokenizer,
+                           BpeTokenizer::Create(std::move(spec)));
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 
 }  // namespace textgen

@@ -1,18 +1,22 @@
-// The tokenizer stored in a GGUF file's `tokenizer.ggml.*` keys.
+// The tokenizer stored in a GGUF file's `tokenizer.ggml.*` keys, as a
+// BpeTokenizer (bpe_tokenizer.h) with the pipeline llama.cpp gives it.
 //
-//   tokenizer.ggml.model "gpt2": byte-level BPE. tokens (strings in GPT-2's
-//     byte spelling, by id), merges ("A B", by rank), token_type (optional),
-//     pre (the pre-tokenizer; "gpt2" or absent: GPT-2's pattern),
-//     bos/eos_token_id (optional; eos must be <|endoftext|> when there is
-//     one). Built on Gpt2BpeTokenizer.
+//   tokenizer.ggml.model "gpt2": byte-level BPE (GPT-2, Llama 3, Qwen2/3,
+//     SmolLM). tokens (by id, in GPT-2's byte spelling), merges ("A B", by
+//     rank), pre (the pre-tokenizer's regex: "gpt2" or absent: GPT-2's;
+//     "llama-bpe"/"llama3"/"smaug-bpe": Llama 3's; "qwen2": Qwen2's).
 //   tokenizer.ggml.model "llama": SentencePiece BPE with byte fallback
-//     (Llama 2, TinyLlama). tokens ("▁" for a space, "<0xXX>" byte pieces),
-//     scores (merge priority), token_type (optional), unknown/bos/eos ids
-//     (optional; they must be 0, 1 and 2, the layout SentencePieceTokenizer
-//     encodes with). Built on SentencePieceTokenizer, so ids are llama2.c's.
-//   absent, or "none": no tokenizer (the model runs on token ids).
-// Anything else (another model or pre-tokenizer, counts that disagree, ids
-// out of range) is an INVALID_ARGUMENT naming the file and the key.
+//     (Llama 2, TinyLlama, Mistral). tokens ("▁" for a space, "<0xXX>" byte
+//     pieces) and scores (merge priority, highest first).
+// Both: token_type (optional, one per token: CONTROL tokens become special
+// added tokens, USER_DEFINED ones plain added tokens, matched in the text
+// before anything else), bos_token_id (put first by callers when
+// add_bos_token says so; default: true for "llama", false for "gpt2"),
+// eos_token_id and eot_token_id (each ends a generation), unknown_token_id.
+// Absent, or "none": no tokenizer (the model runs on token ids). Anything
+// else (another model or pre-tokenizer, per-token arrays of the wrong length,
+// ids out of range, token types outside 0..6) is an INVALID_ARGUMENT naming
+// the file and the key.
 #ifndef TEXTGEN_MODEL_GGUF_TOKENIZER_H_
 #define TEXTGEN_MODEL_GGUF_TOKENIZER_H_
 

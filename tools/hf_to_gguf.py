@@ -8,14 +8,16 @@
 Families (config.json "model_type") and GGUF names, as llama.cpp's converter writes them:
 
     llama, qwen2, qwen3:  token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output,
-                          ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (absent
-                          when tied); qwen2/qwen3 add attn_{q,k,v}.bias, qwen3 attn_{q,k}_norm.
+    (mistral as llama)    ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (absent
+                          when tied); biases where the checkpoint has them (qwen2: q/k/v;
+                          llama: attention_bias, mlp_bias); qwen3 attn_{q,k}_norm. head_dim is
+                          attention.key_length/value_length.
     gpt2:                 token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output,
                           ffn_norm, ffn_up, ffn_down} (weight and bias), output_norm, output
                           (a copy of token_embd; GPT-2's head is tied).
 
 Tensor layout changes (the loader undoes them):
-  - llama only: the rows of attn_q / attn_k are permuted within each head from Hugging
+  - llama only: the rows of attn_q / attn_k (weights and biases) are permuted within each head from Hugging
     Face's rotate-half RoPE layout to Meta's interleaved pairs (llama.cpp's `permute`:
     reshape [heads, 2, head_dim / 2, in], swap axes 1 and 2). qwen2/qwen3 are not permuted.
   - gpt2: Conv1D weights ([in, out]) are transposed to [out, in] like every other matrix.
@@ -85,6 +87,10 @@ def llama_tensors(cfg: dict, hf: dict[str, torch.Tensor], arch: str):
             "self_attn.q_proj.bias": "attn_q.bias",
             "self_attn.k_proj.bias": "attn_k.bias",
             "self_attn.v_proj.bias": "attn_v.bias",
+            "self_attn.o_proj.bias": "attn_output.bias",
+            "mlp.gate_proj.bias": "ffn_gate.bias",
+            "mlp.up_proj.bias": "ffn_up.bias",
+            "mlp.down_proj.bias": "ffn_down.bias",
             "self_attn.q_norm.weight": "attn_q_norm.weight",
             "self_attn.k_norm.weight": "attn_k_norm.weight",
         }
@@ -92,9 +98,10 @@ def llama_tensors(cfg: dict, hf: dict[str, torch.Tensor], arch: str):
             if p + hf_name not in hf:
                 continue
             t = hf.pop(p + hf_name)
-            if arch == "llama" and gguf_name == "attn_q.weight":
+            # Weights and biases alike, as llama.cpp's LlamaModel does.
+            if arch == "llama" and gguf_name.startswith("attn_q."):
                 t = permute_for_gguf(t, heads)
-            elif arch == "llama" and gguf_name == "attn_k.weight":
+            elif arch == "llama" and gguf_name.startswith("attn_k."):
                 t = permute_for_gguf(t, kv_heads)
             yield b + gguf_name, t
     yield "output_norm.weight", hf.pop("model.norm.weight")
@@ -152,7 +159,7 @@ def add_model_keys(w: GgufWriter, cfg: dict, arch: str, hf: dict[str, torch.Tens
     w.add(f"{arch}.rope.freq_base", float(cfg.get("rope_theta", 10000.0)))
     w.add(f"{arch}.rope.dimension_count", head_dim, U32)
     w.add(f"{arch}.attention.layer_norm_rms_epsilon", float(cfg["rms_norm_eps"]))
-    if "head_dim" in cfg:
+    if cfg.get("head_dim"):
         w.add(f"{arch}.attention.key_length", head_dim, U32)
         w.add(f"{arch}.attention.value_length", head_dim, U32)
     if cfg.get("rope_scaling"):
@@ -229,7 +236,10 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
             gpt2_tokenizer: str | None, llama2c_tokenizer: str | None) -> None:
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    arch = cfg["model_type"]
+    # llama.cpp writes Mistral (without a sliding window) as llama.
+    arch = "llama" if cfg["model_type"] == "mistral" else cfg["model_type"]
+    if cfg["model_type"] == "mistral" and cfg.get("sliding_window"):
+        raise SystemExit("mistral with a sliding window: not written by this tool")
     hf = load_file(os.path.join(model_dir, "model.safetensors"))
     w = GgufWriter(alignment)
     w.add("general.architecture", arch)
