@@ -12,6 +12,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kSupportedModelTypes[] = "gpt2, llama, mistral, qwen2, qwen3";
+
 // Reads config keys with errors that name the file and the key.
 class KeyReader {
  public:
@@ -88,7 +90,7 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
   c.family = Family::kGpt2;
   c.norm = NormKind::kLayerNorm;
   c.feed_forward = FeedForwardKind::kGeluMlp;
-  c.has_bias = true;
+  c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
   c.tied_lm_head = true;
   TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
   TEXTGEN_RETURN_IF_ERROR(keys.Int("n_positions", &c.context_length));
@@ -130,14 +132,61 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
   return absl::OkStatus();
 }
 
-absl::Status ParseLlama(KeyReader& keys, ModelConfig& c) {
-  c.family = Family::kLlama;
+// rope_scaling: null, {"rope_type": "default"} or a "llama3" object (older
+// configs spell rope_type "type"). Any other scheme is refused rather than
+// served with the wrong positions.
+absl::Status ParseRopeScaling(const json& root, const std::string& source,
+                              RopeScaling& out) {
+  auto it = root.find("rope_scaling");
+  if (it == root.end() || it->is_null()) return absl::OkStatus();
+  const std::string where = absl::StrCat(source, ": rope_scaling");
+  if (!it->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " must be an object or null, got ", it->dump()));
+  }
+  KeyReader keys(*it, where);
+  std::string type;
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("type", &type));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("rope_type", &type));
+  if (type == "default") return absl::OkStatus();
+  if (type != "llama3") {
+    return keys.Unsupported("rope_type", type, "llama3, default");
+  }
+  out.kind = RopeScaling::Kind::kLlama3;
+  for (const auto& [key, field] :
+       {std::pair<const char*, float*>{"factor", &out.factor},
+        {"low_freq_factor", &out.low_freq_factor},
+        {"high_freq_factor", &out.high_freq_factor}}) {
+    if (!it->contains(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": missing required key \"", key, "\""));
+    }
+    TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat(key, field));
+  }
+  TEXTGEN_RETURN_IF_ERROR(
+      keys.Int("original_max_position_embeddings", &out.original_context));
+  if (!(out.factor >= 1.0f) || !(out.low_freq_factor > 0.0f) ||
+      !(out.high_freq_factor > out.low_freq_factor) ||
+      out.original_context < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where,
+        ": llama3 needs factor >= 1, 0 < low_freq_factor < "
+        "high_freq_factor and original_max_position_embeddings > 0; got ",
+        it->dump()));
+  }
+  return absl::OkStatus();
+}
+
+// The LLaMA-shaped families (llama, mistral, qwen2, qwen3): the same keys,
+// with each model_type's transformers defaults and its bias/norm seams.
+absl::Status ParseLlamaLike(const json& root, const std::string& source,
+                            Family family, KeyReader& keys, ModelConfig& c) {
+  c.family = family;
   c.norm = NormKind::kRmsNorm;
   c.feed_forward = FeedForwardKind::kSwiGlu;
   c.positions = PositionKind::kRotary;
-  c.has_bias = false;
-  c.tied_lm_head = false;  // LlamaConfig's default.
-  c.norm_eps = 1e-6f;      // LlamaConfig's default.
+  c.tied_lm_head = false;  // Every one of these configs' default.
+  c.norm_eps = 1e-6f;      // Likewise.
   TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
   TEXTGEN_RETURN_IF_ERROR(
       keys.Int("max_position_embeddings", &c.context_length));
@@ -148,14 +197,69 @@ absl::Status ParseLlama(KeyReader& keys, ModelConfig& c) {
   c.n_kv_heads = c.n_heads;
   TEXTGEN_RETURN_IF_ERROR(
       keys.OptionalInt("num_key_value_heads", &c.n_kv_heads));
+  // Qwen3Config defaults head_dim to 128; the others to hidden / heads.
+  c.explicit_head_dim = family == Family::kQwen3 ? 128 : 0;
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("head_dim", &c.explicit_head_dim));
   TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rms_norm_eps", &c.norm_eps));
   TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rope_theta", &c.rope_theta));
+  TEXTGEN_RETURN_IF_ERROR(ParseRopeScaling(root, source, c.rope_scaling));
   TEXTGEN_RETURN_IF_ERROR(
       keys.OptionalBool("tie_word_embeddings", &c.tied_lm_head));
   std::string activation = "silu";
   TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("hidden_act", &activation));
   if (activation != "silu")
     return keys.Unsupported("hidden_act", activation, "silu");
+
+  // Biases and the q/k norm: the seams where these families differ.
+  bool attention_bias = false, mlp_bias = false;
+  switch (family) {
+    case Family::kLlama:
+      TEXTGEN_RETURN_IF_ERROR(
+          keys.OptionalBool("attention_bias", &attention_bias));
+      TEXTGEN_RETURN_IF_ERROR(keys.OptionalBool("mlp_bias", &mlp_bias));
+      c.qkv_bias = c.attn_out_bias = attention_bias;
+      c.mlp_bias = mlp_bias;
+      break;
+    case Family::kQwen2:  // Qwen2Attention: q/k/v with bias, o_proj without.
+      c.qkv_bias = true;
+      c.attn_out_bias = c.mlp_bias = false;
+      break;
+    case Family::kQwen3:
+      TEXTGEN_RETURN_IF_ERROR(
+          keys.OptionalBool("attention_bias", &attention_bias));
+      c.qkv_bias = c.attn_out_bias = attention_bias;
+      c.mlp_bias = false;
+      c.qk_norm = true;
+      break;
+    default:  // Mistral: no biases.
+      c.qkv_bias = c.attn_out_bias = c.mlp_bias = false;
+      break;
+  }
+
+  // Sliding windows. MistralConfig defaults to 4096 (null = none); Qwen2/3
+  // use one only with use_sliding_window, and only from layer
+  // max_window_layers on.
+  if (family == Family::kMistral) {
+    c.sliding_window = 4096;
+    if (auto it = root.find("sliding_window");
+        it != root.end() && it->is_null()) {
+      c.sliding_window = 0;
+    } else {
+      TEXTGEN_RETURN_IF_ERROR(
+          keys.OptionalInt("sliding_window", &c.sliding_window));
+    }
+  } else if (family == Family::kQwen2 || family == Family::kQwen3) {
+    bool use_sliding_window = false;
+    TEXTGEN_RETURN_IF_ERROR(
+        keys.OptionalBool("use_sliding_window", &use_sliding_window));
+    int window = 4096, first_layer = 28;  // Qwen2Config's defaults.
+    TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("sliding_window", &window));
+    TEXTGEN_RETURN_IF_ERROR(
+        keys.OptionalInt("max_window_layers", &first_layer));
+    if (use_sliding_window && first_layer < c.n_layers) {
+      c.sliding_window = window;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -175,9 +279,12 @@ absl::Status ModelConfig::Validate() const {
   if (n_heads < 1)
     return fail("number of heads must be positive, got ", n_heads);
   if (d_ff < 1) return fail("feed-forward width must be positive, got ", d_ff);
-  if (d_model % n_heads != 0) {
+  if (explicit_head_dim == 0 && d_model % n_heads != 0) {
     return fail("model width ", d_model, " is not divisible by the ", n_heads,
                 " heads");
+  }
+  if (explicit_head_dim < 0) {
+    return fail("head_dim must be positive, got ", explicit_head_dim);
   }
   if (n_kv_heads < 1 || n_heads % n_kv_heads != 0) {
     return fail("num_key_value_heads ", n_kv_heads,
@@ -193,6 +300,13 @@ absl::Status ModelConfig::Validate() const {
     return fail("norm epsilon must be positive, got ", norm_eps);
   if (!(rope_theta > 0.0f))
     return fail("rope_theta must be positive, got ", rope_theta);
+  if (sliding_window > 0 && sliding_window < context_length) {
+    return fail("sliding_window ", sliding_window,
+                " is shorter than the served context of ", context_length,
+                " positions: sliding-window attention is not implemented "
+                "(serve at most ",
+                sliding_window, " positions)");
+  }
   return absl::OkStatus();
 }
 
@@ -214,13 +328,22 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
   ModelConfig config;
   if (model_type == "gpt2") {
     TEXTGEN_RETURN_IF_ERROR(ParseGpt2(keys, config));
-  } else if (model_type == "llama") {
-    TEXTGEN_RETURN_IF_ERROR(ParseLlama(keys, config));
   } else if (model_type.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": missing required key \"model_type\" (gpt2 or llama)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": missing required key \"model_type\" (",
+                     kSupportedModelTypes, ")"));
   } else {
-    return keys.Unsupported("model_type", model_type, "gpt2, llama");
+    bool known = false;
+    for (Family family :
+         {Family::kLlama, Family::kMistral, Family::kQwen2, Family::kQwen3}) {
+      if (model_type != FamilyName(family)) continue;
+      TEXTGEN_RETURN_IF_ERROR(
+          ParseLlamaLike(root, source, family, keys, config));
+      known = true;
+    }
+    if (!known) {
+      return keys.Unsupported("model_type", model_type, kSupportedModelTypes);
+    }
   }
   if (absl::Status s = config.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
@@ -234,6 +357,22 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
   return ParseModelConfig(*text, path);
 }
 
+const char* FamilyName(Family family) {
+  switch (family) {
+    case Family::kGpt2:
+      return "gpt2";
+    case Family::kLlama:
+      return "llama";
+    case Family::kMistral:
+      return "mistral";
+    case Family::kQwen2:
+      return "qwen2";
+    case Family::kQwen3:
+      return "qwen3";
+  }
+  return "";
+}
+
 std::string DescribeConfig(const ModelConfig& c) {
   return absl::StrCat(FamilyName(c.family), ": ", c.n_layers, " layers, ",
                       c.n_heads, " heads (", c.n_kv_heads, " kv), d_model ",
@@ -241,16 +380,6 @@ std::string DescribeConfig(const ModelConfig& c) {
                       ", context ", c.context_length, ", ",
                       PositionKindName(c.positions), " positions, ",
                       c.tied_lm_head ? "tied" : "separate", " head");
-}
-
-const char* FamilyName(Family family) {
-  switch (family) {
-    case Family::kGpt2:
-      return "gpt2";
-    case Family::kLlama:
-      return "llama";
-  }
-  return "";
 }
 
 const char* PositionKindName(PositionKind positions) {
@@ -268,13 +397,15 @@ const char* PositionKindName(PositionKind positions) {
 int64_t CountParameters(const ModelConfig& c) {
   const int64_t d = c.d_model, hd = c.head_dim();
   const int64_t norm = c.norm == NormKind::kLayerNorm ? 2 * d : d;
-  const int64_t bias = c.has_bias ? 1 : 0;
   const int64_t qkv = (c.n_heads + 2 * c.n_kv_heads) * hd;
-  int64_t layer =
-      2 * norm + d * qkv + bias * qkv + c.n_heads * hd * d + bias * d;
-  layer += c.feed_forward == FeedForwardKind::kSwiGlu
-               ? d * 2 * c.d_ff + c.d_ff * d
-               : d * c.d_ff + bias * c.d_ff + c.d_ff * d + bias * d;
+  int64_t layer = 2 * norm + d * qkv + c.n_heads * hd * d;
+  if (c.qkv_bias) layer += qkv;
+  if (c.attn_out_bias) layer += d;
+  if (c.qk_norm) layer += 2 * hd;  // Qwen3's q_norm and k_norm.
+  const int64_t ff_in =
+      c.feed_forward == FeedForwardKind::kSwiGlu ? 2 * c.d_ff : c.d_ff;
+  layer += d * ff_in + c.d_ff * d;
+  if (c.mlp_bias) layer += ff_in + d;
   int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
   if (c.positions == PositionKind::kLearned) total += c.context_length * d;
   if (!c.tied_lm_head) total += c.vocab_size * d;

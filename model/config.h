@@ -1,25 +1,32 @@
 // Model configuration read from a Hugging Face style `config.json`.
 //
-// Two families share one decoder; each difference between them is one field
+// Every family shares one decoder; each difference between them is one field
 // here (a seam), so the decoder never asks "which family?", only "which norm?",
-// "which positions?":
+// "which positions?", "biases on q/k/v?":
 //
-//   GPT-2  (model_type "gpt2"):  LayerNorm with bias; learned or sinusoidal
-//   positions;
-//                                 GELU (tanh form) MLP; fused QKV with bias;
-//                                 tied LM head.
-//   LLaMA  (model_type "llama"): RMSNorm; rotary positions (RoPE); SwiGLU MLP;
-//   grouped-query
-//                                 attention; no biases; tied or separate LM
-//                                 head.
+//   gpt2     LayerNorm with bias; learned or sinusoidal positions; GELU (tanh)
+//            MLP; fused QKV; biases everywhere; tied LM head.
+//   llama    RMSNorm; rotary positions (rope_theta, optional "llama3"
+//            rope_scaling); SwiGLU MLP; grouped-query attention; explicit
+//            head_dim; attention_bias (q/k/v/o) and mlp_bias, default off.
+//            SmolLM2 and TinyLlama are llama configs.
+//   mistral  llama without biases; sliding_window must cover the served
+//            context (sliding-window attention is not implemented).
+//   qwen2    llama with q/k/v biases (always), no o_proj bias; sliding window
+//            as mistral when use_sliding_window.
+//   qwen3    qwen2 without the biases (attention_bias, default off), plus a
+//            per-head RMSNorm of queries and keys before RoPE (q_norm/k_norm)
+//            and an explicit head_dim (default 128, as Qwen3Config).
 //
 // GPT-2 keys: vocab_size, n_positions, n_embd, n_layer, n_head, n_inner,
 // layer_norm_epsilon, activation_function, plus textgen's one extra key
-// `position_embedding_type`
-// ("learned", the default, or "sinusoidal").
-// LLaMA keys: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
-// num_attention_heads, num_key_value_heads, max_position_embeddings,
-// rms_norm_eps, rope_theta, tie_word_embeddings, hidden_act.
+// `position_embedding_type` ("learned", the default, or "sinusoidal").
+// LLaMA-like keys: vocab_size, hidden_size, intermediate_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+// max_position_embeddings, rms_norm_eps, rope_theta, rope_scaling,
+// tie_word_embeddings, hidden_act, attention_bias, mlp_bias, sliding_window,
+// use_sliding_window, max_window_layers. Defaults are transformers' for each
+// model_type.
 #ifndef TEXTGEN_MODEL_CONFIG_H_
 #define TEXTGEN_MODEL_CONFIG_H_
 
@@ -30,10 +37,24 @@
 
 namespace textgen {
 
-enum class Family { kGpt2, kLlama };
+enum class Family { kGpt2, kLlama, kMistral, kQwen2, kQwen3 };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kLearned, kSinusoidal, kRotary };
 enum class FeedForwardKind { kGeluMlp, kSwiGlu };
+
+// How rotary frequencies are rescaled for long contexts (config.json's
+// rope_scaling). kLlama3 is Llama 3.1's scheme: wavelengths longer than
+// original_context / low_freq_factor are slowed by `factor`, shorter than
+// original_context / high_freq_factor are kept, and those between are blended
+// (model/rope.h computes it).
+struct RopeScaling {
+  enum class Kind { kNone, kLlama3 };
+  Kind kind = Kind::kNone;
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int original_context = 0;  // original_max_position_embeddings
+};
 
 struct ModelConfig {
   Family family = Family::kGpt2;
@@ -47,18 +68,35 @@ struct ModelConfig {
   int d_ff = 0;  // Hidden width of the feed-forward block.
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  RopeScaling rope_scaling;
   bool tied_lm_head = true;
-  bool has_bias = true;  // Projections carry biases (GPT-2) or not (LLaMA).
+  // Which projections carry biases. GPT-2: all; Qwen2: q/k/v only; LLaMA:
+  // q/k/v/o with attention_bias, the MLP's with mlp_bias.
+  bool qkv_bias = true;
+  bool attn_out_bias = true;
+  bool mlp_bias = true;
+  // Qwen3: RMSNorm (weights [head_dim], eps norm_eps) over each query and key
+  // head, before RoPE.
+  bool qk_norm = false;
+  // Width of one attention head; 0 means d_model / n_heads (config.json's
+  // head_dim, which Qwen3 and some LLaMA/Mistral configs set explicitly).
+  int explicit_head_dim = 0;
+  // Mistral/Qwen2 sliding-window attention: keys further back than this are
+  // not seen. 0 = none. Only a window that covers the whole context is
+  // accepted (Validate), where it changes nothing.
+  int sliding_window = 0;
 
   NormKind norm = NormKind::kLayerNorm;
   PositionKind positions = PositionKind::kLearned;
   FeedForwardKind feed_forward = FeedForwardKind::kGeluMlp;
 
-  int head_dim() const { return d_model / n_heads; }
+  int head_dim() const {
+    return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_heads;
+  }
   int queries_per_kv_head() const { return n_heads / n_kv_heads; }
 
   // Checks that the numbers fit together (positive sizes, heads dividing the
-  // width, ...).
+  // width, a sliding window no shorter than the context, ...).
   absl::Status Validate() const;
 };
 
@@ -72,7 +110,8 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
 // A one-line human summary, e.g. "gpt2: 4 layers, 8 heads, d_model 256, ...".
 std::string DescribeConfig(const ModelConfig& config);
 
-// The family's name as config.json's model_type spells it: "gpt2", "llama".
+// The family's name as config.json's model_type spells it: "gpt2", "llama",
+// "mistral", "qwen2", "qwen3".
 const char* FamilyName(Family family);
 
 // "learned", "sinusoidal" or "rotary".

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/kernels.h"
+#include "model/rope.h"
 
 namespace textgen {
 
@@ -28,18 +29,16 @@ Decoder::Decoder(ModelConfig config,
   }
   if (config_.positions == PositionKind::kRotary) {
     // RoPE in the Hugging Face "rotate half" layout: dimension i pairs with i +
-    // D/2 and turns by position × theta^(-2i/D). Computed in double, rounded
-    // once.
-    const int half = config_.head_dim() / 2;
+    // D/2 and turns by position × inv_freq[i] (model/rope.h). Computed in
+    // double, rounded once.
+    const std::vector<double> inv_freq = RotaryInverseFrequencies(config_);
+    const int half = static_cast<int>(inv_freq.size());
     rope_cos_.resize(config_.context_length, half);
     rope_sin_.resize(config_.context_length, half);
     for (int p = 0; p < config_.context_length; ++p) {
       for (int i = 0; i < half; ++i) {
-        const double inv_freq =
-            std::pow(static_cast<double>(config_.rope_theta),
-                     -2.0 * i / config_.head_dim());
-        rope_cos_(p, i) = static_cast<float>(std::cos(p * inv_freq));
-        rope_sin_(p, i) = static_cast<float>(std::sin(p * inv_freq));
+        rope_cos_(p, i) = static_cast<float>(std::cos(p * inv_freq[i]));
+        rope_sin_(p, i) = static_cast<float>(std::sin(p * inv_freq[i]));
       }
     }
   }
@@ -120,6 +119,7 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     // x += Attention(Norm(x))
     Norm(layer.attn_norm, x_, normed_);                 // [N, d_model]
     Project(normed_, layer.qkv, layer.qkv_bias, qkv_);  // [N, (H + 2 KV) D]
+    NormQueriesAndKeys(layer);                          // Qwen3 only
     Attend(l, batch, cache, capture);                   // attn_ [N, H D]
     Project(attn_, layer.attn_out, layer.attn_out_bias, x_,
             /*accumulate=*/true);
@@ -187,6 +187,24 @@ void Decoder::Norm(const NormWeights& norm, const Activations& in,
       out.row(r) =
           (in.row(r) * (1.0f / std::sqrt(mean_square + config_.norm_eps)))
               .cwiseProduct(norm.gain);
+    }
+  }
+}
+
+void Decoder::NormQueriesAndKeys(const LayerWeights& layer) {
+  if (!config_.qk_norm) return;
+  // q ← q / sqrt(mean(q²) + eps) · q_norm for each query head, and likewise
+  // each key head with k_norm: the first n_heads + n_kv_heads heads of a row.
+  const int D = config_.head_dim();
+  const float inv_width = 1.0f / static_cast<float>(D);
+  for (Eigen::Index r = 0; r < qkv_.rows(); ++r) {
+    float* head = qkv_.row(r).data();
+    for (int h = 0; h < config_.n_heads + config_.n_kv_heads; ++h, head += D) {
+      const RowVector& gain = h < config_.n_heads ? layer.q_norm : layer.k_norm;
+      const float mean_square = kernels::Dot(head, head, D) * inv_width;
+      const float scale = 1.0f / std::sqrt(mean_square + config_.norm_eps);
+      Eigen::Map<RowVector> v(head, D);
+      v = (v * scale).cwiseProduct(gain);
     }
   }
 }

@@ -3,6 +3,8 @@
 //
 //   tokens ─▶ embeddings (+ learned or sinusoidal positions)
 //          ─▶ N × [ x += Attention(Norm(x));  x += FeedForward(Norm(x)) ]
+//             (Attention: q, k, v = projections (+ biases); Qwen3 normalizes
+//              each q and k head; RoPE; causal softmax(q kᵀ / √head_dim) v)
 //          ─▶ Norm ─▶ logits = x · headᵀ
 //
 // A batch packs the new tokens of every sequence into one matrix, so every
@@ -134,6 +136,9 @@ class Decoder {
   void Embed(absl::Span<const SequenceChunk> batch, const KvCache& cache);
   void Norm(const NormWeights& norm, const Activations& in,
             Activations& out) const;
+  // Qwen3 (ModelConfig::qk_norm): RMSNorm of every query and key head in qkv_,
+  // before RoPE; nothing for the other families.
+  void NormQueriesAndKeys(const LayerWeights& layer);
   // out (+)= in · weight (+ bias), one batch-invariant product over every row.
   void Project(const Activations& in, const kernels::PackedWeights& weight,
                const RowVector& bias, Activations& out,

@@ -126,7 +126,7 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
   c.norm_eps = 1e-5f;       // llama2.c's RMSNorm.
   c.rope_theta = 10000.0f;  // llama2.c's precompute_freqs_cis.
   c.tied_lm_head = h.shared_classifier;
-  c.has_bias = false;
+  c.qkv_bias = c.attn_out_bias = c.mlp_bias = false;
   c.norm = NormKind::kRmsNorm;
   c.positions = PositionKind::kRotary;
   c.feed_forward = FeedForwardKind::kSwiGlu;

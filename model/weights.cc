@@ -190,9 +190,29 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
     Activations qkv(C, q_cols + 2 * kv_cols);  // [C, Q | K | V]
     qkv << q, k, v;
     L.qkv = Pack(qkv, type);
+    if (c.qkv_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector q_bias,
+                               r.Vector(p + "self_attn.q_proj.bias", q_cols));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector k_bias,
+                               r.Vector(p + "self_attn.k_proj.bias", kv_cols));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector v_bias,
+                               r.Vector(p + "self_attn.v_proj.bias", kv_cols));
+      L.qkv_bias.resize(q_cols + 2 * kv_cols);
+      L.qkv_bias << q_bias, k_bias, v_bias;
+    }
+    if (c.qk_norm) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.q_norm,
+                               r.Vector(p + "self_attn.q_norm.weight", D));
+      TEXTGEN_ASSIGN_OR_RETURN(L.k_norm,
+                               r.Vector(p + "self_attn.k_norm.weight", D));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(
         Activations o, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
     L.attn_out = Pack(o, type);
+    if (c.attn_out_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
+                               r.Vector(p + "self_attn.o_proj.bias", C));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
     TEXTGEN_ASSIGN_OR_RETURN(Activations gate,
@@ -205,6 +225,16 @@ absl::StatusOr<ModelWeights> LoadLlama(const ModelConfig& c,
     TEXTGEN_ASSIGN_OR_RETURN(Activations down,
                              r.Linear(p + "mlp.down_proj.weight", C, I));
     L.ff_out = Pack(down, type);
+    if (c.mlp_bias) {
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector gate_bias,
+                               r.Vector(p + "mlp.gate_proj.bias", I));
+      TEXTGEN_ASSIGN_OR_RETURN(RowVector up_bias,
+                               r.Vector(p + "mlp.up_proj.bias", I));
+      L.ff_in_bias.resize(2 * I);
+      L.ff_in_bias << gate_bias, up_bias;
+      TEXTGEN_ASSIGN_OR_RETURN(L.ff_out_bias,
+                               r.Vector(p + "mlp.down_proj.bias", C));
+    }
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "model.norm", C, false));
   if (!c.tied_lm_head) {
@@ -269,11 +299,11 @@ size_t ModelWeights::MemoryBytes() const {
   for (const LayerWeights& l : layers) {
     bytes += l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
              l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes();
-    bytes +=
-        (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
-         l.ffn_norm.gain.size() + l.ffn_norm.bias.size() + l.qkv_bias.size() +
-         l.attn_out_bias.size() + l.ff_in_bias.size() + l.ff_out_bias.size()) *
-        sizeof(float);
+    bytes += (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
+              l.ffn_norm.gain.size() + l.ffn_norm.bias.size() +
+              l.qkv_bias.size() + l.attn_out_bias.size() + l.ff_in_bias.size() +
+              l.ff_out_bias.size() + l.q_norm.size() + l.k_norm.size()) *
+             sizeof(float);
   }
   return bytes;
 }
@@ -286,6 +316,9 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
     case Family::kGpt2:
       return LoadGpt2(config, file, options.weight_type);
     case Family::kLlama:
+    case Family::kMistral:
+    case Family::kQwen2:
+    case Family::kQwen3:
       return LoadLlama(config, file, options.weight_type);
   }
   return absl::InternalError("unknown model family");

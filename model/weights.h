@@ -1,7 +1,8 @@
 // The decoder's parameters, in the layout the forward pass multiplies by, and
 // the loader that maps Hugging Face tensor names onto it.
 //
-// Both families load into the same structs. Where the families differ in
+// Every family loads into the same structs (mistral, qwen2 and qwen3 use the
+// LLaMA names, plus their biases and q/k norms). Where the families differ in
 // *storage* (GPT-2's Conv1D keeps weights [in, out]; LLaMA's nn.Linear keeps
 // [out, in]; LLaMA has separate q/k/v and gate/up projections) the loader
 // converts, so the decoder sees one layout:
@@ -33,12 +34,16 @@ struct LayerWeights {
   // Projections are [in, out], packed for kernels::MatMul.
   kernels::PackedWeights qkv;  // [d_model, (n_heads + 2 n_kv_heads) head_dim]
   RowVector qkv_bias;  // [(n_heads + 2 * n_kv_heads) * head_dim], or empty.
+  // Qwen3's per-head RMSNorm gains of queries and keys, [head_dim]; empty
+  // without ModelConfig::qk_norm.
+  RowVector q_norm;
+  RowVector k_norm;
   kernels::PackedWeights attn_out;  // [n_heads head_dim, d_model]
   RowVector attn_out_bias;          // [d_model], or empty.
   NormWeights ffn_norm;
   // GELU MLP: [d_model, d_ff]; SwiGLU: [d_model, 2 d_ff] (gate | up).
   kernels::PackedWeights ff_in;
-  RowVector ff_in_bias;           // [d_ff], or empty.
+  RowVector ff_in_bias;           // [d_ff] or [2 d_ff] (gate | up), or empty.
   kernels::PackedWeights ff_out;  // [d_ff, d_model]
   RowVector ff_out_bias;          // [d_model], or empty.
 };

@@ -82,11 +82,35 @@ def hf_to_meta(wq: torch.Tensor, n_heads: int) -> torch.Tensor:
     return wq.view(n_heads, 2, D // 2, C).transpose(1, 2).reshape(rows, C)
 
 
-def meta_rope(x: torch.Tensor, theta: float) -> torch.Tensor:
+def hf_to_meta_vector(b: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The same permutation for a bias [H*D] (or a q/k norm weight [D], n_heads=1)."""
+    return hf_to_meta(b[:, None], n_heads)[:, 0]
+
+
+def meta_llama3_freqs(freqs: torch.Tensor, scaling: dict) -> torch.Tensor:
+    """Meta's apply_scaling (llama-models, Llama 3.1), written per frequency."""
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    out = []
+    for f in freqs.tolist():
+        wavelen = 2 * math.pi / f
+        if wavelen < old / high:
+            out.append(f)
+        elif wavelen > old / low:
+            out.append(f / factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return torch.tensor(out, dtype=freqs.dtype)
+
+
+def meta_rope(x: torch.Tensor, theta: float, scaling: dict | None = None) -> torch.Tensor:
     """Meta LLaMA's apply_rotary_emb: pairs (2i, 2i+1) as complex numbers times e^{i p f_i}.
     x [H, T, D] -> [H, T, D]"""
     Hh, T, D = x.shape
     freqs = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float64)[: D // 2] / D)
+    if scaling is not None and scaling.get("rope_type", scaling.get("type")) == "llama3":
+        freqs = meta_llama3_freqs(freqs, scaling)
     angles = torch.outer(torch.arange(T, dtype=torch.float64), freqs)       # [T, D/2]
     rot = torch.polar(torch.ones_like(angles), angles)                      # e^{i angle}
     xc = torch.view_as_complex(x.reshape(Hh, T, D // 2, 2).contiguous())
@@ -95,7 +119,8 @@ def meta_rope(x: torch.Tensor, theta: float) -> torch.Tensor:
 
 def alt_llama(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor):
     """LLaMA in Meta's original formulation (interleaved complex RoPE, repeat_interleave
-    for grouped kv heads).  -> [T, V], L x [H, T, T]"""
+    for grouped kv heads), with the biases and Qwen3's q/k norm permuted alike.
+    -> [T, V], L x [H, T, T]"""
     T, C, H, KV, D, eps = len(ids), cfg["C"], cfg["H"], cfg["KV"], cfg["D"], cfg["eps"]
 
     def rms(x, g):
@@ -107,19 +132,28 @@ def alt_llama(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor):
     for i in range(cfg["L"]):
         p = f"model.layers.{i}.self_attn."
         h = rms(x, w[f"model.layers.{i}.input_layernorm.weight"])
-        q = F.linear(h, hf_to_meta(w[p + "q_proj.weight"], H)).view(T, H, D).transpose(0, 1)
-        k = F.linear(h, hf_to_meta(w[p + "k_proj.weight"], KV)).view(T, KV, D).transpose(0, 1)
-        v = F.linear(h, w[p + "v_proj.weight"]).view(T, KV, D).transpose(0, 1)
-        q, k = meta_rope(q, cfg["rope_theta"]), meta_rope(k, cfg["rope_theta"])
+        bq = hf_to_meta_vector(w[p + "q_proj.bias"], H) if cfg["qkv_bias"] else None
+        bk = hf_to_meta_vector(w[p + "k_proj.bias"], KV) if cfg["qkv_bias"] else None
+        bv = w[p + "v_proj.bias"] if cfg["qkv_bias"] else None
+        q = F.linear(h, hf_to_meta(w[p + "q_proj.weight"], H), bq).view(T, H, D).transpose(0, 1)
+        k = F.linear(h, hf_to_meta(w[p + "k_proj.weight"], KV), bk).view(T, KV, D).transpose(0, 1)
+        v = F.linear(h, w[p + "v_proj.weight"], bv).view(T, KV, D).transpose(0, 1)
+        if cfg["qk_norm"]:  # RMS over a head is blind to the permutation; the gain is not.
+            q = rms(q, hf_to_meta_vector(w[p + "q_norm.weight"], 1))
+            k = rms(k, hf_to_meta_vector(w[p + "k_norm.weight"], 1))
+        scaling = cfg.get("rope_scaling")
+        q, k = meta_rope(q, cfg["rope_theta"], scaling), meta_rope(k, cfg["rope_theta"], scaling)
         k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)
         s = (q @ k.transpose(1, 2)) / math.sqrt(D)
         a = F.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)        # [H, T, T]
         maps.append(a)
-        x = x + F.linear((a @ v).transpose(0, 1).reshape(T, H * D), w[p + "o_proj.weight"])
+        x = x + F.linear((a @ v).transpose(0, 1).reshape(T, H * D), w[p + "o_proj.weight"],
+                         w.get(p + "o_proj.bias"))
         m = f"model.layers.{i}.mlp."
         h = rms(x, w[f"model.layers.{i}.post_attention_layernorm.weight"])
-        x = x + F.linear(F.silu(F.linear(h, w[m + "gate_proj.weight"]))
-                         * F.linear(h, w[m + "up_proj.weight"]), w[m + "down_proj.weight"])
+        x = x + F.linear(F.silu(F.linear(h, w[m + "gate_proj.weight"], w.get(m + "gate_proj.bias")))
+                         * F.linear(h, w[m + "up_proj.weight"], w.get(m + "up_proj.bias")),
+                         w[m + "down_proj.weight"], w.get(m + "down_proj.bias"))
     x = rms(x, w["model.norm.weight"])
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     return F.linear(x, head), maps
@@ -166,7 +200,7 @@ def check_dir(d: str) -> str:
     assert worst_sum <= 1e-6, f"{d}: attention rows sum to 1 +- {worst_sum}"
     assert torch.isfinite(golden["logits"]).all()
 
-    return (f"{os.path.basename(d):16s} ok  reference vs stored: logits {d_logits:.1g}, "
+    return (f"{os.path.basename(d):19s} ok  reference vs stored: logits {d_logits:.1g}, "
             f"attn {d_attn:.1g}; second opinion vs reference: logits {x_logits:.1g}, "
             f"attn {x_attn:.1g}; |row sum - 1| <= {worst_sum:.1g}")
 

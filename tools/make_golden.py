@@ -107,12 +107,141 @@ CONFIGS: dict[str, tuple[int, str, dict]] = {
         "tie_word_embeddings": True,
         "hidden_act": "silu",
     }),
+    # Llama 3 as published (θ 500000, "llama3" rope_scaling, GQA, tied like Llama 3.2),
+    # scaled down; original_max_position_embeddings 32 puts the 8 rotary pairs in all
+    # three bands of the scaling (kept, blended, divided by factor).
+    "llama3_scaled": (1005, "BF16", {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": 89,
+        "hidden_size": 64,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 32, "rope_type": "llama3"},
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": True,
+        "hidden_act": "silu",
+    }),
+    # LLaMA's optional biases (attention_bias: q/k/v/o; mlp_bias: gate/up/down) and an
+    # explicit head_dim that is not hidden_size / heads (4 x 16 = 64 != 48).
+    "llama_bias_head_dim": (1006, "F32", {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": 71,
+        "hidden_size": 48,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 16,
+        "max_position_embeddings": 96,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "attention_bias": True,
+        "mlp_bias": True,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+    }),
+    # Qwen2 (Qwen2.5 shape, scaled down): q/k/v biases, no o_proj bias, tied head.
+    "qwen2_bias": (1007, "F32", {
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "vocab_size": 83,
+        "hidden_size": 48,
+        "intermediate_size": 136,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 6,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "rope_scaling": None,
+        "use_sliding_window": False,
+        "sliding_window": 128,
+        "max_window_layers": 2,
+        "tie_word_embeddings": True,
+        "hidden_act": "silu",
+    }),
+    # Qwen3: per-head q/k RMSNorm before RoPE, explicit head_dim (4 x 16 = 64 != 48),
+    # separate head.
+    "qwen3_qk_norm": (1008, "BF16", {
+        "model_type": "qwen3",
+        "architectures": ["Qwen3ForCausalLM"],
+        "vocab_size": 79,
+        "hidden_size": 48,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "use_sliding_window": False,
+        "sliding_window": None,
+        "max_window_layers": 2,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+    }),
+    # Mistral without a sliding window (the only kind served), F16.
+    "mistral_no_window": (1009, "F16", {
+        "model_type": "mistral",
+        "architectures": ["MistralForCausalLM"],
+        "vocab_size": 61,
+        "hidden_size": 64,
+        "intermediate_size": 112,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 1000000.0,
+        "sliding_window": None,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+    }),
+}
+
+# Shapes of published models (random weights), made at test time or by the benchmarks
+# (--only NAME --out DIR), never committed: tools/make_checkpoint.py writes the same.
+LARGE_CONFIGS: dict[str, tuple[int, str, dict]] = {
+    "smollm2_135m": (1101, "F32", {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": 49152,
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "head_dim": 64,
+        "max_position_embeddings": 8192,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 100000.0,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": True,
+        "hidden_act": "silu",
+    }),
 }
 
 # Init scales (standard deviations).  Attention scores are q.k / sqrt(D) with q, k the
 # projections of a unit-variance normalized input, so score std ~ C * QK_STD^2: the
 # QK_GAIN / sqrt(C) choice below makes that ~QK_GAIN^2, i.e. sharp but not one-hot.
 QK_GAIN = 1.6
+QK_NORM_GAIN = 1.6    # Qwen3's q/k norm weights: normalized heads scaled by this, so
+                      # score std ~ QK_NORM_GAIN^2 as for the other families.
 EMBED_STD = 0.45      # Token (and learned position) embeddings; tied heads reuse wte, so
                       # this also sets the logit spread: std(logits) ~ sqrt(C) * 0.45.
 NORM_NOISE = 0.1      # Norm weights are 1 + NORM_NOISE * N(0, 1).
@@ -132,7 +261,9 @@ def init_weights(cfg: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
     w: dict[str, torch.Tensor] = {}
     for name, shape in ref.expected_shapes(cfg).items():
         leaf = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. "c_fc.weight"
-        if "norm" in name or leaf.startswith("ln_"):
+        if leaf in ("q_norm.weight", "k_norm.weight"):
+            w[name] = QK_NORM_GAIN * (1.0 + normal(shape, NORM_NOISE))
+        elif "norm" in name or leaf.startswith("ln_"):
             # LayerNorm / RMSNorm parameters.
             w[name] = 1.0 + normal(shape, NORM_NOISE) if name.endswith("weight") \
                 else normal(shape, BIAS_STD)
@@ -171,7 +302,7 @@ def mean_max_prob(attn: torch.Tensor) -> float:
 
 def make_one(name: str, out_dir: str) -> dict:
     """Generates one golden directory; returns summary numbers."""
-    seed, dtype_name, hf_config = CONFIGS[name]
+    seed, dtype_name, hf_config = {**CONFIGS, **LARGE_CONFIGS}[name]
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
 
@@ -196,9 +327,12 @@ def make_one(name: str, out_dir: str) -> dict:
     assert torch.isfinite(logits).all() and all(torch.isfinite(a).all() for a in attn)
 
     # How much the storage rounding matters: the same reference on the float32 masters.
-    # (For F32 storage this is 0.)  A large value is why the golden uses stored weights.
-    master_logits, _ = ref.forward(cfg, master, ids)
-    rounding_shift = (master_logits - logits).abs().max().item()
+    # A large value is why the golden uses stored weights.
+    # (For F32 storage this is 0, and skipped: large shapes would run twice.)
+    rounding_shift = 0.0
+    if dtype_name != "F32":
+        master_logits, _ = ref.forward(cfg, master, ids)
+        rounding_shift = (master_logits - logits).abs().max().item()
 
     golden = {"input_ids": ids, "logits": logits.to(torch.float32)}
     for l, a in enumerate(attn):
@@ -214,7 +348,7 @@ def make_one(name: str, out_dir: str) -> dict:
     })
 
     return {
-        "name": name, "dtype": dtype_name, "family": cfg["family"],
+        "name": name, "dtype": dtype_name, "family": cfg["model_type"],
         "params": sum(t.numel() for t in stored.values()),
         "logits_min": logits.min().item(), "logits_max": logits.max().item(),
         "logits_std": logits.std().item(),
@@ -228,7 +362,8 @@ def make_one(name: str, out_dir: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="tests/golden", help="output directory (tests/golden)")
-    ap.add_argument("--only", nargs="*", choices=sorted(CONFIGS), help="subset of configs")
+    ap.add_argument("--only", nargs="*", choices=sorted({**CONFIGS, **LARGE_CONFIGS}),
+                    help="subset of configs (the default: every small one)")
     args = ap.parse_args(argv)
 
     # One thread: float64 BLAS results must not depend on how work is split across cores,
@@ -243,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
         size = sum(s["files"].values())
         total += size
         probs = ", ".join(f"{p:.2f}" for p in s["max_prob"])
-        print(f"{name:16s} {s['family']:5s} {s['dtype']:4s} {s['params']:7d} params  "
+        print(f"{name:19s} {s['family']:7s} {s['dtype']:4s} {s['params']:7d} params  "
               f"logits [{s['logits_min']:+.2f}, {s['logits_max']:+.2f}] std {s['logits_std']:.2f}  "
               f"mean max attn prob per layer [{probs}] (uniform {uniform:.2f})  "
               f"storage rounding shifts logits by {s['rounding_shift']:.2g}  "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain-PyTorch reference forward passes for textgen's two decoder families.
+"""Plain-PyTorch reference forward passes for textgen's decoder families.
 
 This is the oracle the C++ decoder is tested against (tests/golden/, written by
 tools/make_golden.py).  It is deliberately simple: one function per building block, a
@@ -23,8 +23,19 @@ Families (see `forward`):
       logits = RMS_norm(x) @ lm_head^T          (lm_head = embed_tokens when tied)
       Weights are nn.Linear, stored [out, in]: y = x @ W^T.
       RoPE in HF's rotate_half layout; grouped-query attention.
+      Published variants on the same equations (HF model_type, tensor names as
+      transformers' modeling_<type>.py):
+        llama    rope_scaling {"rope_type": "llama3"} (Llama 3.1+: long wavelengths
+                 divided by `factor`, a blend between low_freq_factor and
+                 high_freq_factor), explicit head_dim, attention_bias (q/k/v/o biases),
+                 mlp_bias (gate/up/down biases)
+        mistral  llama without biases (sliding_window must be null or cover the context)
+        qwen2    q/k/v biases, no o_proj bias
+        qwen3    q = RMSNorm_head(q) and k = RMSNorm_head(k) per head before RoPE
+                 (self_attn.q_norm / k_norm, [D]); head_dim default 128; attention_bias
 
-Shapes: T tokens, C model width, H query heads, KV key/value heads, D = C / H head size,
+Shapes: T tokens, C model width, H query heads, KV key/value heads, D head size (C / H
+unless head_dim says otherwise),
 I feed-forward width, V vocabulary.
 
 Usage:
@@ -44,6 +55,9 @@ from safetensors_io import load_file
 
 DTYPE = torch.float64  # All reference arithmetic happens in float64.
 
+# model_type values computed by llama_forward (family "llama").
+LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
+
 
 # ----------------------------------------------------------------------------- config
 
@@ -58,7 +72,8 @@ def parse_config(hf_config: dict, source: str = "config") -> dict:
     """Fills in the HF defaults this module relies on.
 
     Returns a copy of the HF keys plus normalized entries:
-      family ("gpt2" | "llama"), C, H, KV, D, I, V, L, eps.
+      family ("gpt2" | "llama"), C, H, KV, D, I, V, L, eps, and for family "llama" the
+      seams qkv_bias, o_bias, mlp_bias, qk_norm.
     Rejects anything this reference does not implement rather than silently ignoring it.
     """
     cfg = dict(hf_config)
@@ -73,24 +88,40 @@ def parse_config(hf_config: dict, source: str = "config") -> dict:
         assert cfg["position_embedding_type"] in ("learned", "sinusoidal"), pos
         assert cfg.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh")
         assert cfg.get("tie_word_embeddings", True), "GPT-2 always ties its LM head"
-    elif kind == "llama":
+    elif kind in LLAMA_LIKE:
         H = cfg["num_attention_heads"]
         cfg.update(family="llama", C=cfg["hidden_size"], H=H,
                    KV=cfg.get("num_key_value_heads") or H, V=cfg["vocab_size"],
                    L=cfg["num_hidden_layers"], I=cfg["intermediate_size"],
                    eps=cfg.get("rms_norm_eps", 1e-6))
         cfg.setdefault("rope_theta", 10000.0)
-        cfg.setdefault("tie_word_embeddings", False)  # LlamaConfig's default.
+        cfg.setdefault("tie_word_embeddings", False)  # Every one of these configs' default.
         assert cfg.get("hidden_act", "silu") == "silu"
-        assert cfg.get("rope_scaling") is None, "rope_scaling is not implemented"
-        assert not cfg.get("attention_bias", False) and not cfg.get("mlp_bias", False)
+        # head_dim: Qwen3Config defaults to 128, the others to hidden / heads.
+        cfg["D"] = cfg.get("head_dim") or (128 if kind == "qwen3" else cfg["C"] // H)
+        if cfg.get("head_dim") is None and kind != "qwen3":
+            assert cfg["C"] % H == 0, "width must be divisible by the number of heads"
+        attention_bias = cfg.get("attention_bias", False)
+        cfg["qkv_bias"] = kind == "qwen2" or (kind in ("llama", "qwen3") and attention_bias)
+        cfg["o_bias"] = kind in ("llama", "qwen3") and attention_bias
+        cfg["mlp_bias"] = kind == "llama" and cfg.get("mlp_bias", False)
+        cfg["qk_norm"] = kind == "qwen3"
+        scaling = cfg.get("rope_scaling")
+        if scaling is not None:
+            kind_of = scaling.get("rope_type", scaling.get("type"))
+            assert kind_of in ("llama3", "default"), f"rope_scaling {kind_of!r} not implemented"
+        window = cfg.get("sliding_window", 4096) if kind == "mistral" else None
+        if kind in ("qwen2", "qwen3") and cfg.get("use_sliding_window", False) \
+                and cfg.get("max_window_layers", 28) < cfg["L"]:
+            window = cfg.get("sliding_window", 4096)
+        assert window is None or window >= cfg["max_position_embeddings"], \
+            "sliding-window attention is not implemented"
         assert cfg["H"] % cfg["KV"] == 0, "num_key_value_heads must divide the heads"
+        return cfg
     else:
         raise ValueError(f"{source}: unsupported model_type {kind!r}")
     assert cfg["C"] % cfg["H"] == 0, "width must be divisible by the number of heads"
     cfg["D"] = cfg["C"] // cfg["H"]
-    if "head_dim" in cfg:
-        assert cfg["head_dim"] == cfg["D"], "head_dim != hidden_size / heads is not supported"
     return cfg
 
 
@@ -129,6 +160,18 @@ def expected_shapes(cfg: dict) -> dict[str, list[int]]:
                 p + "mlp.up_proj.weight": [I, C],
                 p + "mlp.down_proj.weight": [C, I],
             })
+            if cfg["qkv_bias"]:
+                shapes.update({p + "self_attn.q_proj.bias": [H * D],
+                               p + "self_attn.k_proj.bias": [KV * D],
+                               p + "self_attn.v_proj.bias": [KV * D]})
+            if cfg["o_bias"]:
+                shapes[p + "self_attn.o_proj.bias"] = [C]
+            if cfg["qk_norm"]:
+                shapes.update({p + "self_attn.q_norm.weight": [D],
+                               p + "self_attn.k_norm.weight": [D]})
+            if cfg["mlp_bias"]:
+                shapes.update({p + "mlp.gate_proj.bias": [I], p + "mlp.up_proj.bias": [I],
+                               p + "mlp.down_proj.bias": [C]})
         shapes["model.norm.weight"] = [C]
         if not cfg["tie_word_embeddings"]:
             shapes["lm_head.weight"] = [V, C]
@@ -214,10 +257,34 @@ def sinusoidal_positions(T: int, C: int) -> torch.Tensor:
     return pe
 
 
-def rope_cos_sin(T: int, D: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """HF LLaMA rotary tables: inv_freq[i] = 1 / theta^(2i/D), angle[p, i] = p * inv_freq[i],
-    cos/sin = cat(angle, angle) along the last axis.  -> cos, sin [T, D]"""
-    inv_freq = 1.0 / theta ** (torch.arange(0, D, 2, dtype=DTYPE) / D)  # [D/2]
+def rope_inv_freq(cfg: dict) -> torch.Tensor:
+    """inv_freq[i] = 1 / theta^(2i/D), rescaled when rope_scaling is "llama3".  -> [D/2]
+
+    Llama 3.1's scheme (transformers' _compute_llama3_parameters), with wavelen = 2 pi /
+    inv_freq and old = original_max_position_embeddings:
+      wavelen > old / low_freq_factor            -> inv_freq / factor
+      wavelen < old / high_freq_factor           -> inv_freq
+      otherwise, s = (old / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+                                                  -> (1 - s) inv_freq / factor + s inv_freq
+    """
+    D = cfg["D"]
+    inv_freq = 1.0 / cfg["rope_theta"] ** (torch.arange(0, D, 2, dtype=DTYPE) / D)
+    scaling = cfg.get("rope_scaling")
+    if scaling is None or scaling.get("rope_type", scaling.get("type")) == "default":
+        return inv_freq
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    smooth = (old / wavelen - low) / (high - low)
+    blended = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    out = torch.where(wavelen > old / low, inv_freq / factor, inv_freq)
+    medium = (wavelen >= old / high) & (wavelen <= old / low)
+    return torch.where(medium, blended, out)
+
+
+def rope_cos_sin(T: int, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """HF LLaMA rotary tables: angle[p, i] = p * inv_freq[i], cos/sin = cat(angle, angle)
+    along the last axis.  -> cos, sin [T, D]"""
     angle = torch.arange(T, dtype=DTYPE)[:, None] * inv_freq[None, :]   # [T, D/2]
     angle = torch.cat([angle, angle], dim=-1)                           # [T, D]
     return torch.cos(angle), torch.sin(angle)
@@ -281,7 +348,12 @@ def llama_forward(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor
     """LLaMA forward pass.  ids [T] int -> logits [T, V], attention probs L x [H, T, T]."""
     T, H, KV, D, eps = len(ids), cfg["H"], cfg["KV"], cfg["D"], cfg["eps"]
     group = H // KV                                 # query heads sharing one kv head
-    cos, sin = rope_cos_sin(T, D, cfg["rope_theta"])             # [T, D] each
+    cos, sin = rope_cos_sin(T, rope_inv_freq(cfg))               # [T, D] each
+
+    def linear(h: torch.Tensor, name: str, with_bias: bool) -> torch.Tensor:
+        """nn.Linear: h @ W^T (+ b)."""
+        y = h @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if with_bias else y
 
     x = w["model.embed_tokens.weight"][ids]                      # [T, C]
     attn_maps = []
@@ -289,27 +361,32 @@ def llama_forward(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor
         p = f"model.layers.{i}."
         # --- attention: nn.Linear weights are [out, in], so y = h @ W^T.
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)                  # [T, C]
-        q = h @ w[p + "self_attn.q_proj.weight"].T                             # [T, H*D]
-        k = h @ w[p + "self_attn.k_proj.weight"].T                             # [T, KV*D]
-        v = h @ w[p + "self_attn.v_proj.weight"].T                             # [T, KV*D]
+        q = linear(h, p + "self_attn.q_proj", cfg["qkv_bias"])                 # [T, H*D]
+        k = linear(h, p + "self_attn.k_proj", cfg["qkv_bias"])                 # [T, KV*D]
+        v = linear(h, p + "self_attn.v_proj", cfg["qkv_bias"])                 # [T, KV*D]
         heads, probs = [], []
         for j in range(H):
             kv = j // group                                      # GQA: shared kv head
-            qj = apply_rope(q[:, j * D:(j + 1) * D], cos, sin)   # [T, D]
-            kj = apply_rope(k[:, kv * D:(kv + 1) * D], cos, sin) # [T, D]
+            qj = q[:, j * D:(j + 1) * D]                         # [T, D]
+            kj = k[:, kv * D:(kv + 1) * D]                       # [T, D]
+            if cfg["qk_norm"]:                                   # Qwen3: per-head RMSNorm
+                qj = rms_norm(qj, w[p + "self_attn.q_norm.weight"], eps)
+                kj = rms_norm(kj, w[p + "self_attn.k_norm.weight"], eps)
+            qj = apply_rope(qj, cos, sin)                        # [T, D]
+            kj = apply_rope(kj, cos, sin)                        # [T, D]
             vj = v[:, kv * D:(kv + 1) * D]                       # [T, D], no rotation
             out, pr = causal_attention(qj, kj, vj)               # [T, D], [T, T]
             heads.append(out)
             probs.append(pr)
         y = torch.cat(heads, dim=-1)                                           # [T, H*D]
-        x = x + y @ w[p + "self_attn.o_proj.weight"].T                         # [T, C]
+        x = x + linear(y, p + "self_attn.o_proj", cfg["o_bias"])               # [T, C]
         attn_maps.append(torch.stack(probs))                                   # [H, T, T]
 
         # --- SwiGLU MLP: down(silu(gate(h)) * up(h))
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)         # [T, C]
-        gate = h @ w[p + "mlp.gate_proj.weight"].T                             # [T, I]
-        up = h @ w[p + "mlp.up_proj.weight"].T                                 # [T, I]
-        x = x + (silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T            # [T, C]
+        gate = linear(h, p + "mlp.gate_proj", cfg["mlp_bias"])                 # [T, I]
+        up = linear(h, p + "mlp.up_proj", cfg["mlp_bias"])                     # [T, I]
+        x = x + linear(silu(gate) * up, p + "mlp.down_proj", cfg["mlp_bias"])  # [T, C]
 
     x = rms_norm(x, w["model.norm.weight"], eps)                 # [T, C]
     head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
