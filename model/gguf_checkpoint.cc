@@ -103,15 +103,15 @@ absl::Status RefuseUnsupported(const GgufFile& file, const ArchKeys& keys,
         "expert_count",
         absl::StrCat(experts, " experts: mixture-of-experts is not supported"));
   }
-  const int head_dim = c.d_model / c.n_heads;
+  const int head_dim = c.head_dim();
   for (const char* length :
        {"attention.key_length", "attention.value_length"}) {
     TEXTGEN_ASSIGN_OR_RETURN(const int n, keys.OptionalSize(length, head_dim));
     if (n != head_dim) {
       return keys.Unsupported(
-          length,
-          absl::StrCat(n, " differs from embedding_length / head_count = ",
-                       head_dim, " (not supported)"));
+          length, absl::StrCat(n, " differs from the head size ", head_dim,
+                               " (keys and values of different sizes are "
+                               "not supported)"));
     }
   }
   if (c.positions == PositionKind::kRotary) {
@@ -212,31 +212,61 @@ absl::Status MapLlama(const ModelConfig& c, TensorMapper& m) {
   using L = TensorMapper::Layout;
   TEXTGEN_RETURN_IF_ERROR(
       m.Map("token_embd.weight", {V, C}, "model.embed_tokens.weight"));
-  const std::vector<int> q_rows = RotateHalfRowOrder(c.n_heads, D);
-  const std::vector<int> k_rows = RotateHalfRowOrder(c.n_kv_heads, D);
+  // Only llama.cpp's `llama` tensors are stored in interleaved RoPE order
+  // (qwen2/qwen3 use NeoX's rotate-half, as the decoder does). A bias is a
+  // column beside its weight's rows: permuted the same way.
+  const bool interleaved = c.family == Family::kLlama;
+  const std::vector<int> q_rows =
+      interleaved ? RotateHalfRowOrder(c.n_heads, D) : std::vector<int>{};
+  const std::vector<int> k_rows =
+      interleaved ? RotateHalfRowOrder(c.n_kv_heads, D) : std::vector<int>{};
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string b = absl::StrCat("blk.", i, ".");
     const std::string p = absl::StrCat("model.layers.", i, ".");
+    auto map = [&](const char* gguf, std::vector<int64_t> shape, const char* hf,
+                   const std::vector<int>& rows = {}) {
+      return m.Map(b + gguf, shape, p + hf, L::kAsIs, rows);
+    };
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "attn_norm.weight", {C}, p + "input_layernorm.weight"));
-    TEXTGEN_RETURN_IF_ERROR(m.Map(b + "attn_q.weight", {Q, C},
-                                  p + "self_attn.q_proj.weight", L::kAsIs,
-                                  q_rows));
-    TEXTGEN_RETURN_IF_ERROR(m.Map(b + "attn_k.weight", {KV, C},
-                                  p + "self_attn.k_proj.weight", L::kAsIs,
-                                  k_rows));
+        map("attn_norm.weight", {C}, "input_layernorm.weight"));
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "attn_v.weight", {KV, C}, p + "self_attn.v_proj.weight"));
+        map("attn_q.weight", {Q, C}, "self_attn.q_proj.weight", q_rows));
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "attn_output.weight", {C, Q}, p + "self_attn.o_proj.weight"));
-    TEXTGEN_RETURN_IF_ERROR(m.Map(b + "ffn_norm.weight", {C},
-                                  p + "post_attention_layernorm.weight"));
+        map("attn_k.weight", {KV, C}, "self_attn.k_proj.weight", k_rows));
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "ffn_gate.weight", {F, C}, p + "mlp.gate_proj.weight"));
+        map("attn_v.weight", {KV, C}, "self_attn.v_proj.weight"));
+    if (c.qkv_bias) {
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_q.bias", {Q}, "self_attn.q_proj.bias", q_rows));
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_k.bias", {KV}, "self_attn.k_proj.bias", k_rows));
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_v.bias", {KV}, "self_attn.v_proj.bias"));
+    }
+    if (c.qk_norm) {
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_q_norm.weight", {D}, "self_attn.q_norm.weight"));
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_k_norm.weight", {D}, "self_attn.k_norm.weight"));
+    }
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "ffn_up.weight", {F, C}, p + "mlp.up_proj.weight"));
+        map("attn_output.weight", {C, Q}, "self_attn.o_proj.weight"));
+    if (c.attn_out_bias) {
+      TEXTGEN_RETURN_IF_ERROR(
+          map("attn_output.bias", {C}, "self_attn.o_proj.bias"));
+    }
     TEXTGEN_RETURN_IF_ERROR(
-        m.Map(b + "ffn_down.weight", {C, F}, p + "mlp.down_proj.weight"));
+        map("ffn_norm.weight", {C}, "post_attention_layernorm.weight"));
+    TEXTGEN_RETURN_IF_ERROR(
+        map("ffn_gate.weight", {F, C}, "mlp.gate_proj.weight"));
+    TEXTGEN_RETURN_IF_ERROR(map("ffn_up.weight", {F, C}, "mlp.up_proj.weight"));
+    TEXTGEN_RETURN_IF_ERROR(
+        map("ffn_down.weight", {C, F}, "mlp.down_proj.weight"));
+    if (c.mlp_bias) {
+      TEXTGEN_RETURN_IF_ERROR(map("ffn_gate.bias", {F}, "mlp.gate_proj.bias"));
+      TEXTGEN_RETURN_IF_ERROR(map("ffn_up.bias", {F}, "mlp.up_proj.bias"));
+      TEXTGEN_RETURN_IF_ERROR(map("ffn_down.bias", {C}, "mlp.down_proj.bias"));
+    }
   }
   TEXTGEN_RETURN_IF_ERROR(
       m.Map("output_norm.weight", {C}, "model.norm.weight"));
@@ -309,21 +339,32 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
                            file.GetString("general.architecture"));
   ArchKeys keys(file, arch);
   ModelConfig c;
-  if (arch == "llama") {
-    c.family = Family::kLlama;
-    c.norm = NormKind::kRmsNorm;
-    c.feed_forward = FeedForwardKind::kSwiGlu;
-    c.positions = PositionKind::kRotary;
-    c.has_bias = false;
-  } else if (arch == "gpt2") {
+  // Optional biases are seen in the tensor table, as llama.cpp does.
+  auto has = [&](const char* tensor) {
+    return file.FindTensor(absl::StrCat("blk.0.", tensor)) != nullptr;
+  };
+  if (arch == "gpt2") {
     c.family = Family::kGpt2;
     c.norm = NormKind::kLayerNorm;
     c.feed_forward = FeedForwardKind::kGeluMlp;
     c.positions = PositionKind::kLearned;
-    c.has_bias = true;
+    c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
+  } else if (arch == "llama" || arch == "qwen2" || arch == "qwen3") {
+    c.family = arch == "llama"   ? Family::kLlama
+               : arch == "qwen2" ? Family::kQwen2
+                                 : Family::kQwen3;
+    c.norm = NormKind::kRmsNorm;
+    c.feed_forward = FeedForwardKind::kSwiGlu;
+    c.positions = PositionKind::kRotary;
+    c.qkv_bias = arch == "qwen2" || has("attn_q.bias");
+    c.attn_out_bias = has("attn_output.bias");
+    c.mlp_bias = has("ffn_up.bias");
+    c.qk_norm = arch == "qwen3";
   } else {
-    return FileError(file, absl::StrCat("key 'general.architecture' = '", arch,
-                                        "' is not supported (llama, gpt2)"));
+    return FileError(file,
+                     absl::StrCat("key 'general.architecture' = '", arch,
+                                  "' is not supported (llama, qwen2, qwen3, "
+                                  "gpt2)"));
   }
   TEXTGEN_ASSIGN_OR_RETURN(c.context_length, keys.Size("context_length"));
   TEXTGEN_ASSIGN_OR_RETURN(c.d_model, keys.Size("embedding_length"));
@@ -341,6 +382,12 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
                               "gpt2 has no grouped-query attention");
     }
   } else {
+    // An explicit head size (Qwen3, some Llamas): key_length, which
+    // value_length must equal.
+    if (keys.Has("attention.key_length")) {
+      TEXTGEN_ASSIGN_OR_RETURN(c.explicit_head_dim,
+                               keys.Size("attention.key_length"));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(c.d_ff, keys.Size("feed_forward_length"));
     TEXTGEN_ASSIGN_OR_RETURN(c.norm_eps,
                              keys.Float("attention.layer_norm_rms_epsilon"));

@@ -2,12 +2,18 @@
 // Checkpoint: the config from the `<arch>.*` keys, the weights from
 // llama.cpp's tensor names.
 //
-// Architectures (`general.architecture`):
+// Architectures (`general.architecture`: llama, qwen2, qwen3, gpt2):
 //   llama  token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output,
 //          ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (absent:
 //          tied to token_embd). llama.cpp's converter stores the rows of
 //          attn_q and attn_k in Meta's interleaved RoPE order (its `permute`);
 //          they are put back in the decoder's rotate-half order on load.
+//          Biases (attn_q/k/v/output.bias, ffn_*.bias) where the file has
+//          them; attention.key_length = value_length sets the head size.
+//          llama.cpp writes Mistral without a sliding window as llama.
+//   qwen2  llama's tensors with attn_q/k/v.bias, not permuted.
+//   qwen3  llama's tensors with attn_q_norm and attn_k_norm ([head size]),
+//          not permuted; key_length is the head size.
 //   gpt2   token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output,
 //          ffn_norm, ffn_up, ffn_down} (weight and bias), output_norm (weight
 //          and bias), output (optional; must equal token_embd, as GPT-2's head
@@ -21,8 +27,9 @@
 // head size: partial rotary is not supported). The vocabulary size is the
 // row count of token_embd (and <arch>.vocab_size must agree if present).
 // What the decoder cannot run is refused by name, never ignored: RoPE scaling
-// (`rope.scaling.type` other than "none", `rope_freqs`), experts, head sizes
-// other than embedding_length / head_count.
+// (`rope.scaling.type` other than "none", `rope_freqs`, which is how
+// llama.cpp stores Llama 3.1's scaling), experts, keys and values of
+// different head sizes, partial rotary.
 //
 // Every tensor is checked by its GGUF name (present, shape as the keys say,
 // none left over) before the decoder's loader sees it. Tensors are widened to

