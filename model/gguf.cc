@@ -493,7 +493,8 @@ uint64_t GgufFile::UintAt(GgufValueType type, size_t offset) const {
     case GgufValueType::kUint64:
       return LoadLittleEndian<uint64_t>(p);
     default:
-      return static_cast<uint64_t>(IntAt(type, offset));
+      return IsSignedInteger(type) ? static_cast<uint64_t>(IntAt(type, offset))
+                                   : 0;
   }
 }
 
@@ -511,7 +512,9 @@ int64_t GgufFile::IntAt(GgufValueType type, size_t offset) const {
     case GgufValueType::kBool:
       return LoadLittleEndian<uint8_t>(p);
     default:
-      return static_cast<int64_t>(UintAt(type, offset));
+      return IsUnsignedInteger(type)
+                 ? static_cast<int64_t>(UintAt(type, offset))
+                 : 0;
   }
 }
 

@@ -139,7 +139,8 @@ class GgufFile {
   absl::StatusOr<std::vector<bool>> GetBoolArray(absl::string_view key) const;
 
   // The scalar at `offset` in the file, of a type that was validated there
-  // (used by the getters and by tools that print every value).
+  // (used by the getters and by tools that print every value). UintAt and
+  // IntAt take any integer type (IntAt also BOOL) and give 0 for others.
   uint64_t UintAt(GgufValueType type, size_t offset) const;
   int64_t IntAt(GgufValueType type, size_t offset) const;
   double FloatAt(GgufValueType type, size_t offset) const;

@@ -98,10 +98,14 @@ absl::Status RefuseUnsupported(const GgufFile& file, const ArchKeys& keys,
                      "e.g. Llama 3.1's) is not supported");
   }
   if (keys.Has("expert_count")) {
-    TEXTGEN_ASSIGN_OR_RETURN(const int experts, keys.Size("expert_count"));
-    return keys.Unsupported(
-        "expert_count",
-        absl::StrCat(experts, " experts: mixture-of-experts is not supported"));
+    TEXTGEN_ASSIGN_OR_RETURN(const uint64_t experts,
+                             file.GetUint(keys.Key("expert_count")));
+    if (experts > 0) {
+      return keys.Unsupported("expert_count",
+                              absl::StrCat(experts,
+                                           " experts: mixture-of-experts "
+                                           "is not supported"));
+    }
   }
   const int head_dim = c.head_dim();
   for (const char* length :
