@@ -1,13 +1,14 @@
 #include "model/llama2c_checkpoint.h"
 
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/file_util.h"
+#include "model/rope_row_order.h"
 #include "model/safetensors.h"
+#include "model/safetensors_writer.h"
 #include "model/status_macros.h"
 #include "model/weights.h"
 
@@ -17,63 +18,6 @@ namespace {
 // "ak42" read as a little-endian uint32: the first field of llama2.c's
 // version 1 and 2 exports.
 constexpr uint32_t kVersionedMagic = 0x616b3432;
-
-// Builds a safetensors file in memory (F32 tensors, in the order added).
-class SafetensorsWriter {
- public:
-  explicit SafetensorsWriter(uint64_t data_bytes) { data_.reserve(data_bytes); }
-
-  // Appends a tensor from the float32 bytes at `values`; `rows` gives the
-  // order of its rows (empty: as stored).
-  void Add(const std::string& name, const std::vector<int64_t>& shape,
-           const char* values, const std::vector<int>& rows = {}) {
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    const size_t begin = data_.size();
-    const size_t row_bytes = shape.back() * sizeof(float);
-    if (rows.empty()) {
-      data_.append(values, count * sizeof(float));
-    } else {
-      for (int r : rows) data_.append(values + r * row_bytes, row_bytes);
-    }
-    header_[name] = {{"dtype", "F32"},
-                     {"shape", shape},
-                     {"data_offsets", {begin, data_.size()}}};
-  }
-
-  std::string Finish() {
-    const std::string header = header_.dump();
-    std::string out(8, '\0');
-    const uint64_t n = header.size();
-    std::memcpy(out.data(), &n, 8);  // Little-endian hosts only, as run.c.
-    out.reserve(8 + header.size() + data_.size());
-    out += header;
-    out += data_;
-    data_.clear();
-    data_.shrink_to_fit();
-    return out;
-  }
-
- private:
-  nlohmann::json header_ = nlohmann::json::object();
-  std::string data_;
-};
-
-// Row order turning llama2.c's interleaved RoPE layout of a [heads · D, C]
-// projection into Hugging Face's rotate-half layout: within each head, new row
-// s · D/2 + i is old row 2i + s.
-std::vector<int> RopeRowOrder(int heads, int head_dim) {
-  std::vector<int> rows;
-  rows.reserve(static_cast<size_t>(heads) * head_dim);
-  for (int h = 0; h < heads; ++h) {
-    for (int s = 0; s < 2; ++s) {
-      for (int i = 0; i < head_dim / 2; ++i) {
-        rows.push_back(h * head_dim + 2 * i + s);
-      }
-    }
-  }
-  return rows;
-}
 
 }  // namespace
 
@@ -219,8 +163,8 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
   auto Layer = [](const char* tensor, int l, int64_t per_layer) {
     return tensor + l * per_layer * static_cast<int64_t>(sizeof(float));
   };
-  const std::vector<int> q_rows = RopeRowOrder(h.n_heads, D);
-  const std::vector<int> k_rows = RopeRowOrder(h.n_kv_heads, D);
+  const std::vector<int> q_rows = RotateHalfRowOrder(h.n_heads, D);
+  const std::vector<int> k_rows = RotateHalfRowOrder(h.n_kv_heads, D);
   SafetensorsWriter out(expected);
   out.Add("model.embed_tokens.weight", {V, C}, tok_emb);
   for (int l = 0; l < h.n_layers; ++l) {

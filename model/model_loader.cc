@@ -6,6 +6,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/file_util.h"
+#include "model/gguf.h"
+#include "model/gguf_checkpoint.h"
+#include "model/gguf_tokenizer.h"
 #include "model/llama2c_checkpoint.h"
 #include "model/status_macros.h"
 
@@ -33,6 +36,25 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
     if (found_tokenizer.empty() && HasTokenizer(model_path)) {
       found_tokenizer = model_path;
     }
+  } else if (IsGgufFile(model_path)) {
+    TEXTGEN_ASSIGN_OR_RETURN(const GgufFile file, GgufFile::Open(model_path));
+    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
+                             LoadGgufCheckpoint(file, options));
+    if (found_tokenizer.empty()) {
+      // The tokenizer travels in the file.
+      TEXTGEN_ASSIGN_OR_RETURN(model.tokenizer, LoadGgufTokenizer(file));
+      if (model.tokenizer != nullptr) {
+        if (model.tokenizer->vocab_size() >
+            model.checkpoint.config.vocab_size) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              model_path, ": the tokenizer has ", model.tokenizer->vocab_size(),
+              " tokens but the model's vocabulary only ",
+              model.checkpoint.config.vocab_size));
+        }
+        model.tokenizer_path = model_path;
+      }
+      return model;
+    }
   } else if (fs::exists(model_path, ec)) {
     TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
                              LoadLlama2cCheckpoint(model_path, options));
@@ -47,7 +69,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
     return absl::NotFoundError(absl::StrCat(
         model_path,
         ": no such model (expected a checkpoint directory with "
-        "config.json + model.safetensors, or a llama2.c .bin file)"));
+        "config.json + model.safetensors, a GGUF file, or a llama2.c .bin "
+        "file)"));
   }
   if (!found_tokenizer.empty()) {
     TEXTGEN_ASSIGN_OR_RETURN(

@@ -3,6 +3,8 @@
 //   - A checkpoint directory: config.json + model.safetensors (Hugging Face
 //     names, checkpoint.h) and a tokenizer file beside them (tokenizer.h
 //     lists what is looked for).
+//   - A GGUF file (gguf_checkpoint.h), recognised by its magic "GGUF", with
+//     the tokenizer stored in it (gguf_tokenizer.h) unless one is given.
 //   - A llama2.c `.bin` file (llama2c_checkpoint.h), with its tokenizer.bin
 //     given explicitly or found beside it as tok<vocab_size>.bin (llama2.c's
 //     naming for custom vocabularies, e.g. tok512.bin) or tokenizer.bin.

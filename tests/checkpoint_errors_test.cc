@@ -8,7 +8,11 @@
 
 #include "model/checkpoint.h"
 #include "model/file_util.h"
+#include "model/gguf.h"
+#include "model/gguf_checkpoint.h"
+#include "model/model_loader.h"
 #include "model/safetensors.h"
+#include "tests/gguf_builder.h"
 #include "tests/test_util.h"
 
 namespace textgen {
@@ -148,6 +152,195 @@ TEST_F(CheckpointErrorsTest, LearnedPositionsNeedWpe) {
   CopyGolden("gpt2_sinusoidal");
   EditConfig("\"sinusoidal\"", "\"learned\"");
   EXPECT_THAT(Load().message(), HasSubstr("missing tensor 'wpe.weight'"));
+}
+
+// GGUF: the golden llama_tied_mha checkpoint written as a GGUF file by hand
+// (llama.cpp's names and keys; Q/K rows not permuted, which only changes the
+// values), with one thing changed at a time.
+struct GgufEdits {
+  std::string drop_tensor;                         // Left out.
+  std::string extra_tensor;                        // Added, [4] F32.
+  std::string drop_key;                            // Left out.
+  std::pair<std::string, std::string> string_key;  // Added or replacing.
+  uint32_t feed_forward_length = 128;
+  uint32_t tensor_type = 0;  // For attn_q: 0 F32, else a ggml type number.
+};
+
+std::string LlamaGguf(const GgufEdits& edits = GgufEdits()) {
+  auto golden = SafetensorsFile::Open(testing::GoldenDir("llama_tied_mha") +
+                                      "/model.safetensors");
+  EXPECT_TRUE(golden.ok()) << golden.status();
+  testing::GgufBuilder b;
+  auto key_u32 = [&](const std::string& key, uint32_t v) {
+    if (key != edits.drop_key) b.KeyU32(key, v);
+  };
+  b.KeyStr("general.architecture",
+           edits.string_key.first == "general.architecture"
+               ? edits.string_key.second
+               : "llama");
+  key_u32("llama.context_length", 96);
+  key_u32("llama.embedding_length", 48);
+  key_u32("llama.block_count", 2);
+  key_u32("llama.feed_forward_length", edits.feed_forward_length);
+  key_u32("llama.attention.head_count", 4);
+  key_u32("llama.rope.dimension_count", 12);
+  b.KeyF32("llama.rope.freq_base", 500.0f);
+  b.KeyF32("llama.attention.layer_norm_rms_epsilon", 1e-6f);
+  if (!edits.string_key.first.empty() &&
+      edits.string_key.first != "general.architecture") {
+    b.KeyStr(edits.string_key.first, edits.string_key.second);
+  }
+  auto tensor = [&](const std::string& gguf, const std::string& hf) {
+    if (gguf == edits.drop_tensor) return;
+    auto values = golden->ReadFloats(hf);
+    EXPECT_TRUE(values.ok()) << values.status();
+    const TensorInfo* info = golden->Find(hf);
+    std::vector<uint64_t> dims(info->shape.rbegin(), info->shape.rend());
+    if (edits.tensor_type != 0 && gguf == "blk.0.attn_q.weight") {
+      b.Tensor(gguf, dims, edits.tensor_type, std::string(64, '\0'));
+      return;
+    }
+    b.TensorF32(gguf, dims, *values);
+  };
+  tensor("token_embd.weight", "model.embed_tokens.weight");
+  for (int i = 0; i < 2; ++i) {
+    const std::string g = absl::StrCat("blk.", i, ".");
+    const std::string h = absl::StrCat("model.layers.", i, ".");
+    tensor(g + "attn_norm.weight", h + "input_layernorm.weight");
+    tensor(g + "attn_q.weight", h + "self_attn.q_proj.weight");
+    tensor(g + "attn_k.weight", h + "self_attn.k_proj.weight");
+    tensor(g + "attn_v.weight", h + "self_attn.v_proj.weight");
+    tensor(g + "attn_output.weight", h + "self_attn.o_proj.weight");
+    tensor(g + "ffn_norm.weight", h + "post_attention_layernorm.weight");
+    tensor(g + "ffn_gate.weight", h + "mlp.gate_proj.weight");
+    tensor(g + "ffn_up.weight", h + "mlp.up_proj.weight");
+    tensor(g + "ffn_down.weight", h + "mlp.down_proj.weight");
+  }
+  tensor("output_norm.weight", "model.norm.weight");
+  if (!edits.extra_tensor.empty())
+    b.TensorF32(edits.extra_tensor, {4}, {1, 2, 3, 4});
+  return b.Build();
+}
+
+// The default edits with `change` applied.
+template <typename Change>
+GgufEdits Edit(Change change) {
+  GgufEdits edits;
+  change(edits);
+  return edits;
+}
+
+absl::Status LoadGguf(const std::string& bytes) {
+  auto file = GgufFile::FromBytes(bytes, "m.gguf");
+  if (!file.ok()) return file.status();
+  return LoadGgufCheckpoint(*file).status();
+}
+
+TEST_F(CheckpointErrorsTest, GoodGgufLoadsThroughLoadModel) {
+  CopyGolden("llama_tied_mha");
+  Write("m.gguf", LlamaGguf());
+  auto model = LoadModel((dir_ / "m.gguf").string());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(DescribeConfig(model->checkpoint.config),
+            DescribeConfig(LoadCheckpoint(dir_.string())->config));
+}
+
+TEST_F(CheckpointErrorsTest, GgufTruncatedAnywhereIsAClearError) {
+  const std::string good = LlamaGguf();
+  ASSERT_TRUE(LoadGguf(good).ok()) << LoadGguf(good);
+  auto parsed = GgufFile::FromBytes(good, "m.gguf");
+  ASSERT_TRUE(parsed.ok());
+  // Every byte of the header, metadata and tensor table; then through the
+  // data every 509th byte and the last 64.
+  std::vector<size_t> cuts;
+  for (size_t n = 0; n < parsed->data_offset(); ++n) cuts.push_back(n);
+  for (size_t n = parsed->data_offset(); n < good.size(); n += 509) {
+    cuts.push_back(n);
+  }
+  for (size_t n = good.size() - 64; n < good.size(); ++n) cuts.push_back(n);
+  for (size_t n : cuts) {
+    const absl::Status s = LoadGguf(good.substr(0, n));
+    ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << n << ": " << s;
+    ASSERT_THAT(s.message(), HasSubstr("m.gguf: ")) << n;
+  }
+  // Cut inside a tensor's data: the error names it.
+  EXPECT_THAT(
+      LoadGguf(good.substr(0, good.size() - 100)).message(),
+      AllOf(HasSubstr("tensor 'output_norm.weight'"), HasSubstr("truncated")));
+}
+
+TEST_F(CheckpointErrorsTest, GgufMissingTensorIsNamed) {
+  const absl::Status s = LoadGguf(LlamaGguf(
+      Edit([](GgufEdits& e) { e.drop_tensor = "blk.1.ffn_up.weight"; })));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(),
+              HasSubstr("m.gguf: missing tensor 'blk.1.ffn_up.weight'"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufUnexpectedTensorIsNamed) {
+  EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+                e.extra_tensor = "blk.2.attn_q.weight";
+              }))).message(),
+              HasSubstr("m.gguf: unexpected tensor 'blk.2.attn_q.weight' [4]"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufShapeMismatchNamesTensorAndShapes) {
+  EXPECT_THAT(
+      LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+        e.feed_forward_length = 64;
+      }))).message(),
+      HasSubstr("tensor 'blk.0.ffn_gate.weight': shape [128, 48], expected "
+                "[64, 48]"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufMissingKeyIsNamed) {
+  const absl::Status s = LoadGguf(
+      LlamaGguf(Edit([](GgufEdits& e) { e.drop_key = "llama.block_count"; })));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(),
+              HasSubstr("m.gguf: missing key 'llama.block_count'"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufKeyOfTheWrongTypeIsNamed) {
+  EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+                e.drop_key = "llama.block_count";
+                e.string_key = {"llama.block_count", "2"};
+              }))).message(),
+              HasSubstr("key 'llama.block_count' must be an integer, not "
+                        "STRING"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufUnsupportedArchitectureIsNamed) {
+  EXPECT_THAT(
+      LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+        e.string_key = {"general.architecture", "mamba"};
+      }))).message(),
+      HasSubstr("key 'general.architecture' = 'mamba' is not supported"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufRopeScalingIsRefusedNotIgnored) {
+  EXPECT_THAT(
+      LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+        e.string_key = {"llama.rope.scaling.type", "yarn"};
+      }))).message(),
+      HasSubstr("key 'llama.rope.scaling.type': RoPE scaling 'yarn' is not "
+                "supported"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufLlama3RopeFrequenciesAreRefusedNotIgnored) {
+  EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+                e.extra_tensor = "rope_freqs.weight";
+              }))).message(),
+              HasSubstr("tensor 'rope_freqs.weight' (per-frequency RoPE "
+                        "scaling, e.g. Llama 3.1's) is not supported"));
+}
+
+TEST_F(CheckpointErrorsTest, GgufUnsupportedTensorTypeIsNamed) {
+  EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
+                e.tensor_type = 12;
+              }))).message(),
+              HasSubstr("tensor 'blk.0.attn_q.weight': type Q4_K is not "
+                        "supported"));
 }
 
 }  // namespace
