@@ -18,7 +18,7 @@ class KeyReader {
   KeyReader(const json& object, const std::string& source)
       : object_(object), source_(source) {}
 
-  absl::Status Int(const char* key, int* out) {
+  absl::Status Int(const char* key, int& out) {
     auto it = object_.find(key);
     if (it == object_.end()) return Missing(key);
     if (!it->is_number_integer()) return WrongType(key, "an integer");
@@ -27,38 +27,38 @@ class KeyReader {
       return absl::InvalidArgumentError(absl::StrCat(
           source_, ": key \"", key, "\" = ", value, " is out of range"));
     }
-    *out = static_cast<int>(value);
+    out = static_cast<int>(value);
     return absl::OkStatus();
   }
 
-  // An optional integer; null or absent leaves *out unchanged.
-  absl::Status OptionalInt(const char* key, int* out) {
+  // An optional integer; null or absent leaves `out` unchanged.
+  absl::Status OptionalInt(const char* key, int& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     return Int(key, out);
   }
 
-  absl::Status OptionalFloat(const char* key, float* out) {
+  absl::Status OptionalFloat(const char* key, float& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_number()) return WrongType(key, "a number");
-    *out = it->get<float>();
+    out = it->get<float>();
     return absl::OkStatus();
   }
 
-  absl::Status OptionalBool(const char* key, bool* out) {
+  absl::Status OptionalBool(const char* key, bool& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_boolean()) return WrongType(key, "true or false");
-    *out = it->get<bool>();
+    out = it->get<bool>();
     return absl::OkStatus();
   }
 
-  absl::Status OptionalString(const char* key, std::string* out) {
+  absl::Status OptionalString(const char* key, std::string& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_string()) return WrongType(key, "a string");
-    *out = it->get<std::string>();
+    out = it->get<std::string>();
     return absl::OkStatus();
   }
 
@@ -90,25 +90,24 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
   c.feed_forward = FeedForwardKind::kGeluMlp;
   c.has_bias = true;
   c.tied_lm_head = true;
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_positions", &c.context_length));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_embd", &c.d_model));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_layer", &c.n_layers));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_head", &c.n_heads));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", c.vocab_size));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_positions", c.context_length));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_embd", c.d_model));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_layer", c.n_layers));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_head", c.n_heads));
   c.n_kv_heads = c.n_heads;
   c.d_ff = 4 * c.d_model;  // GPT-2's default when n_inner is null.
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("n_inner", &c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("n_inner", c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("layer_norm_epsilon", c.norm_eps));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalFloat("layer_norm_epsilon", &c.norm_eps));
-  TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalBool("tie_word_embeddings", &c.tied_lm_head));
+      keys.OptionalBool("tie_word_embeddings", c.tied_lm_head));
   if (!c.tied_lm_head) {
     return keys.Unsupported("tie_word_embeddings", "false", "true for gpt2");
   }
 
   std::string activation = "gelu_new";
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalString("activation_function", &activation));
+      keys.OptionalString("activation_function", activation));
   // GPT-2 names the tanh approximation of GELU "gelu_new" (also
   // "gelu_pytorch_tanh").
   if (activation != "gelu_new" && activation != "gelu_pytorch_tanh") {
@@ -118,7 +117,7 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
 
   std::string positions = "learned";
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalString("position_embedding_type", &positions));
+      keys.OptionalString("position_embedding_type", positions));
   if (positions == "learned" || positions == "absolute") {
     c.positions = PositionKind::kLearned;
   } else if (positions == "sinusoidal") {
@@ -138,22 +137,22 @@ absl::Status ParseLlama(KeyReader& keys, ModelConfig& c) {
   c.has_bias = false;
   c.tied_lm_head = false;  // LlamaConfig's default.
   c.norm_eps = 1e-6f;      // LlamaConfig's default.
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", c.vocab_size));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.Int("max_position_embeddings", &c.context_length));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("hidden_size", &c.d_model));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("intermediate_size", &c.d_ff));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_hidden_layers", &c.n_layers));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_attention_heads", &c.n_heads));
+      keys.Int("max_position_embeddings", c.context_length));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("hidden_size", c.d_model));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("intermediate_size", c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_hidden_layers", c.n_layers));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_attention_heads", c.n_heads));
   c.n_kv_heads = c.n_heads;
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalInt("num_key_value_heads", &c.n_kv_heads));
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rms_norm_eps", &c.norm_eps));
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rope_theta", &c.rope_theta));
+      keys.OptionalInt("num_key_value_heads", c.n_kv_heads));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rms_norm_eps", c.norm_eps));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rope_theta", c.rope_theta));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalBool("tie_word_embeddings", &c.tied_lm_head));
+      keys.OptionalBool("tie_word_embeddings", c.tied_lm_head));
   std::string activation = "silu";
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("hidden_act", &activation));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("hidden_act", activation));
   if (activation != "silu")
     return keys.Unsupported("hidden_act", activation, "silu");
   return absl::OkStatus();
@@ -209,7 +208,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
   }
   KeyReader keys(root, source);
   std::string model_type;
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("model_type", &model_type));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("model_type", model_type));
 
   ModelConfig config;
   if (model_type == "gpt2") {
@@ -229,9 +228,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
 }
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return ParseModelConfig(*text, path);
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  return ParseModelConfig(text, path);
 }
 
 std::string DescribeConfig(const ModelConfig& c) {

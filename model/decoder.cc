@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/kernels.h"
+#include "model/status_macros.h"
 
 namespace textgen {
 
@@ -86,7 +87,7 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
 absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
                               KvCache& cache, const ForwardOptions& options,
                               ForwardResult& result) {
-  if (absl::Status s = Validate(batch, cache); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(Validate(batch, cache));
 
   // Pack the new tokens of all sequences into rows of one matrix.
   first_row_.resize(batch.size());

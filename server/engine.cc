@@ -6,6 +6,7 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
 #include "model/utf8.h"
 
 namespace textgen {
@@ -23,7 +24,7 @@ absl::Status EngineOptions::Validate() const {
         at_least("max_new_tokens_limit", max_new_tokens_limit, 1),
         at_least("default_max_new_tokens", default_max_new_tokens, 1),
         at_least("stream_buffer_events", stream_buffer_events, 1)}) {
-    if (!s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(s);
   }
   if (default_max_new_tokens > max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -44,7 +45,7 @@ void Engine::Wakeup::Notify() {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     const EngineOptions& options, std::unique_ptr<Decoder> decoder,
     std::shared_ptr<const Tokenizer> tokenizer) {
-  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(options.Validate());
   if (decoder == nullptr) {
     return absl::InvalidArgumentError("the engine needs a decoder");
   }
@@ -290,7 +291,7 @@ bool Engine::Admit(absl::Time now) {
   for (auto& [seq, status] : unwanted) {
     events_.clear();
     events_.push_back(seq->Abort(std::move(status), now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
   return true;
 }
@@ -301,7 +302,7 @@ void Engine::Reap(absl::Time now) {
     if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
       events_.clear();
       events_.push_back(seq->Abort(std::move(s), now));
-      Retire(std::move(seq), events_);
+      Retire(std::move(seq), std::move(events_));
       any = true;
     }
   }
@@ -406,24 +407,24 @@ void Engine::Step() {
   for (size_t b = 0; b < batch_index_.size(); ++b) {
     std::unique_ptr<Sequence>& seq = running_[batch_index_[b]];
     if (step_done_[b]) {
-      Retire(std::move(seq), step_events_[b]);
+      Retire(std::move(seq), std::move(step_events_[b]));
     } else {
-      Send(*seq, step_events_[b]);
+      Send(*seq, std::move(step_events_[b]));
     }
   }
   running_.erase(std::remove(running_.begin(), running_.end(), nullptr),
                  running_.end());
 }
 
-void Engine::Send(const Sequence& seq, std::vector<StreamEvent>& events) {
+void Engine::Send(const Sequence& seq, std::vector<StreamEvent>&& events) {
   if (const std::shared_ptr<RequestStream> stream = seq.stream().lock()) {
-    stream->Push(events);
+    stream->Push(std::move(events));
   }
   events.clear();
 }
 
 void Engine::Retire(std::unique_ptr<Sequence> seq,
-                    std::vector<StreamEvent>& events) {
+                    std::vector<StreamEvent>&& events) {
   const FinishEvent& finish = std::get<FinishEvent>(events.back());
   if (seq->slot() >= 0) {
     cache_.Clear(seq->slot());
@@ -464,7 +465,7 @@ void Engine::Retire(std::unique_ptr<Sequence> seq,
         break;
     }
   }
-  Send(*seq, events);
+  Send(*seq, std::move(events));
 }
 
 void Engine::WaitForWork() {
@@ -495,7 +496,7 @@ void Engine::AbortAll(const absl::Status& status) {
   for (std::unique_ptr<Sequence>& seq : running_) {
     events_.clear();
     events_.push_back(seq->Abort(status, now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
   running_.clear();
   std::deque<std::unique_ptr<Sequence>> queued;
@@ -507,7 +508,7 @@ void Engine::AbortAll(const absl::Status& status) {
   for (std::unique_ptr<Sequence>& seq : queued) {
     events_.clear();
     events_.push_back(seq->Abort(status, now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
 }
 
