@@ -298,7 +298,6 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          AttentionMaps* capture) {
   Activations& scores = scratch.scores;
   const int D = config_.head_dim();
-  const int H = config_.n_heads;
   const int kv_width = config_.n_kv_heads * D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int T = static_cast<int>(s.tokens.size());  // new tokens
@@ -328,10 +327,8 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          attn_.row(r0 + t).data() + h * D);
   }
   if (capture != nullptr) {
-    float* dst = capture->weights.data() + (static_cast<size_t>(l) * H + h) *
-                                               capture->n_queries *
-                                               capture->n_keys;
-    Eigen::Map<Activations>(dst, T, L) = scores.topLeftCorner(T, L);
+    Eigen::Map<Activations>(capture->row(l, h, 0), T, L) =
+        scores.topLeftCorner(T, L);
   }
 }
 

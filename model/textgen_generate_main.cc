@@ -82,7 +82,6 @@ int main(int argc, char** argv) {
   sampling.top_k = absl::GetFlag(FLAGS_top_k);
   sampling.top_p = absl::GetFlag(FLAGS_top_p);
   sampling.repetition_penalty = absl::GetFlag(FLAGS_repetition_penalty);
-  sampling.seed = absl::GetFlag(FLAGS_seed);
   if (absl::Status s = textgen::ValidateSamplingParams(sampling); !s.ok()) {
     return Fail(std::string(s.message()));
   }
@@ -186,7 +185,7 @@ int main(int argc, char** argv) {
     stream = std::make_unique<textgen::DecodeStream>(*tokenizer, prompt.back());
   }
 
-  textgen::Sampler sampler(sampling);
+  textgen::Sampler sampler(sampling, absl::GetFlag(FLAGS_seed));
   std::vector<int> history = prompt;
   std::vector<int> chunk = prompt;
   textgen::ForwardResult result;

@@ -20,6 +20,7 @@ absl::Status EngineOptions::Validate() const {
   for (absl::Status s :
        {at_least("num_slots", num_slots, 1),
         at_least("max_queue", max_queue, 0),
+        at_least("max_prompt_tokens", max_prompt_tokens, 0),
         at_least("prefill_chunk_tokens", prefill_chunk_tokens, 1),
         at_least("max_new_tokens_limit", max_new_tokens_limit, 1),
         at_least("default_max_new_tokens", default_max_new_tokens, 1),
@@ -108,31 +109,37 @@ void Engine::Shutdown(absl::Duration grace) {
   }
 }
 
+int Engine::max_prompt_tokens() const {
+  const int context_limit = decoder_->config().context_length - 1;
+  return options_.max_prompt_tokens > 0
+             ? std::min(options_.max_prompt_tokens, context_limit)
+             : context_limit;
+}
+
 absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
   const ModelConfig& config = decoder_->config();
   auto invalid = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(parts...));
   };
   if (r.prompt.empty()) return invalid("prompt is empty");
-  for (size_t i = 0; i < r.prompt.size(); ++i) {
-    if (r.prompt[i] < 0 || r.prompt[i] >= config.vocab_size) {
-      return invalid("prompt[", i, "]: token id ", r.prompt[i],
-                     " is outside the model's vocabulary 0..",
-                     config.vocab_size - 1);
-    }
-  }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckIndices(r.prompt, config.vocab_size, "prompt", "vocabulary"));
   if (static_cast<int>(r.prompt.size()) >= config.context_length) {
     return invalid("prompt is ", r.prompt.size(),
-                   " tokens; the model's context holds ", config.context_length,
+                   " tokens; the model's context is ", config.context_length,
                    " and must keep room for a new token, so at most ",
                    config.context_length - 1, " prompt tokens");
   }
+  if (static_cast<int>(r.prompt.size()) > max_prompt_tokens()) {
+    return invalid("prompt is ", r.prompt.size(), " tokens; at most ",
+                   max_prompt_tokens(), " (--max_prompt_tokens)");
+  }
   if (r.max_new_tokens < 0 ||
       r.max_new_tokens > options_.max_new_tokens_limit) {
-    return invalid("max_new_tokens must be in 0..",
-                   options_.max_new_tokens_limit, " (0 means the default, ",
-                   options_.default_max_new_tokens, "), got ",
-                   r.max_new_tokens);
+    return invalid(
+        "max_new_tokens must be in 0..", options_.max_new_tokens_limit,
+        " (--max_new_tokens_limit; 0 means the default, ",
+        options_.default_max_new_tokens, "), got ", r.max_new_tokens);
   }
   if (absl::Status s = ValidateSamplingParams(r.sampling); !s.ok()) {
     return invalid("sampling.", s.message());
@@ -162,19 +169,10 @@ absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
   }
   if (r.attention_tap) {
     const AttentionTap& tap = *r.attention_tap;
-    for (size_t i = 0; i < tap.layers.size(); ++i) {
-      if (tap.layers[i] < 0 || tap.layers[i] >= config.n_layers) {
-        return invalid("attention_tap.layers[", i, "] = ", tap.layers[i],
-                       " is outside the model's layers 0..",
-                       config.n_layers - 1);
-      }
-    }
-    for (size_t i = 0; i < tap.heads.size(); ++i) {
-      if (tap.heads[i] < 0 || tap.heads[i] >= config.n_heads) {
-        return invalid("attention_tap.heads[", i, "] = ", tap.heads[i],
-                       " is outside the model's heads 0..", config.n_heads - 1);
-      }
-    }
+    TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.layers, config.n_layers,
+                                         "attention_tap.layers", "layers"));
+    TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.heads, config.n_heads,
+                                         "attention_tap.heads", "heads"));
   }
   return absl::OkStatus();
 }
@@ -192,10 +190,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
     ++stats_.deadline_exceeded;
     return absl::DeadlineExceededError("the request's deadline has passed");
   }
-  const int max_new_tokens = request.max_new_tokens > 0
-                                 ? request.max_new_tokens
-                                 : options_.default_max_new_tokens;
-  const std::optional<uint64_t> requested_seed = request.seed;
+  if (request.max_new_tokens == 0) {
+    request.max_new_tokens = options_.default_max_new_tokens;
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -211,14 +208,13 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
         "queue is full: ", waiting,
         " requests waiting (--max_queue=", options_.max_queue, ")"));
   }
-  const uint64_t seed =
-      requested_seed ? *requested_seed : static_cast<uint64_t>(seed_source_());
+  if (!request.seed) request.seed = static_cast<uint64_t>(seed_source_());
   auto stream =
       std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
                                       [wakeup = wakeup_] { wakeup->Notify(); });
-  queue_.push_back(std::make_unique<Sequence>(
-      std::move(request), seed, max_new_tokens, decoder_->config(),
-      tokenizer_.get(), stream, arrival));
+  queue_.push_back(
+      std::make_unique<Sequence>(std::move(request), decoder_->config(),
+                                 tokenizer_.get(), stream, arrival));
   stats_.queue_depth = static_cast<int>(queue_.size());
   wakeup_->Notify();
   return stream;

@@ -53,6 +53,9 @@ struct EngineOptions {
   // num_slots + prefill_chunk_tokens tokens. Smaller keeps running streams
   // smoother while a long prompt arrives; larger prefills faster.
   int prefill_chunk_tokens = 256;
+  // Longest prompt a request may bring, in tokens (BOS included); 0 means the
+  // model's context less one (room for one new token).
+  int max_prompt_tokens = 0;
   // Largest max_new_tokens a request may ask for, and what 0 means.
   int max_new_tokens_limit = 4096;
   int default_max_new_tokens = 256;
@@ -101,6 +104,8 @@ class Engine {
 
   const ModelConfig& config() const { return decoder_->config(); }
   const EngineOptions& options() const { return options_; }
+  // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
+  int max_prompt_tokens() const;
   // May be null.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 

@@ -93,7 +93,7 @@ std::vector<int> GreedyAlone(Decoder& decoder, const std::vector<int>& prompt,
                              int max_new_tokens) {
   SamplingParams params;
   params.temperature = 0;
-  Sampler sampler(params);
+  Sampler sampler(params, 0);
   KvCache cache(decoder.config(), 1);
   ForwardResult result;
   std::vector<int> history = prompt, chunk = prompt, ids;
@@ -204,7 +204,7 @@ class E2eTest : public ::testing::Test {
     options.engine.default_max_new_tokens = 20;
     options.engine.stream_buffer_events = 4;
     options.service.model_name = "gpt2_learned";
-    options.service.max_prompt_tokens = 100;
+    options.engine.max_prompt_tokens = 100;
     options.service.max_attention_tokens = 80;
     return options;
   }
@@ -462,9 +462,10 @@ TEST_F(E2eTest, BadRequestsNameTheFieldAndTheServerSurvives) {
        [](auto& r) { r.mutable_attention_tap()->add_layers(-1); }, kInvalid,
        "attention_tap.layers[0] = -1"},
       {"empty ids", ids({}), kInvalid, "prompt.token_ids.ids is empty"},
-      {"negative id", ids({1, -1}), kInvalid, "prompt.token_ids.ids[1] = -1"},
+      {"negative id", ids({1, -1}), kInvalid,
+       "prompt[1] = -1 is outside the model's vocabulary 0..96"},
       {"id past vocabulary", ids({97}), kInvalid,
-       "prompt.token_ids.ids[0] = 97"},
+       "prompt[0] = 97 is outside the model's vocabulary 0..96"},
       {"prompt over --max_prompt_tokens", ids(std::vector<int>(101, 3)),
        kInvalid, "--max_prompt_tokens"},
       {"prompt fills the context", ids(std::vector<int>(128, 3)), kInvalid,

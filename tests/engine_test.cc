@@ -170,8 +170,7 @@ struct Reference {
 Reference RunAlone(Decoder& decoder, const std::vector<int>& prompt,
                    SamplingParams params, uint64_t seed, int max_new_tokens,
                    int top_n = 0, bool capture = false, int eos = -1) {
-  params.seed = seed;
-  Sampler sampler(params);
+  Sampler sampler(params, seed);
   KvCache cache(decoder.config(), 1);
   ForwardOptions options;
   options.capture_attention = capture;
@@ -554,17 +553,17 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
       {"empty prompt", [](auto& r) { r.prompt.clear(); }, kInvalid,
        "prompt is empty"},
       {"id too large", [](auto& r) { r.prompt[1] = 97; }, kInvalid,
-       "prompt[1]: token id 97 is outside the model's vocabulary 0..96"},
+       "prompt[1] = 97 is outside the model's vocabulary 0..96"},
       {"negative id", [](auto& r) { r.prompt[0] = -1; }, kInvalid,
-       "prompt[0]: token id -1"},
+       "prompt[0] = -1 is outside"},
       {"prompt fills the context", [](auto& r) { r.prompt.assign(128, 5); },
        kInvalid, "at most 127 prompt tokens"},
       {"negative max_new_tokens", [](auto& r) { r.max_new_tokens = -1; },
        kInvalid, "max_new_tokens must be in 0..4096"},
       {"max_new_tokens over the limit",
        [](auto& r) { r.max_new_tokens = 4097; }, kInvalid,
-       "max_new_tokens must be in 0..4096 (0 means the default, 256), got "
-       "4097"},
+       "max_new_tokens must be in 0..4096 (--max_new_tokens_limit; 0 means "
+       "the default, 256), got 4097"},
       {"negative temperature", [](auto& r) { r.sampling.temperature = -1; },
        kInvalid, "sampling.temperature"},
       {"NaN top_p", [](auto& r) { r.sampling.top_p = std::nanf(""); }, kInvalid,

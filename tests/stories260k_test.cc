@@ -75,7 +75,7 @@ TEST_F(Stories260kTest, HasTheDocumentedShape) {
 TEST_F(Stories260kTest, GreedyFromBosGivesTheDocumentedStory) {
   SamplingParams greedy;
   greedy.temperature = 0.0f;
-  Sampler sampler(greedy);
+  Sampler sampler(greedy, 0);
   KvCache cache(decoder_->config(), 1);
   ForwardResult result;
   std::vector<int> ids = {tokenizer_->bos_id()};  // Empty prompt: BOS only.
