@@ -41,6 +41,7 @@
 #include "model/decoder.h"
 #include "model/kernels.h"
 #include "model/kv_cache.h"
+#include "model/status_macros.h"
 #include "model/weights.h"
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",
@@ -108,16 +109,13 @@ std::map<std::string, std::unique_ptr<Decoder>>& Decoders() {
 }
 
 absl::Status LoadDecoder(const std::string& entry, int threads) {
-  absl::StatusOr<ModelEntry> m = ParseEntry(entry);
-  if (!m.ok()) return m.status();
+  TEXTGEN_ASSIGN_OR_RETURN(const ModelEntry m, ParseEntry(entry));
   LoadOptions load;
-  load.weight_type = m->type;
-  absl::StatusOr<Checkpoint> checkpoint = LoadCheckpoint(m->dir, load);
-  if (!checkpoint.ok()) return checkpoint.status();
+  load.weight_type = m.type;
+  TEXTGEN_ASSIGN_OR_RETURN(Checkpoint checkpoint, LoadCheckpoint(m.dir, load));
   DecoderOptions options;
   options.threads = threads;
-  Decoders()[entry] =
-      std::make_unique<Decoder>(std::move(*checkpoint), options);
+  Decoders()[entry] = std::make_unique<Decoder>(std::move(checkpoint), options);
   return absl::OkStatus();
 }
 
@@ -141,8 +139,7 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
     const int n = std::min(512, length - begin);
     const SequenceChunk chunk{
         0, absl::MakeConstSpan(ids).subspan(begin, static_cast<size_t>(n))};
-    absl::Status s = decoder.Forward({chunk}, *filled, {}, result);
-    if (!s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(decoder.Forward({chunk}, *filled, {}, result));
   }
   for (int slot = 1; slot < slots; ++slot) {
     for (int layer = 0; layer < decoder.config().n_layers; ++layer) {

@@ -78,7 +78,7 @@ std::string CharTokenizer::Describe() const {
 
 absl::StatusOr<std::vector<int>> CharTokenizer::Encode(
     std::string_view text) const {
-  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckUtf8(text));
   std::vector<int> ids;
   ids.reserve(text.size());
   size_t index = 0;  // In characters, which is what a user counts.

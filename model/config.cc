@@ -20,7 +20,7 @@ class KeyReader {
   KeyReader(const json& object, const std::string& source)
       : object_(object), source_(source) {}
 
-  absl::Status Int(const char* key, int* out) {
+  absl::Status Int(const char* key, int& out) {
     auto it = object_.find(key);
     if (it == object_.end()) return Missing(key);
     if (!it->is_number_integer()) return WrongType(key, "an integer");
@@ -29,38 +29,38 @@ class KeyReader {
       return absl::InvalidArgumentError(absl::StrCat(
           source_, ": key \"", key, "\" = ", value, " is out of range"));
     }
-    *out = static_cast<int>(value);
+    out = static_cast<int>(value);
     return absl::OkStatus();
   }
 
-  // An optional integer; null or absent leaves *out unchanged.
-  absl::Status OptionalInt(const char* key, int* out) {
+  // An optional integer; null or absent leaves `out` unchanged.
+  absl::Status OptionalInt(const char* key, int& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     return Int(key, out);
   }
 
-  absl::Status OptionalFloat(const char* key, float* out) {
+  absl::Status OptionalFloat(const char* key, float& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_number()) return WrongType(key, "a number");
-    *out = it->get<float>();
+    out = it->get<float>();
     return absl::OkStatus();
   }
 
-  absl::Status OptionalBool(const char* key, bool* out) {
+  absl::Status OptionalBool(const char* key, bool& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_boolean()) return WrongType(key, "true or false");
-    *out = it->get<bool>();
+    out = it->get<bool>();
     return absl::OkStatus();
   }
 
-  absl::Status OptionalString(const char* key, std::string* out) {
+  absl::Status OptionalString(const char* key, std::string& out) {
     auto it = object_.find(key);
     if (it == object_.end() || it->is_null()) return absl::OkStatus();
     if (!it->is_string()) return WrongType(key, "a string");
-    *out = it->get<std::string>();
+    out = it->get<std::string>();
     return absl::OkStatus();
   }
 
@@ -92,25 +92,24 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
   c.feed_forward = FeedForwardKind::kGeluMlp;
   c.qkv_bias = c.attn_out_bias = c.mlp_bias = true;
   c.tied_lm_head = true;
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_positions", &c.context_length));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_embd", &c.d_model));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_layer", &c.n_layers));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_head", &c.n_heads));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", c.vocab_size));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_positions", c.context_length));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_embd", c.d_model));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_layer", c.n_layers));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("n_head", c.n_heads));
   c.n_kv_heads = c.n_heads;
   c.d_ff = 4 * c.d_model;  // GPT-2's default when n_inner is null.
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("n_inner", &c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("n_inner", c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("layer_norm_epsilon", c.norm_eps));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalFloat("layer_norm_epsilon", &c.norm_eps));
-  TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalBool("tie_word_embeddings", &c.tied_lm_head));
+      keys.OptionalBool("tie_word_embeddings", c.tied_lm_head));
   if (!c.tied_lm_head) {
     return keys.Unsupported("tie_word_embeddings", "false", "true for gpt2");
   }
 
   std::string activation = "gelu_new";
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalString("activation_function", &activation));
+      keys.OptionalString("activation_function", activation));
   // GPT-2 names the tanh approximation of GELU "gelu_new" (also
   // "gelu_pytorch_tanh").
   if (activation != "gelu_new" && activation != "gelu_pytorch_tanh") {
@@ -120,7 +119,7 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
 
   std::string positions = "learned";
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalString("position_embedding_type", &positions));
+      keys.OptionalString("position_embedding_type", positions));
   if (positions == "learned" || positions == "absolute") {
     c.positions = PositionKind::kLearned;
   } else if (positions == "sinusoidal") {
@@ -146,8 +145,8 @@ absl::Status ParseRopeScaling(const json& root, const std::string& source,
   }
   KeyReader keys(*it, where);
   std::string type;
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("type", &type));
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("rope_type", &type));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("type", type));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("rope_type", type));
   if (type == "default") return absl::OkStatus();
   if (type != "llama3") {
     return keys.Unsupported("rope_type", type, "llama3, default");
@@ -161,10 +160,10 @@ absl::Status ParseRopeScaling(const json& root, const std::string& source,
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": missing required key \"", key, "\""));
     }
-    TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat(key, field));
+    TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat(key, *field));
   }
   TEXTGEN_RETURN_IF_ERROR(
-      keys.Int("original_max_position_embeddings", &out.original_context));
+      keys.Int("original_max_position_embeddings", out.original_context));
   if (!(out.factor >= 1.0f) || !(out.low_freq_factor > 0.0f) ||
       !(out.high_freq_factor > out.low_freq_factor) ||
       out.original_context < 1) {
@@ -187,26 +186,26 @@ absl::Status ParseLlamaLike(const json& root, const std::string& source,
   c.positions = PositionKind::kRotary;
   c.tied_lm_head = false;  // Every one of these configs' default.
   c.norm_eps = 1e-6f;      // Likewise.
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", &c.vocab_size));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("vocab_size", c.vocab_size));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.Int("max_position_embeddings", &c.context_length));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("hidden_size", &c.d_model));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("intermediate_size", &c.d_ff));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_hidden_layers", &c.n_layers));
-  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_attention_heads", &c.n_heads));
+      keys.Int("max_position_embeddings", c.context_length));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("hidden_size", c.d_model));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("intermediate_size", c.d_ff));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_hidden_layers", c.n_layers));
+  TEXTGEN_RETURN_IF_ERROR(keys.Int("num_attention_heads", c.n_heads));
   c.n_kv_heads = c.n_heads;
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalInt("num_key_value_heads", &c.n_kv_heads));
+      keys.OptionalInt("num_key_value_heads", c.n_kv_heads));
   // Qwen3Config defaults head_dim to 128; the others to hidden / heads.
   c.explicit_head_dim = family == Family::kQwen3 ? 128 : 0;
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("head_dim", &c.explicit_head_dim));
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rms_norm_eps", &c.norm_eps));
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rope_theta", &c.rope_theta));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("head_dim", c.explicit_head_dim));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rms_norm_eps", c.norm_eps));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalFloat("rope_theta", c.rope_theta));
   TEXTGEN_RETURN_IF_ERROR(ParseRopeScaling(root, source, c.rope_scaling));
   TEXTGEN_RETURN_IF_ERROR(
-      keys.OptionalBool("tie_word_embeddings", &c.tied_lm_head));
+      keys.OptionalBool("tie_word_embeddings", c.tied_lm_head));
   std::string activation = "silu";
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("hidden_act", &activation));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("hidden_act", activation));
   if (activation != "silu")
     return keys.Unsupported("hidden_act", activation, "silu");
 
@@ -215,8 +214,8 @@ absl::Status ParseLlamaLike(const json& root, const std::string& source,
   switch (family) {
     case Family::kLlama:
       TEXTGEN_RETURN_IF_ERROR(
-          keys.OptionalBool("attention_bias", &attention_bias));
-      TEXTGEN_RETURN_IF_ERROR(keys.OptionalBool("mlp_bias", &mlp_bias));
+          keys.OptionalBool("attention_bias", attention_bias));
+      TEXTGEN_RETURN_IF_ERROR(keys.OptionalBool("mlp_bias", mlp_bias));
       c.qkv_bias = c.attn_out_bias = attention_bias;
       c.mlp_bias = mlp_bias;
       break;
@@ -226,7 +225,7 @@ absl::Status ParseLlamaLike(const json& root, const std::string& source,
       break;
     case Family::kQwen3:
       TEXTGEN_RETURN_IF_ERROR(
-          keys.OptionalBool("attention_bias", &attention_bias));
+          keys.OptionalBool("attention_bias", attention_bias));
       c.qkv_bias = c.attn_out_bias = attention_bias;
       c.mlp_bias = false;
       c.qk_norm = true;
@@ -246,16 +245,16 @@ absl::Status ParseLlamaLike(const json& root, const std::string& source,
       c.sliding_window = 0;
     } else {
       TEXTGEN_RETURN_IF_ERROR(
-          keys.OptionalInt("sliding_window", &c.sliding_window));
+          keys.OptionalInt("sliding_window", c.sliding_window));
     }
   } else if (family == Family::kQwen2 || family == Family::kQwen3) {
     bool use_sliding_window = false;
     TEXTGEN_RETURN_IF_ERROR(
-        keys.OptionalBool("use_sliding_window", &use_sliding_window));
+        keys.OptionalBool("use_sliding_window", use_sliding_window));
     int window = 4096, first_layer = 28;  // Qwen2Config's defaults.
-    TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("sliding_window", &window));
+    TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("sliding_window", window));
     TEXTGEN_RETURN_IF_ERROR(
-        keys.OptionalInt("max_window_layers", &first_layer));
+        keys.OptionalInt("max_window_layers", first_layer));
     if (use_sliding_window && first_layer < c.n_layers) {
       c.sliding_window = window;
     }
@@ -323,7 +322,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
   }
   KeyReader keys(root, source);
   std::string model_type;
-  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("model_type", &model_type));
+  TEXTGEN_RETURN_IF_ERROR(keys.OptionalString("model_type", model_type));
 
   ModelConfig config;
   if (model_type == "gpt2") {
@@ -352,9 +351,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
 }
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return ParseModelConfig(*text, path);
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  return ParseModelConfig(text, path);
 }
 
 const char* FamilyName(Family family) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/kernels.h"
 #include "model/rope.h"
+#include "model/status_macros.h"
 
 namespace textgen {
 
@@ -85,7 +86,7 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
 absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
                               KvCache& cache, const ForwardOptions& options,
                               ForwardResult& result) {
-  if (absl::Status s = Validate(batch, cache); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(Validate(batch, cache));
 
   // Pack the new tokens of all sequences into rows of one matrix.
   first_row_.resize(batch.size());
@@ -315,7 +316,6 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          AttentionMaps* capture) {
   Activations& scores = scratch.scores;
   const int D = config_.head_dim();
-  const int H = config_.n_heads;
   const int kv_width = config_.n_kv_heads * D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int T = static_cast<int>(s.tokens.size());  // new tokens
@@ -345,10 +345,8 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          attn_.row(r0 + t).data() + h * D);
   }
   if (capture != nullptr) {
-    float* dst = capture->weights.data() + (static_cast<size_t>(l) * H + h) *
-                                               capture->n_queries *
-                                               capture->n_keys;
-    Eigen::Map<Activations>(dst, T, L) = scores.topLeftCorner(T, L);
+    Eigen::Map<Activations>(capture->row(l, h, 0), T, L) =
+        scores.topLeftCorner(T, L);
   }
 }
 

@@ -74,11 +74,22 @@ struct AttentionMaps {
   int first_position = 0;
   std::vector<float> weights;
 
+  // The n_keys weights of one query; a head's queries follow one another, so
+  // row(layer, head, 0) starts its whole [n_queries, n_keys] map.
+  const float* row(int layer, int head, int query) const {
+    return weights.data() + offset(layer, head, query);
+  }
+  float* row(int layer, int head, int query) {
+    return weights.data() + offset(layer, head, query);
+  }
   float at(int layer, int head, int query, int key) const {
-    return weights[((static_cast<size_t>(layer) * n_heads + head) * n_queries +
-                    query) *
-                       n_keys +
-                   key];
+    return row(layer, head, query)[key];
+  }
+
+ private:
+  size_t offset(int layer, int head, int query) const {
+    return ((static_cast<size_t>(layer) * n_heads + head) * n_queries + query) *
+           n_keys;
   }
 };
 

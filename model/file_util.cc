@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
 
 namespace textgen {
 
@@ -43,7 +44,7 @@ absl::Status OpenError(const std::string& path, int err) {
 }  // namespace
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  if (absl::Status s = RefuseDirectory(path); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(RefuseDirectory(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return OpenError(path, errno);
   std::ostringstream contents;
@@ -53,7 +54,7 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  if (absl::Status s = RefuseDirectory(path); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(RefuseDirectory(path));
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OpenError(path, errno);
   struct stat st;

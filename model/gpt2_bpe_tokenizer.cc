@@ -280,7 +280,7 @@ void Gpt2BpeTokenizer::EncodePiece(std::string_view piece,
 
 absl::StatusOr<std::vector<int>> Gpt2BpeTokenizer::Encode(
     std::string_view text) const {
-  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckUtf8(text));
   std::vector<int> ids;
   ids.reserve(text.size() / 3 + 1);
   // Every character is whitespace, a letter, a number or none of those, so

@@ -22,7 +22,7 @@ using nlohmann::json;
 // parsing.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-bool ParseDType(const std::string& name, DType* out) {
+bool ParseDType(const std::string& name, DType& out) {
   static const std::pair<const char*, DType> kNames[] = {
       {"F64", DType::kF64},   {"F32", DType::kF32}, {"F16", DType::kF16},
       {"BF16", DType::kBF16}, {"I64", DType::kI64}, {"I32", DType::kI32},
@@ -30,7 +30,7 @@ bool ParseDType(const std::string& name, DType* out) {
       {"BOOL", DType::kBool}};
   for (const auto& [text, dtype] : kNames) {
     if (name == text) {
-      *out = dtype;
+      out = dtype;
       return true;
     }
   }
@@ -169,7 +169,7 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Parse(SafetensorsFile file) {
     if (dtype == entry.end() || !dtype->is_string()) {
       return file.Error(name, "missing or non-string 'dtype'");
     }
-    if (!ParseDType(dtype->get<std::string>(), &info.dtype)) {
+    if (!ParseDType(dtype->get<std::string>(), info.dtype)) {
       return file.Error(name, absl::StrCat("unknown dtype '",
                                            dtype->get<std::string>(), "'"));
     }

@@ -39,8 +39,8 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
   return absl::OkStatus();
 }
 
-Sampler::Sampler(const SamplingParams& params)
-    : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplingParams& params, uint64_t seed)
+    : params_(params), rng_(seed) {}
 
 float Sampler::Uniform() {
   // The top 24 bits, scaled: exactly representable floats in [0, 1).

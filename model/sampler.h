@@ -25,8 +25,7 @@ struct SamplingParams {
   int top_k = 0;       // Keep the k most likely tokens; 0 keeps all.
   float top_p = 1.0f;  // Keep the smallest set with this much mass; (0, 1].
   float repetition_penalty =
-      1.0f;           // > 1 discourages tokens already seen (CTRL's rule).
-  uint64_t seed = 0;  // Seeds the generator; same seed, same draws.
+      1.0f;  // > 1 discourages tokens already seen (CTRL's rule).
 };
 
 // INVALID_ARGUMENT naming the field for a value outside its range (NaN
@@ -36,7 +35,8 @@ absl::Status ValidateSamplingParams(const SamplingParams& params);
 // One request's sampler: owns its generator and scratch. Not thread-safe.
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);
+  // `seed` seeds the generator: same seed, same draws.
+  Sampler(const SamplingParams& params, uint64_t seed);
 
   // Picks the next token. `logits` has one entry per vocabulary id; `history`
   // holds the tokens so far (prompt and generated), which the repetition

@@ -169,7 +169,7 @@ struct Candidate {
 
 absl::StatusOr<std::vector<int>> SentencePieceTokenizer::Encode(
     std::string_view text) const {
-  if (absl::Status s = CheckUtf8(text); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckUtf8(text));
   std::vector<Symbol> symbols;
   if (text.empty()) return std::vector<int>();
   auto add_bytes = [&](std::string_view chars) -> absl::Status {

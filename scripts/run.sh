@@ -10,7 +10,7 @@
 #   scripts/run.sh --sample-only        # sample and exit (also TEXTGEN_RUN_ONCE=1)
 #   scripts/run.sh --prompt "JULIET:"   # other arguments go to `textgen generate`
 #
-# The decoder without a server is build/model/textgen_generate (README "Try a real model").
+# The decoder without a server is build/tools/textgen_generate (README "Try a real model").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

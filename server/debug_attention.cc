@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/status_macros.h"
 #include "server/proto_convert.h"
+#include "server/request.h"
 
 namespace textgen {
 namespace {
@@ -18,13 +19,7 @@ absl::StatusOr<std::vector<int>> Indices(
     const google::protobuf::RepeatedField<int32_t>& given, int count,
     const char* field, const char* what) {
   std::vector<int> indices(given.begin(), given.end());
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i] < 0 || indices[i] >= count) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "] = ", indices[i], " is outside the ",
-                       "model's ", what, " 0..", count - 1));
-    }
-  }
+  TEXTGEN_RETURN_IF_ERROR(CheckIndices(indices, count, field, what));
   if (indices.empty()) {
     for (int i = 0; i < count; ++i) indices.push_back(i);
   }
@@ -44,9 +39,10 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
 absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
     const pb::DebugAttentionRequest& request) {
   const ModelConfig& config = decoder_->config();
-  TEXTGEN_ASSIGN_OR_RETURN(
-      const std::vector<int> ids,
-      PromptIds(request.prompt(), tokenizer_, config.vocab_size));
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
+                           PromptIds(request.prompt(), tokenizer_));
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckIndices(ids, config.vocab_size, "prompt", "vocabulary"));
   const int n = static_cast<int>(ids.size());
   const int limit = std::min(options_.max_tokens, config.context_length);
   if (n > limit) {
@@ -114,11 +110,7 @@ std::vector<pb::DebugAttentionResponse> PageAttentionMaps(
         map->set_layer(layer);
         map->set_head(head);
         map->set_first_query(first);
-        const float* begin =
-            &maps.weights[((static_cast<size_t>(layer) * maps.n_heads + head) *
-                               maps.n_queries +
-                           first) *
-                          maps.n_keys];
+        const float* begin = maps.row(layer, head, first);
         map->mutable_weights()->Add(begin,
                                     begin + static_cast<size_t>(rows) * n);
         first += rows;

@@ -6,6 +6,7 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
 #include "model/utf8.h"
 
 namespace textgen {
@@ -19,11 +20,12 @@ absl::Status EngineOptions::Validate() const {
   for (absl::Status s :
        {at_least("num_slots", num_slots, 1),
         at_least("max_queue", max_queue, 0),
+        at_least("max_prompt_tokens", max_prompt_tokens, 0),
         at_least("prefill_chunk_tokens", prefill_chunk_tokens, 1),
         at_least("max_new_tokens_limit", max_new_tokens_limit, 1),
         at_least("default_max_new_tokens", default_max_new_tokens, 1),
         at_least("stream_buffer_events", stream_buffer_events, 1)}) {
-    if (!s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(s);
   }
   if (default_max_new_tokens > max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -44,7 +46,7 @@ void Engine::Wakeup::Notify() {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     const EngineOptions& options, std::unique_ptr<Decoder> decoder,
     std::shared_ptr<const Tokenizer> tokenizer) {
-  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(options.Validate());
   if (decoder == nullptr) {
     return absl::InvalidArgumentError("the engine needs a decoder");
   }
@@ -107,31 +109,37 @@ void Engine::Shutdown(absl::Duration grace) {
   }
 }
 
+int Engine::max_prompt_tokens() const {
+  const int context_limit = decoder_->config().context_length - 1;
+  return options_.max_prompt_tokens > 0
+             ? std::min(options_.max_prompt_tokens, context_limit)
+             : context_limit;
+}
+
 absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
   const ModelConfig& config = decoder_->config();
   auto invalid = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(parts...));
   };
   if (r.prompt.empty()) return invalid("prompt is empty");
-  for (size_t i = 0; i < r.prompt.size(); ++i) {
-    if (r.prompt[i] < 0 || r.prompt[i] >= config.vocab_size) {
-      return invalid("prompt[", i, "]: token id ", r.prompt[i],
-                     " is outside the model's vocabulary 0..",
-                     config.vocab_size - 1);
-    }
-  }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckIndices(r.prompt, config.vocab_size, "prompt", "vocabulary"));
   if (static_cast<int>(r.prompt.size()) >= config.context_length) {
     return invalid("prompt is ", r.prompt.size(),
-                   " tokens; the model's context holds ", config.context_length,
+                   " tokens; the model's context is ", config.context_length,
                    " and must keep room for a new token, so at most ",
                    config.context_length - 1, " prompt tokens");
   }
+  if (static_cast<int>(r.prompt.size()) > max_prompt_tokens()) {
+    return invalid("prompt is ", r.prompt.size(), " tokens; at most ",
+                   max_prompt_tokens(), " (--max_prompt_tokens)");
+  }
   if (r.max_new_tokens < 0 ||
       r.max_new_tokens > options_.max_new_tokens_limit) {
-    return invalid("max_new_tokens must be in 0..",
-                   options_.max_new_tokens_limit, " (0 means the default, ",
-                   options_.default_max_new_tokens, "), got ",
-                   r.max_new_tokens);
+    return invalid(
+        "max_new_tokens must be in 0..", options_.max_new_tokens_limit,
+        " (--max_new_tokens_limit; 0 means the default, ",
+        options_.default_max_new_tokens, "), got ", r.max_new_tokens);
   }
   if (absl::Status s = ValidateSamplingParams(r.sampling); !s.ok()) {
     return invalid("sampling.", s.message());
@@ -161,19 +169,10 @@ absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
   }
   if (r.attention_tap) {
     const AttentionTap& tap = *r.attention_tap;
-    for (size_t i = 0; i < tap.layers.size(); ++i) {
-      if (tap.layers[i] < 0 || tap.layers[i] >= config.n_layers) {
-        return invalid("attention_tap.layers[", i, "] = ", tap.layers[i],
-                       " is outside the model's layers 0..",
-                       config.n_layers - 1);
-      }
-    }
-    for (size_t i = 0; i < tap.heads.size(); ++i) {
-      if (tap.heads[i] < 0 || tap.heads[i] >= config.n_heads) {
-        return invalid("attention_tap.heads[", i, "] = ", tap.heads[i],
-                       " is outside the model's heads 0..", config.n_heads - 1);
-      }
-    }
+    TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.layers, config.n_layers,
+                                         "attention_tap.layers", "layers"));
+    TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.heads, config.n_heads,
+                                         "attention_tap.heads", "heads"));
   }
   return absl::OkStatus();
 }
@@ -191,10 +190,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
     ++stats_.deadline_exceeded;
     return absl::DeadlineExceededError("the request's deadline has passed");
   }
-  const int max_new_tokens = request.max_new_tokens > 0
-                                 ? request.max_new_tokens
-                                 : options_.default_max_new_tokens;
-  const std::optional<uint64_t> requested_seed = request.seed;
+  if (request.max_new_tokens == 0) {
+    request.max_new_tokens = options_.default_max_new_tokens;
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -210,14 +208,13 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
         "queue is full: ", waiting,
         " requests waiting (--max_queue=", options_.max_queue, ")"));
   }
-  const uint64_t seed =
-      requested_seed ? *requested_seed : static_cast<uint64_t>(seed_source_());
+  if (!request.seed) request.seed = static_cast<uint64_t>(seed_source_());
   auto stream =
       std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
                                       [wakeup = wakeup_] { wakeup->Notify(); });
-  queue_.push_back(std::make_unique<Sequence>(
-      std::move(request), seed, max_new_tokens, decoder_->config(),
-      tokenizer_.get(), stream, arrival));
+  queue_.push_back(
+      std::make_unique<Sequence>(std::move(request), decoder_->config(),
+                                 tokenizer_.get(), stream, arrival));
   stats_.queue_depth = static_cast<int>(queue_.size());
   wakeup_->Notify();
   return stream;
@@ -290,7 +287,7 @@ bool Engine::Admit(absl::Time now) {
   for (auto& [seq, status] : unwanted) {
     events_.clear();
     events_.push_back(seq->Abort(std::move(status), now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
   return true;
 }
@@ -301,7 +298,7 @@ void Engine::Reap(absl::Time now) {
     if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
       events_.clear();
       events_.push_back(seq->Abort(std::move(s), now));
-      Retire(std::move(seq), events_);
+      Retire(std::move(seq), std::move(events_));
       any = true;
     }
   }
@@ -406,24 +403,24 @@ void Engine::Step() {
   for (size_t b = 0; b < batch_index_.size(); ++b) {
     std::unique_ptr<Sequence>& seq = running_[batch_index_[b]];
     if (step_done_[b]) {
-      Retire(std::move(seq), step_events_[b]);
+      Retire(std::move(seq), std::move(step_events_[b]));
     } else {
-      Send(*seq, step_events_[b]);
+      Send(*seq, std::move(step_events_[b]));
     }
   }
   running_.erase(std::remove(running_.begin(), running_.end(), nullptr),
                  running_.end());
 }
 
-void Engine::Send(const Sequence& seq, std::vector<StreamEvent>& events) {
+void Engine::Send(const Sequence& seq, std::vector<StreamEvent>&& events) {
   if (const std::shared_ptr<RequestStream> stream = seq.stream().lock()) {
-    stream->Push(events);
+    stream->Push(std::move(events));
   }
   events.clear();
 }
 
 void Engine::Retire(std::unique_ptr<Sequence> seq,
-                    std::vector<StreamEvent>& events) {
+                    std::vector<StreamEvent>&& events) {
   const FinishEvent& finish = std::get<FinishEvent>(events.back());
   if (seq->slot() >= 0) {
     cache_.Clear(seq->slot());
@@ -464,7 +461,7 @@ void Engine::Retire(std::unique_ptr<Sequence> seq,
         break;
     }
   }
-  Send(*seq, events);
+  Send(*seq, std::move(events));
 }
 
 void Engine::WaitForWork() {
@@ -495,7 +492,7 @@ void Engine::AbortAll(const absl::Status& status) {
   for (std::unique_ptr<Sequence>& seq : running_) {
     events_.clear();
     events_.push_back(seq->Abort(status, now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
   running_.clear();
   std::deque<std::unique_ptr<Sequence>> queued;
@@ -507,7 +504,7 @@ void Engine::AbortAll(const absl::Status& status) {
   for (std::unique_ptr<Sequence>& seq : queued) {
     events_.clear();
     events_.push_back(seq->Abort(status, now));
-    Retire(std::move(seq), events_);
+    Retire(std::move(seq), std::move(events_));
   }
 }
 

@@ -36,6 +36,7 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/tokenizer.h"
+#include "server/engine_stats.h"
 #include "server/request.h"
 #include "server/request_stream.h"
 #include "server/sequence.h"
@@ -52,6 +53,9 @@ struct EngineOptions {
   // num_slots + prefill_chunk_tokens tokens. Smaller keeps running streams
   // smoother while a long prompt arrives; larger prefills faster.
   int prefill_chunk_tokens = 256;
+  // Longest prompt a request may bring, in tokens (BOS included); 0 means the
+  // model's context less one (room for one new token).
+  int max_prompt_tokens = 0;
   // Largest max_new_tokens a request may ask for, and what 0 means.
   int max_new_tokens_limit = 4096;
   int default_max_new_tokens = 256;
@@ -60,29 +64,6 @@ struct EngineOptions {
 
   // INVALID_ARGUMENT naming the first option out of range.
   absl::Status Validate() const;
-};
-
-// Counters for the metrics endpoint, read with Engine::stats().
-struct EngineStats {
-  int num_slots = 0;
-  int slots_in_use = 0;
-  int queue_depth = 0;        // Submitted, not yet in a slot.
-  int last_batch_size = 0;    // Sequences in the most recent step.
-  int64_t steps = 0;          // Forward passes run.
-  int64_t prompt_tokens = 0;  // Prompt tokens fed to the model.
-  int64_t generated_tokens = 0;
-  // Requests by how they ended.
-  int64_t finished_length = 0;
-  int64_t finished_stop = 0;
-  int64_t finished_eos = 0;
-  int64_t finished_context_full = 0;
-  int64_t cancelled = 0;  // Including streams dropped by their consumer.
-  int64_t deadline_exceeded = 0;
-  int64_t shut_down = 0;  // Still running or queued when the engine stopped.
-  int64_t failed = 0;     // An internal error (the model refused a batch).
-  // Requests refused by Submit.
-  int64_t rejected_queue_full = 0;
-  int64_t rejected_invalid = 0;
 };
 
 class Engine {
@@ -123,6 +104,8 @@ class Engine {
 
   const ModelConfig& config() const { return decoder_->config(); }
   const EngineOptions& options() const { return options_; }
+  // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
+  int max_prompt_tokens() const;
   // May be null.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
@@ -158,9 +141,9 @@ class Engine {
   // Frees `seq`'s slot, counts how it ended, then sends `events`, which end
   // with its FinishEvent. Counting first means a consumer that has seen the
   // FinishEvent also sees the slot free in stats().
-  void Retire(std::unique_ptr<Sequence> seq, std::vector<StreamEvent>& events);
+  void Retire(std::unique_ptr<Sequence> seq, std::vector<StreamEvent>&& events);
   // Sends `events` to `seq`'s stream, if anyone still holds it.
-  static void Send(const Sequence& seq, std::vector<StreamEvent>& events);
+  static void Send(const Sequence& seq, std::vector<StreamEvent>&& events);
   // Sleeps until woken or until the earliest deadline.
   void WaitForWork();
   // Ends every running and queued request with `status`.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
 #include "server/reflection_v1.h"
 #include "spdlog/spdlog.h"
 
@@ -17,10 +18,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
     std::unique_ptr<Decoder> attention_decoder,
     std::shared_ptr<const Tokenizer> tokenizer) {
   std::unique_ptr<GrpcServer> server(new GrpcServer());
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
-  if (!engine.ok()) return engine.status();
-  server->engine_ = *std::move(engine);
+  TEXTGEN_ASSIGN_OR_RETURN(
+      server->engine_,
+      Engine::Create(options.engine, std::move(decoder), std::move(tokenizer)));
   server->service_ = std::make_unique<TextGenerationService>(
       options.service, server->engine_.get(), std::move(attention_decoder),
       &server->metrics_);
@@ -43,17 +43,16 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   grpc::HealthCheckServiceInterface* health =
       server->server_->GetHealthCheckService();
   health->SetServingStatus(false);
-  if (absl::Status s = server->engine_->Start(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(server->engine_->Start());
   if (options.metrics_port >= 0) {
     const std::string host =
         options.address.substr(0, options.address.rfind(':'));
     GrpcServer* self = server.get();
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
+    TEXTGEN_ASSIGN_OR_RETURN(
+        server->metrics_http_,
         MetricsHttpServer::Start(host, options.metrics_port, [self] {
           return self->metrics_.Render(self->engine_->stats());
-        });
-    if (!http.ok()) return http.status();
-    server->metrics_http_ = *std::move(http);
+        }));
     spdlog::info("metrics on http://{}:{}/metrics", host,
                  server->metrics_http_->port());
   }

@@ -126,7 +126,7 @@ int Run() {
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
   options.service.model_name = model_path;
-  options.service.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
+  options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
   options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/engine.h"
+#include "server/engine_stats.h"
 #include "server/request.h"
 
 namespace textgen {

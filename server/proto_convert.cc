@@ -41,8 +41,7 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
 }
 
 absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
-                                           const Tokenizer* tokenizer,
-                                           int vocab_size) {
+                                           const Tokenizer* tokenizer) {
   std::vector<int> ids;
   switch (prompt.kind_case()) {
     case pb::Prompt::KIND_NOT_SET:
@@ -67,13 +66,6 @@ absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
     case pb::Prompt::kTokenIds: {
       const auto& given = prompt.token_ids().ids();
       if (given.empty()) return Invalid("prompt.token_ids.ids is empty");
-      for (int i = 0; i < given.size(); ++i) {
-        if (given[i] < 0 || given[i] >= vocab_size) {
-          return Invalid(
-              absl::StrCat("prompt.token_ids.ids[", i, "] = ", given[i],
-                           " is outside the vocabulary 0..", vocab_size - 1));
-        }
-      }
       ids.assign(given.begin(), given.end());
       break;
     }
@@ -82,28 +74,10 @@ absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
 }
 
 absl::StatusOr<GenerationRequest> ToEngineRequest(
-    const pb::GenerateRequest& request, const Tokenizer* tokenizer,
-    const PromptLimits& limits) {
+    const pb::GenerateRequest& request, const Tokenizer* tokenizer) {
   GenerationRequest out;
-  TEXTGEN_ASSIGN_OR_RETURN(
-      out.prompt, PromptIds(request.prompt(), tokenizer, limits.vocab_size));
-  const int context = limits.context_length;
-  if (static_cast<int>(out.prompt.size()) >= context) {
-    return Invalid(absl::StrCat("prompt is ", out.prompt.size(),
-                                " tokens; the model's context is ", context,
-                                " and must keep room for a new token"));
-  }
-  if (static_cast<int>(out.prompt.size()) > limits.max_prompt_tokens) {
-    return Invalid(absl::StrCat("prompt is ", out.prompt.size(),
-                                " tokens; at most ", limits.max_prompt_tokens,
-                                " (--max_prompt_tokens)"));
-  }
+  TEXTGEN_ASSIGN_OR_RETURN(out.prompt, PromptIds(request.prompt(), tokenizer));
   out.max_new_tokens = request.max_new_tokens();
-  if (out.max_new_tokens > limits.max_new_tokens_limit) {
-    return Invalid(absl::StrCat("max_new_tokens is ", out.max_new_tokens,
-                                "; at most ", limits.max_new_tokens_limit,
-                                " (--max_new_tokens_limit)"));
-  }
   // proto3 zeros mean "unset": greedy, no top-p cut, no penalty.
   const pb::SamplingParams& sampling = request.sampling();
   out.sampling.temperature = sampling.temperature();

@@ -5,8 +5,9 @@
 // message.
 //
 // Parsing a request checks only what the message's form decides (which prompt
-// kind is set, an empty text, proto3's zero defaults, the server's prompt
-// limit); the engine validates the rest on Submit, so each rule has one home.
+// kind is set, an empty text or id list, text the tokenizer refuses); the
+// engine validates the rest on Submit (token ids, lengths, limits, sampling),
+// so each rule has one home.
 #ifndef TEXTGEN_SERVER_PROTO_CONVERT_H_
 #define TEXTGEN_SERVER_PROTO_CONVERT_H_
 
@@ -33,27 +34,17 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // time_point) becomes absl::InfiniteFuture().
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
 
-// What a GenerateRequest is checked against before it reaches the engine.
-struct PromptLimits {
-  int vocab_size = 0;
-  int context_length = 0;
-  int max_prompt_tokens = 0;  // Resolved: at most context_length - 1.
-  int max_new_tokens_limit = 0;
-};
-
 // The prompt's token ids (the tokenizer's BOS first for text, if it has one),
 // or INVALID_ARGUMENT naming the field. `tokenizer` may be null (then only
-// token-id prompts are accepted).
+// token-id prompts are accepted). The ids are not checked against the model.
 absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
-                                           const Tokenizer* tokenizer,
-                                           int vocab_size);
+                                           const Tokenizer* tokenizer);
 
 // The engine request for `request` (without its deadline), or
 // INVALID_ARGUMENT naming the field. Maps proto3's zero defaults to "unset":
 // temperature 0 is greedy, top_p 0 is 1, repetition_penalty 0 is 1.
 absl::StatusOr<GenerationRequest> ToEngineRequest(
-    const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer,
-    const PromptLimits& limits);
+    const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer);
 
 textgen::v1::FinishReason ToProto(FinishReason reason);
 void ToProto(const TokenEvent& event, textgen::v1::Token& token);

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "model/sampler.h"
 
 namespace textgen {
@@ -37,12 +39,12 @@ struct GenerationRequest {
   // Token ids, already tokenized (and with the model's BOS first if it wants
   // one). Must be non-empty and leave room for one new token in the context.
   std::vector<int> prompt;
-  // Tokens to generate at most; 0 means the engine's default.
+  // Tokens to generate at most; 0 means the engine's default (Submit writes
+  // the resolved number here).
   int max_new_tokens = 0;
-  // sampling.seed is not read: `seed` below says whether there is one.
   SamplingParams sampling;
-  // Unset: the engine picks a seed and reports it in FinishEvent::seed, so the
-  // result can be reproduced.
+  // The sampler's seed. Unset: the engine picks one (Submit writes it here)
+  // and reports it in FinishEvent::seed, so the result can be reproduced.
   std::optional<uint64_t> seed;
   // Generation stops when the text contains one of these; the stop string
   // itself is never sent. Needs a tokenizer. At most kMaxStopStrings, each
@@ -104,6 +106,12 @@ enum class FinishReason {
 };
 
 const char* FinishReasonName(FinishReason reason);
+
+// OK if every value of `values` is in 0..count-1; else INVALID_ARGUMENT for
+// the first that is not: "<field>[i] = v is outside the model's <what>
+// 0..count-1". The one check of token ids, layers and heads against the model.
+absl::Status CheckIndices(absl::Span<const int> values, int count,
+                          absl::string_view field, absl::string_view what);
 
 struct Usage {
   int prompt_tokens = 0;

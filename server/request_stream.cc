@@ -72,7 +72,7 @@ size_t RequestStream::Room(size_t wanted) {
   return wanted;
 }
 
-void RequestStream::Push(std::vector<StreamEvent>& events) {
+void RequestStream::Push(std::vector<StreamEvent>&& events) {
   if (events.empty()) return;
   std::function<void()> on_ready;
   {

@@ -69,8 +69,9 @@ class RequestStream {
   // `wanted`); if not all, the next Poll wakes the engine so that it can
   // schedule the sequence again.
   size_t Room(size_t wanted);
-  // Appends `events` (the engine has checked they fit) and announces them.
-  void Push(std::vector<StreamEvent>& events);
+  // Takes `events` (the engine has checked they fit) and announces them. The
+  // vector is left empty, its capacity with the caller for the next step.
+  void Push(std::vector<StreamEvent>&& events);
   bool cancelled() const;
 
   // Pops the front event, then unlocks and wakes the engine if it was waiting

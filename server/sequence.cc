@@ -17,24 +17,17 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
   return all;
 }
 
-SamplingParams WithSeed(SamplingParams params, uint64_t seed) {
-  params.seed = seed;
-  return params;
-}
-
 }  // namespace
 
-Sequence::Sequence(GenerationRequest request, uint64_t seed, int max_new_tokens,
-                   const ModelConfig& config, const Tokenizer* tokenizer,
+Sequence::Sequence(GenerationRequest request, const ModelConfig& config,
+                   const Tokenizer* tokenizer,
                    std::weak_ptr<RequestStream> stream, absl::Time arrival)
     : request_(std::move(request)),
-      seed_(seed),
-      max_new_tokens_(max_new_tokens),
       context_length_(config.context_length),
       tokenizer_(tokenizer),
       stream_(std::move(stream)),
       history_(request_.prompt),
-      sampler_(WithSeed(request_.sampling, seed)),
+      sampler_(request_.sampling, *request_.seed),
       stop_(request_.stop),
       arrival_(arrival) {
   if (request_.attention_tap) {
@@ -45,7 +38,7 @@ Sequence::Sequence(GenerationRequest request, uint64_t seed, int max_new_tokens,
     if (request_.echo_prompt) prompt_text_.emplace(*tokenizer_);
     text_.emplace(*tokenizer_, request_.prompt.back());
   }
-  history_.reserve(request_.prompt.size() + max_new_tokens_);
+  history_.reserve(request_.prompt.size() + request_.max_new_tokens);
 }
 
 absl::Span<const int> Sequence::NextChunk(int n) const {
@@ -117,13 +110,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
     const int query = attention->n_queries - 1;
     for (int layer : tap_layers_) {
       for (int head : tap_heads_) {
-        // [layer][head][query][key] row-major, as AttentionMaps lays it out.
-        const size_t offset =
-            ((static_cast<size_t>(layer) * attention->n_heads + head) *
-                 attention->n_queries +
-             query) *
-            attention->n_keys;
-        const float* row = attention->weights.data() + offset;
+        const float* row = attention->row(layer, head, query);
         e.attention.push_back(
             {layer, head, std::vector<float>(row, row + attention->n_keys)});
       }
@@ -140,7 +127,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   const bool end_token = tokenizer_ != nullptr && tokenizer_->EndsSequence(id);
   if (end_token) {
     reason = FinishReason::kEos;
-  } else if (generated_ == max_new_tokens_) {
+  } else if (generated_ == request_.max_new_tokens) {
     reason = FinishReason::kLength;
   } else if (static_cast<int>(history_.size()) == context_length_) {
     reason = FinishReason::kContextFull;
@@ -173,7 +160,7 @@ FinishEvent Sequence::Finish(absl::Status status, FinishReason reason,
   f.timings.queue = (admitted_ ? *admitted_ : now) - arrival_;
   if (first_token_) f.timings.time_to_first_token = *first_token_ - arrival_;
   f.timings.total = now - arrival_;
-  f.seed = seed_;
+  f.seed = *request_.seed;
   return f;
 }
 

@@ -29,12 +29,12 @@ namespace textgen {
 
 class Sequence {
  public:
-  // `request` has been validated; `seed` and `max_new_tokens` are resolved
-  // (no "default" left). `tokenizer` may be null (ids only, no text) and must
-  // outlive the sequence.
-  Sequence(GenerationRequest request, uint64_t seed, int max_new_tokens,
-           const ModelConfig& config, const Tokenizer* tokenizer,
-           std::weak_ptr<RequestStream> stream, absl::Time arrival);
+  // `request` has been validated and its seed and max_new_tokens resolved
+  // (Engine::Submit: a seed set, no "default" left). `tokenizer` may be null
+  // (ids only, no text) and must outlive the sequence.
+  Sequence(GenerationRequest request, const ModelConfig& config,
+           const Tokenizer* tokenizer, std::weak_ptr<RequestStream> stream,
+           absl::Time arrival);
 
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;
@@ -89,8 +89,6 @@ class Sequence {
                      absl::Time now) const;
 
   const GenerationRequest request_;
-  const uint64_t seed_;
-  const int max_new_tokens_;
   const int context_length_;
   const Tokenizer* const tokenizer_;
   const std::weak_ptr<RequestStream> stream_;

@@ -1,6 +1,5 @@
 #include "server/service.h"
 
-#include <algorithm>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -190,20 +189,10 @@ TextGenerationService::TextGenerationService(
 
 TextGenerationService::~TextGenerationService() = default;
 
-int TextGenerationService::max_prompt_tokens() const {
-  const int context_limit = engine_->config().context_length - 1;
-  return options_.max_prompt_tokens > 0
-             ? std::min(options_.max_prompt_tokens, context_limit)
-             : context_limit;
-}
-
 grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
-  const PromptLimits limits{
-      engine_->config().vocab_size, engine_->config().context_length,
-      max_prompt_tokens(), engine_->options().max_new_tokens_limit};
   absl::StatusOr<GenerationRequest> engine_request =
-      ToEngineRequest(*request, tokenizer_, limits);
+      ToEngineRequest(*request, tokenizer_);
   if (!engine_request.ok()) {
     if (metrics_ != nullptr) {
       metrics_->RecordRequest(engine_request.status().code());
@@ -250,7 +239,7 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
   DescribeModel(engine_->config(), tokenizer_, *response);
   response->set_name(options_.model_name);
   pb::Limits* limits = response->mutable_limits();
-  limits->set_max_prompt_tokens(max_prompt_tokens());
+  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
   limits->set_max_concurrent_streams(engine_->options().num_slots);
   limits->set_max_queue(engine_->options().max_queue);

@@ -41,9 +41,6 @@ namespace textgen {
 struct ServiceOptions {
   // Reported by GetModelInfo.
   std::string model_name;
-  // Longest prompt Generate accepts, in tokens (BOS included); 0 means the
-  // model's context less one (room for one new token).
-  int max_prompt_tokens = 0;
   // Longest prompt DebugAttention accepts: its reply grows with the square.
   int max_attention_tokens = 256;
   bool debug_attention = true;
@@ -76,9 +73,6 @@ class TextGenerationService final
       grpc::CallbackServerContext* context,
       const textgen::v1::TokenizeRequest* request,
       textgen::v1::TokenizeResponse* response) override;
-
-  // The largest prompt Generate accepts, after defaults.
-  int max_prompt_tokens() const;
 
  private:
   const ServiceOptions options_;

@@ -44,6 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "model/checkpoint.h"
+#include "model/generate.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
 #include "server/grpc_server.h"
@@ -88,29 +89,18 @@ std::unique_ptr<Decoder> LoadDecoder() {
   return std::make_unique<Decoder>(*std::move(checkpoint));
 }
 
-// The plain decoder loop at temperature 0: the reference for Generate.
+// The decoder alone at temperature 0 (model/generate.h, no end token): the
+// reference for Generate.
 std::vector<int> GreedyAlone(Decoder& decoder, const std::vector<int>& prompt,
                              int max_new_tokens) {
-  SamplingParams params;
-  params.temperature = 0;
-  Sampler sampler(params);
-  KvCache cache(decoder.config(), 1);
-  ForwardResult result;
-  std::vector<int> history = prompt, chunk = prompt, ids;
-  while (static_cast<int>(ids.size()) < max_new_tokens &&
-         static_cast<int>(history.size()) < decoder.config().context_length) {
-    const SequenceChunk seq{0, chunk};
-    const absl::Status s = decoder.Forward({&seq, 1}, cache, {}, result);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) break;
-    const int id =
-        sampler.Sample(absl::Span<const float>(result.logits.row(0).data(),
-                                               result.logits.cols()),
-                       history);
-    ids.push_back(id);
-    history.push_back(id);
-    chunk.assign(1, id);
-  }
+  GenerateOptions options;
+  options.max_new_tokens = max_new_tokens;
+  options.sampling.temperature = 0;
+  std::vector<int> ids;
+  const absl::StatusOr<GenerateEnd> end =
+      Generate(decoder, prompt, options,
+               [&](const GeneratedToken& token) { ids.push_back(token.id); });
+  EXPECT_TRUE(end.ok()) << end.status();
   return ids;
 }
 
@@ -204,7 +194,7 @@ class E2eTest : public ::testing::Test {
     options.engine.default_max_new_tokens = 20;
     options.engine.stream_buffer_events = 4;
     options.service.model_name = "gpt2_learned";
-    options.service.max_prompt_tokens = 100;
+    options.engine.max_prompt_tokens = 100;
     options.service.max_attention_tokens = 80;
     return options;
   }
@@ -462,9 +452,10 @@ TEST_F(E2eTest, BadRequestsNameTheFieldAndTheServerSurvives) {
        [](auto& r) { r.mutable_attention_tap()->add_layers(-1); }, kInvalid,
        "attention_tap.layers[0] = -1"},
       {"empty ids", ids({}), kInvalid, "prompt.token_ids.ids is empty"},
-      {"negative id", ids({1, -1}), kInvalid, "prompt.token_ids.ids[1] = -1"},
+      {"negative id", ids({1, -1}), kInvalid,
+       "prompt[1] = -1 is outside the model's vocabulary 0..96"},
       {"id past vocabulary", ids({97}), kInvalid,
-       "prompt.token_ids.ids[0] = 97"},
+       "prompt[0] = 97 is outside the model's vocabulary 0..96"},
       {"prompt over --max_prompt_tokens", ids(std::vector<int>(101, 3)),
        kInvalid, "--max_prompt_tokens"},
       {"prompt fills the context", ids(std::vector<int>(128, 3)), kInvalid,

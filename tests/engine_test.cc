@@ -42,6 +42,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/checkpoint.h"
+#include "model/generate.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "model/utf8.h"
@@ -170,40 +171,27 @@ struct Reference {
 Reference RunAlone(Decoder& decoder, const std::vector<int>& prompt,
                    SamplingParams params, uint64_t seed, int max_new_tokens,
                    int top_n = 0, bool capture = false, int eos = -1) {
-  params.seed = seed;
-  Sampler sampler(params);
-  KvCache cache(decoder.config(), 1);
-  ForwardOptions options;
+  GenerateOptions options;
+  options.max_new_tokens = max_new_tokens;
+  options.sampling = params;
+  options.seed = seed;
+  options.is_end_token = [eos](int id) { return id == eos; };
   options.capture_attention = capture;
-  ForwardResult result;
-  std::vector<int> history = prompt, chunk = prompt;
   std::vector<float> logprobs;
   Reference ref;
-  while (true) {
-    const SequenceChunk seq{0, chunk};
-    const absl::Status s = decoder.Forward({seq}, cache, options, result);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) return ref;
-    const absl::Span<const float> row(result.logits.row(0).data(),
-                                      result.logits.cols());
-    const int id = sampler.Sample(row, history);
-    LogSoftmax(row, logprobs);
-    ref.ids.push_back(id);
-    ref.logprobs.push_back(logprobs[id]);
-    if (top_n > 0) ref.top.push_back(TopLogprobs(logprobs, top_n));
-    if (capture) ref.attention.push_back(result.attention[0]);
-    history.push_back(id);
-    if (id == eos) {
-      ref.reason = FinishReason::kEos;
-      break;
-    }
-    if (static_cast<int>(ref.ids.size()) == max_new_tokens) break;
-    if (static_cast<int>(history.size()) == decoder.config().context_length) {
-      ref.reason = FinishReason::kContextFull;
-      break;
-    }
-    chunk.assign(1, id);
-  }
+  const absl::StatusOr<GenerateEnd> end =
+      Generate(decoder, prompt, options, [&](const GeneratedToken& token) {
+        LogSoftmax(token.logits, logprobs);
+        ref.ids.push_back(token.id);
+        ref.logprobs.push_back(logprobs[token.id]);
+        if (top_n > 0) ref.top.push_back(TopLogprobs(logprobs, top_n));
+        if (capture) ref.attention.push_back(*token.attention);
+      });
+  EXPECT_TRUE(end.ok()) << end.status();
+  if (!end.ok()) return ref;
+  ref.reason = *end == GenerateEnd::kEndToken      ? FinishReason::kEos
+               : *end == GenerateEnd::kContextFull ? FinishReason::kContextFull
+                                                   : FinishReason::kLength;
   return ref;
 }
 
@@ -554,17 +542,17 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
       {"empty prompt", [](auto& r) { r.prompt.clear(); }, kInvalid,
        "prompt is empty"},
       {"id too large", [](auto& r) { r.prompt[1] = 97; }, kInvalid,
-       "prompt[1]: token id 97 is outside the model's vocabulary 0..96"},
+       "prompt[1] = 97 is outside the model's vocabulary 0..96"},
       {"negative id", [](auto& r) { r.prompt[0] = -1; }, kInvalid,
-       "prompt[0]: token id -1"},
+       "prompt[0] = -1 is outside"},
       {"prompt fills the context", [](auto& r) { r.prompt.assign(128, 5); },
        kInvalid, "at most 127 prompt tokens"},
       {"negative max_new_tokens", [](auto& r) { r.max_new_tokens = -1; },
        kInvalid, "max_new_tokens must be in 0..4096"},
       {"max_new_tokens over the limit",
        [](auto& r) { r.max_new_tokens = 4097; }, kInvalid,
-       "max_new_tokens must be in 0..4096 (0 means the default, 256), got "
-       "4097"},
+       "max_new_tokens must be in 0..4096 (--max_new_tokens_limit; 0 means "
+       "the default, 256), got 4097"},
       {"negative temperature", [](auto& r) { r.sampling.temperature = -1; },
        kInvalid, "sampling.temperature"},
       {"NaN top_p", [](auto& r) { r.sampling.top_p = std::nanf(""); }, kInvalid,

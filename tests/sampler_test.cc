@@ -16,8 +16,9 @@ using ::testing::HasSubstr;
 // Frequencies of each id over n draws.
 std::map<int, int> Histogram(const SamplingParams& params,
                              const std::vector<float>& logits, int n,
-                             const std::vector<int>& history = {}) {
-  Sampler sampler(params);
+                             const std::vector<int>& history = {},
+                             uint64_t seed = 0) {
+  Sampler sampler(params, seed);
   std::map<int, int> counts;
   for (int i = 0; i < n; ++i) ++counts[sampler.Sample(logits, history)];
   return counts;
@@ -30,16 +31,14 @@ TEST(SamplerTest, TemperatureZeroIsArgmax) {
   greedy.temperature = 0.0f;
   EXPECT_EQ(Histogram(greedy, kLogits, 50), (std::map<int, int>{{1, 50}}));
   // Ties go to the lower id.
-  EXPECT_EQ(Sampler(greedy).Sample(std::vector<float>{0.0f, 5.0f, 5.0f}, {}),
+  EXPECT_EQ(Sampler(greedy, 0).Sample(std::vector<float>{0.0f, 5.0f, 5.0f}, {}),
             1);
 }
 
 TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {
   SamplingParams p;
-  p.seed = 42;
-  Sampler a(p), b(p);
-  p.seed = 43;
-  Sampler c(p);
+  Sampler a(p, 42), b(p, 42);
+  Sampler c(p, 43);
   std::vector<int> from_a, from_b, from_c;
   for (int i = 0; i < 200; ++i) {
     from_a.push_back(a.Sample(kLogits, {}));
@@ -52,9 +51,8 @@ TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {
 
 TEST(SamplerTest, FrequenciesFollowTheSoftmax) {
   SamplingParams p;
-  p.seed = 1;
   const int n = 200000;
-  const auto counts = Histogram(p, kLogits, n);
+  const auto counts = Histogram(p, kLogits, n, {}, /*seed=*/1);
   double z = 0;
   for (float l : kLogits) z += std::exp(l);
   for (int id = 0; id < 5; ++id) {
@@ -101,10 +99,10 @@ TEST(SamplerTest, RepetitionPenaltyDiscouragesSeenTokens) {
   p.temperature = 0.0f;
   p.repetition_penalty = 2.0f;
   // id 1 (3.0 → 1.5) falls below id 4 (2.5); seen twice, penalized once.
-  EXPECT_EQ(Sampler(p).Sample(kLogits, {1, 1}), 4);
+  EXPECT_EQ(Sampler(p, 0).Sample(kLogits, {1, 1}), 4);
   // A negative logit is multiplied: id 0 (-1 → -2) drops below id 1 (-1.5).
   std::vector<float> negative = {-1.0f, -1.5f};
-  EXPECT_EQ(Sampler(p).Sample(negative, {0}), 1);
+  EXPECT_EQ(Sampler(p, 0).Sample(negative, {0}), 1);
 }
 
 TEST(SamplerTest, BadParametersAreNamed) {

@@ -21,6 +21,7 @@
 
 #include "model/decoder.h"
 #include "model/file_util.h"
+#include "model/generate.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
@@ -49,28 +50,22 @@ class ShippedModelTest : public ::testing::Test {
     decoder_ = std::make_unique<Decoder>(std::move(loaded->checkpoint));
   }
 
-  // Continues `prompt` by `n` tokens, one KV-cached step each; returns the new
-  // ids.
+  // Continues `prompt` by `n` tokens (model/generate.h, no end token);
+  // returns the new ids.
   std::vector<int> Continue(const std::string& prompt, int n,
-                            const SamplingParams& params) {
+                            const SamplingParams& params, uint64_t seed = 0) {
     auto ids = tokenizer_->Encode(prompt);
     EXPECT_TRUE(ids.ok()) << ids.status();
-    KvCache cache(decoder_->config(), 1);
-    Sampler sampler(params);
-    std::vector<int> history = *ids, chunk = *ids, generated;
-    ForwardResult result;
-    for (int i = 0; i < n; ++i) {
-      const absl::Status s = decoder_->Forward({{0, chunk}}, cache, {}, result);
-      EXPECT_TRUE(s.ok()) << s;
-      if (!s.ok()) break;
-      const int next =
-          sampler.Sample(absl::MakeConstSpan(result.logits.row(0).data(),
-                                             result.logits.cols()),
-                         history);
-      generated.push_back(next);
-      history.push_back(next);
-      chunk.assign(1, next);
-    }
+    if (!ids.ok()) return {};
+    GenerateOptions options;
+    options.max_new_tokens = n;
+    options.sampling = params;
+    options.seed = seed;
+    std::vector<int> generated;
+    const absl::StatusOr<GenerateEnd> end = Generate(
+        *decoder_, *ids, options,
+        [&](const GeneratedToken& token) { generated.push_back(token.id); });
+    EXPECT_TRUE(end.ok()) << end.status();
     return generated;
   }
 
@@ -125,8 +120,7 @@ TEST_F(ShippedModelTest, SampledContinuationReadsLikeTheCorpus) {
   for (uint64_t seed : {1337, 1338, 1339}) {
     SamplingParams params;
     params.temperature = 0.8f;
-    params.seed = seed;
-    auto text = tokenizer_->Decode(Continue(prompt, n, params));
+    auto text = tokenizer_->Decode(Continue(prompt, n, params, seed));
     ASSERT_TRUE(text.ok());
     std::printf("[shipped] sampled (temperature 0.8, seed %llu):\n%s%s\n",
                 static_cast<unsigned long long>(seed), prompt.c_str(),

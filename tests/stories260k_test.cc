@@ -13,6 +13,7 @@
 #include <random>
 
 #include "model/decoder.h"
+#include "model/generate.h"
 #include "model/kv_cache.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
@@ -75,27 +76,24 @@ TEST_F(Stories260kTest, HasTheDocumentedShape) {
 TEST_F(Stories260kTest, GreedyFromBosGivesTheDocumentedStory) {
   SamplingParams greedy;
   greedy.temperature = 0.0f;
-  Sampler sampler(greedy);
-  KvCache cache(decoder_->config(), 1);
-  ForwardResult result;
-  std::vector<int> ids = {tokenizer_->bos_id()};  // Empty prompt: BOS only.
+  GenerateOptions options;
+  options.max_new_tokens = 64;
+  options.sampling = greedy;
+  const std::vector<int> prompt = {tokenizer_->bos_id()};  // BOS only.
+  std::vector<int> ids = prompt;
   DecodeStream stream(*tokenizer_, tokenizer_->bos_id());
   std::string text;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<int> chunk = ids;
-  for (int step = 0; step < 64; ++step) {
-    const SequenceChunk seq{0, chunk};
-    ASSERT_TRUE(decoder_->Forward({seq}, cache, {}, result).ok());
-    const int next = sampler.Sample(
-        absl::MakeConstSpan(result.logits.row(0).data(), result.logits.cols()),
-        ids);
-    ids.push_back(next);
-    auto piece = stream.Next(next);
-    ASSERT_TRUE(piece.ok()) << piece.status();
-    EXPECT_TRUE(IsValidUtf8(*piece));
-    text += *piece;
-    chunk.assign(1, next);
-  }
+  const absl::StatusOr<GenerateEnd> end =
+      Generate(*decoder_, prompt, options, [&](const GeneratedToken& token) {
+        ids.push_back(token.id);
+        auto piece = stream.Next(token.id);
+        ASSERT_TRUE(piece.ok()) << piece.status();
+        EXPECT_TRUE(IsValidUtf8(*piece));
+        text += *piece;
+      });
+  ASSERT_TRUE(end.ok()) << end.status();
+  ASSERT_EQ(ids.size(), 65u);
   text += stream.Flush();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -278,7 +278,7 @@ class CliTest(unittest.TestCase):
             (["generate", "--prompt", "\u00e9t\u00e9"], ""),  # not in the 65-character vocabulary
             (["attention", "--prompt", "ROMEO:", "--layer", "99", "--out",
               os.path.join(self.tmp.name, "never.png")], "99"),
-            (["generate", "--prompt_ids", "1,65"], "prompt.token_ids.ids[1] = 65"),
+            (["generate", "--prompt_ids", "1,65"], "prompt[1] = 65 is outside the model's vocabulary"),
             (["generate", "--prompt", "x", "--top_logprobs", "21"], "top_logprobs"),
             (["generate", "--prompt", "x", "--tap_layers", "0", "--tap_heads", "7"],
              "attention_tap.heads[0] = 7"),

@@ -160,7 +160,7 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         for kwargs, mention in ((dict(top_logprobs=21), "top_logprobs"),
                                 (dict(tap_layers=[6]), "attention_tap.layers[0] = 6"),
-                                (dict(prompt_ids=[64, 65]), "prompt.token_ids.ids[1] = 65")):
+                                (dict(prompt_ids=[64, 65]), "prompt[1] = 65 is outside the model's vocabulary")):
             with self.subTest(kwargs=kwargs):
                 kwargs.setdefault("prompt", None if "prompt_ids" in kwargs else "x")
                 with self.assertRaises(grpc.RpcError) as e:

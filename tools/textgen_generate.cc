@@ -2,17 +2,17 @@
 // generated text streamed out as it is decoded (one KV-cached step per token,
 // each token's text written and flushed as soon as it is whole UTF-8).
 //
-//   build/model/textgen_generate --prompt "Once upon a time"
+//   build/tools/textgen_generate --prompt "Once upon a time"
 //       --model ../shared/models/stories260K/stories260K.bin
 //       --tokenizer ../shared/models/stories260K/tok512.bin
-//   build/model/textgen_generate --model models/shakespeare-char --prompt
+//   build/tools/textgen_generate --model models/shakespeare-char --prompt
 //   "ROMEO:"
 //
 // --model is a checkpoint directory (config.json + model.safetensors + a
 // tokenizer file) or a llama2.c .bin (tokenizer from --tokenizer, or found
 // beside it); see model/model_loader.h. A checkpoint without a tokenizer can
 // still run on --prompt_ids, printing ids. The prompt is echoed, then the
-// continuation; statistics go to stderr.
+// continuation; statistics go to stderr. The loop itself is model/generate.h.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "model/decoder.h"
-#include "model/kv_cache.h"
+#include "model/generate.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
@@ -82,7 +82,6 @@ int main(int argc, char** argv) {
   sampling.top_k = absl::GetFlag(FLAGS_top_k);
   sampling.top_p = absl::GetFlag(FLAGS_top_p);
   sampling.repetition_penalty = absl::GetFlag(FLAGS_repetition_penalty);
-  sampling.seed = absl::GetFlag(FLAGS_seed);
   if (absl::Status s = textgen::ValidateSamplingParams(sampling); !s.ok()) {
     return Fail(std::string(s.message()));
   }
@@ -163,13 +162,6 @@ int main(int argc, char** argv) {
                                vocab - 1));
     }
   }
-  textgen::KvCache cache(decoder.config(), /*num_slots=*/1);
-  if (static_cast<int>(prompt.size()) > cache.capacity()) {
-    return Fail(absl::StrCat("the prompt is ", prompt.size(),
-                             " tokens; the model's context holds ",
-                             cache.capacity()));
-  }
-
   // Echo the prompt, then stream the continuation.
   if (tokenizer) {
     auto text = tokenizer->Decode(prompt);
@@ -186,49 +178,46 @@ int main(int argc, char** argv) {
     stream = std::make_unique<textgen::DecodeStream>(*tokenizer, prompt.back());
   }
 
-  textgen::Sampler sampler(sampling);
-  std::vector<int> history = prompt;
-  std::vector<int> chunk = prompt;
-  textgen::ForwardResult result;
-  const char* stop = "length";
+  textgen::GenerateOptions options;
+  options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  options.sampling = sampling;
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (tokenizer) {
+    // Any of the tokenizer's end ids (llama2.c models also mark the start of
+    // the next story with BOS: EndsSequence says so for them).
+    options.is_end_token = [&](int id) { return tokenizer->EndsSequence(id); };
+  }
   int generated = 0;
   double prefill_seconds = 0;
+  absl::Status failed;
   const auto start = std::chrono::steady_clock::now();
-  while (generated < absl::GetFlag(FLAGS_max_new_tokens)) {
-    if (cache.length(0) + static_cast<int>(chunk.size()) > cache.capacity()) {
-      stop = "context full";
-      break;
-    }
-    const textgen::SequenceChunk seq{0, chunk};
-    if (absl::Status s = decoder.Forward({seq}, cache, {}, result); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-    if (generated == 0) {
-      prefill_seconds = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-    }
-    const int next = sampler.Sample(
-        absl::MakeConstSpan(result.logits.row(0).data(), result.logits.cols()),
-        history);
-    ++generated;
-    if (tokenizer && tokenizer->EndsSequence(next)) {
-      // llama2.c models mark the start of the next story with BOS.
-      stop = "end of sequence";
-      break;
-    }
-    if (stream && next < tokenizer->vocab_size()) {
-      auto text = stream->Next(next);
-      if (!text.ok()) return Fail(std::string(text.status().message()));
-      Write(*text);
-    } else {
-      // No tokenizer, or an id past its vocabulary (a padded embedding
-      // table): show the id.
-      Write(absl::StrCat(" ", next));
-    }
-    history.push_back(next);
-    chunk.assign(1, next);
-  }
+  const absl::StatusOr<textgen::GenerateEnd> end = textgen::Generate(
+      decoder, prompt, options, [&](const textgen::GeneratedToken& token) {
+        if (generated++ == 0) {
+          prefill_seconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+        }
+        if (token.is_end_token || !failed.ok()) return;
+        if (stream && token.id < tokenizer->vocab_size()) {
+          absl::StatusOr<std::string> text = stream->Next(token.id);
+          if (!text.ok()) {
+            failed = text.status();
+            return;
+          }
+          Write(*text);
+        } else {
+          // No tokenizer, or an id past its vocabulary (a padded embedding
+          // table): show the id.
+          Write(absl::StrCat(" ", token.id));
+        }
+      });
+  if (!end.ok()) return Fail(std::string(end.status().message()));
+  if (!failed.ok()) return Fail(std::string(failed.message()));
+  const char* stop = *end == textgen::GenerateEnd::kEndToken ? "end of sequence"
+                     : *end == textgen::GenerateEnd::kContextFull
+                         ? "context full"
+                         : "length";
   if (stream) Write(stream->Flush());
   Write("\n");
   const double seconds =

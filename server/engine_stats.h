@@ -1,0 +1,36 @@
+// The engine's counters, apart from the engine so that their readers (the
+// metrics endpoint) need not include it.
+#ifndef TEXTGEN_SERVER_ENGINE_STATS_H_
+#define TEXTGEN_SERVER_ENGINE_STATS_H_
+
+#include <cstdint>
+
+namespace textgen {
+
+// Counters for the metrics endpoint, read with Engine::stats()
+// (server/engine.h).
+struct EngineStats {
+  int num_slots = 0;
+  int slots_in_use = 0;
+  int queue_depth = 0;        // Submitted, not yet in a slot.
+  int last_batch_size = 0;    // Sequences in the most recent step.
+  int64_t steps = 0;          // Forward passes run.
+  int64_t prompt_tokens = 0;  // Prompt tokens fed to the model.
+  int64_t generated_tokens = 0;
+  // Requests by how they ended.
+  int64_t finished_length = 0;
+  int64_t finished_stop = 0;
+  int64_t finished_eos = 0;
+  int64_t finished_context_full = 0;
+  int64_t cancelled = 0;  // Including streams dropped by their consumer.
+  int64_t deadline_exceeded = 0;
+  int64_t shut_down = 0;  // Still running or queued when the engine stopped.
+  int64_t failed = 0;     // An internal error (the model refused a batch).
+  // Requests refused by Submit.
+  int64_t rejected_queue_full = 0;
+  int64_t rejected_invalid = 0;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_ENGINE_STATS_H_
