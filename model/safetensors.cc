@@ -284,7 +284,9 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadFloats(
   std::vector<float> out(info->num_elements);
   switch (info->dtype) {
     case DType::kF32:
-      std::memcpy(out.data(), p, out.size() * sizeof(float));
+      // A zero-element tensor has no destination (out.data() may be null),
+      // and memcpy with a null pointer is undefined even for zero bytes.
+      if (!out.empty()) std::memcpy(out.data(), p, out.size() * sizeof(float));
       break;
     case DType::kF64:
       for (size_t i = 0; i < out.size(); ++i) {

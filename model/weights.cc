@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "model/memory_budget.h"
 #include "model/status_macros.h"
 
 namespace textgen {
@@ -97,7 +98,23 @@ class TensorReader {
                                           const std::vector<int64_t>& shape) {
     const std::string full = prefix_ + name;
     used_.insert(full);
-    return file_.ReadFloats(full, shape);
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> values,
+                             file_.ReadFloats(full, shape));
+    TEXTGEN_RETURN_IF_ERROR(CheckFinite(full, values));
+    return values;
+  }
+
+  // A NaN or infinite weight poisons every logit it reaches (the output is
+  // garbage with NaN log-probabilities), so it is refused at load.
+  absl::Status CheckFinite(const std::string& name,
+                           const std::vector<float>& values) const {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i])) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(file_.source(), ": tensor '", name, "': element ", i,
+                       " is ", values[i], " (weights must be finite)"));
+    }
+    return absl::OkStatus();
   }
 
   const SafetensorsFile& file_;
@@ -282,6 +299,9 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const SafetensorsFile& file,
                                          const LoadOptions& options) {
   TEXTGEN_RETURN_IF_ERROR(config.Validate());
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckMemoryBudget(config, options.weight_type, options.kv_cache_slots,
+                        options.memory_budget_bytes, file.source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, file, options.weight_type);

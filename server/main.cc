@@ -9,6 +9,7 @@
 // process exits.
 #include <signal.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -48,6 +49,10 @@ ABSL_FLAG(int, max_attention_tokens, 256,
 ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(int64_t, memory_budget_mb, 0,
+          "Memory the model may need (weights, position table, a full-context "
+          "KV cache per slot), checked from its config before loading; 0 = "
+          "the machine's physical memory");
 ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics over HTTP (GET /metrics); 0 = off");
 
@@ -55,14 +60,6 @@ namespace textgen {
 namespace {
 
 int Run() {
-  // Block the signals in every thread (gRPC's and the engine's inherit the
-  // mask) so that this thread alone receives them, with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   if (absl::GetFlag(FLAGS_threads) < 1) {
     spdlog::error("--threads={}: must be at least 1",
                   absl::GetFlag(FLAGS_threads));
@@ -77,6 +74,16 @@ int Run() {
   }
   LoadOptions load_options;
   load_options.weight_type = *weight_type;
+  if (absl::GetFlag(FLAGS_memory_budget_mb) < 0) {
+    spdlog::error("--memory_budget_mb={}: must be 0 or positive",
+                  absl::GetFlag(FLAGS_memory_budget_mb));
+    return 1;
+  }
+  load_options.memory_budget_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
+  // The engine's slots, and DebugAttention's one.
+  load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) +
+                                (absl::GetFlag(FLAGS_debug_attention) ? 1 : 0);
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
@@ -86,6 +93,16 @@ int Run() {
     spdlog::error("{}", model.status().ToString());
     return 1;
   }
+
+  // Block the signals in every thread (gRPC's and the engine's inherit the
+  // mask) so that this thread alone receives them, with sigwait. Only now:
+  // while the model loads (no thread yet, nothing to drain) SIGTERM and
+  // SIGINT keep their default action and end the process at once.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const ModelConfig config = model->checkpoint.config;
   DecoderOptions decoder_options;
   decoder_options.threads = absl::GetFlag(FLAGS_threads);
