@@ -49,6 +49,9 @@ ABSL_FLAG(int, max_attention_tokens, 256,
 ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(double, stream_idle_timeout, 30,
+          "Seconds a Generate stream may go unread (its buffer full) before "
+          "it ends with RESOURCE_EXHAUSTED and frees its slot");
 ABSL_FLAG(int64_t, memory_budget_mb, 0,
           "Memory the model may need (weights, position table, a full-context "
           "KV cache per slot), checked from its config before loading; 0 = "
@@ -132,6 +135,8 @@ int Run() {
       absl::GetFlag(FLAGS_default_max_new_tokens);
   options.engine.prefill_chunk_tokens =
       absl::GetFlag(FLAGS_prefill_chunk_tokens);
+  options.engine.stream_idle_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout));
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
