@@ -75,6 +75,22 @@ TEST(SafetensorsTest, ZeroElementTensorsReadAsEmpty) {
   }
 }
 
+// Regression (fuzz/safetensors_fuzz, reproducer: the seed zero_elements): an
+// empty tensor of the wrong kind is refused like a non-empty one.
+TEST(SafetensorsTest, ZeroElementTensorOfTheWrongKindIsRefused) {
+  auto file = SafetensorsFile::FromBytes(SafetensorsBuilder()
+                                             .AddF32("f", {0}, {})
+                                             .Add("i", "I32", {2, 0}, "")
+                                             .Build(),
+                                         "zero");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_THAT(file->ReadInts("f").status().message(),
+              HasSubstr("dtype F32 is not an integer type"));
+  EXPECT_THAT(file->ReadFloats("i").status().message(),
+              HasSubstr("dtype I32 is not a floating-point type"));
+  EXPECT_TRUE(file->ReadInts("i").ok());
+}
+
 TEST(SafetensorsTest, WrongShapeRequestNamesTensorAndBothShapes) {
   auto file = SafetensorsFile::FromBytes(
       SafetensorsBuilder().AddF32("w", {2, 3}, std::vector<float>(6)).Build(),
