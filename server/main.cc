@@ -9,6 +9,7 @@
 // process exits.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -49,6 +50,14 @@ ABSL_FLAG(int, max_attention_tokens, 256,
 ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(int64_t, max_attention_map_bytes, int64_t{64} << 20,
+          "Largest total of attention maps one DebugAttention reply carries "
+          "(layers x heads x tokens^2 x 4 bytes, repeats counted once)");
+ABSL_FLAG(int, max_concurrent_debug_attention, 2,
+          "DebugAttention calls admitted at once (until their reply is "
+          "written); beyond, RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_tokenize_bytes, 256 << 10,
+          "Longest text Tokenize (and a text prompt) accepts, in bytes");
 ABSL_FLAG(double, stream_idle_timeout, 30,
           "Seconds a Generate stream may go unread (its buffer full) before "
           "it ends with RESOURCE_EXHAUSTED and frees its slot");
@@ -145,6 +154,12 @@ int Run() {
   options.service.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
+  options.service.max_attention_map_bytes = static_cast<size_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_max_attention_map_bytes)));
+  options.service.max_concurrent_debug_attention =
+      std::max(1, absl::GetFlag(FLAGS_max_concurrent_debug_attention));
+  options.service.max_tokenize_bytes = static_cast<size_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
   options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);
 
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
