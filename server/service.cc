@@ -220,11 +220,10 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
   const PromptLimits limits{
       engine_->config().vocab_size, engine_->config().context_length,
       max_prompt_tokens(), engine_->options().max_new_tokens_limit};
+  const absl::Status text_size = CheckTextSize(request->prompt());
   absl::StatusOr<GenerationRequest> engine_request =
-      CheckTextSize(request->prompt());
-  if (engine_request.ok()) {
-    engine_request = ToEngineRequest(*request, tokenizer_, limits);
-  }
+      text_size.ok() ? ToEngineRequest(*request, tokenizer_, limits)
+                     : absl::StatusOr<GenerationRequest>(text_size);
   if (!engine_request.ok()) {
     if (metrics_ != nullptr) {
       metrics_->RecordRequest(engine_request.status().code());
