@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/reflection_v1.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -29,6 +30,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
+  // Reflection v1 too: grpcurl and newer tools ask for it before v1alpha.
+  AddReflectionV1(builder);
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
