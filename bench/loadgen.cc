@@ -24,6 +24,13 @@
 // server refused with RESOURCE_EXHAUSTED (queue full); errors are anything
 // else that went wrong, including an output shorter than asked. Exit status 1
 // if there was any error. Timings are reported, never asserted.
+//
+// --soak_seconds=N switches to the soak mode (bench/soak.h): --streams
+// streams against --target for N seconds with random prompts (up to
+// --prompt_tokens), lengths (up to --max_new_tokens) and sampling settings,
+// a share cancelled and a share invalid; every outcome checked, and at the end
+// the server's slots and queue (--metrics_target) and resident memory
+// (--server_pid).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -50,6 +57,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/soak.h"
 #include "model/decoder.h"
 #include "model/kernels.h"
 #include "model/model_loader.h"
@@ -85,6 +93,21 @@ ABSL_FLAG(std::string, weights_dtype, "f32",
 ABSL_FLAG(std::string, commit, "",
           "Commit printed; default: git rev-parse in the source tree");
 ABSL_FLAG(double, request_timeout_seconds, 600, "Deadline of each request");
+ABSL_FLAG(double, soak_seconds, 0,
+          "Soak mode (bench/soak.h) for this long against --target; 0 = off");
+ABSL_FLAG(double, soak_cancel_fraction, 0.2,
+          "Soak: share of requests the client cancels mid-stream");
+ABSL_FLAG(double, soak_invalid_fraction, 0.1,
+          "Soak: share of requests made invalid (must get INVALID_ARGUMENT)");
+ABSL_FLAG(double, soak_warmup_seconds, 30,
+          "Soak: resident memory at the end is compared to its value then");
+ABSL_FLAG(double, soak_report_seconds, 60, "Soak: a progress line this often");
+ABSL_FLAG(double, soak_rss_growth, 0.10,
+          "Soak: allowed growth of the server's resident memory after warm-up");
+ABSL_FLAG(uint32_t, soak_seed, 1, "Soak: seed of the random requests");
+ABSL_FLAG(std::string, metrics_target, "",
+          "Soak: host:port of the server's /metrics, checked at the end for "
+          "free slots and an empty queue; empty = not checked");
 
 namespace textgen {
 namespace {
@@ -344,7 +367,37 @@ double BudgetMiB(const ModelFacts& f, const std::string& dtype) {
   return (weight_bytes + kv_bytes) / (1 << 20) + 100;
 }
 
+int Soak() {
+  SoakOptions o;
+  o.target = absl::GetFlag(FLAGS_target);
+  o.metrics_target = absl::GetFlag(FLAGS_metrics_target);
+  o.server_pid = absl::GetFlag(FLAGS_server_pid);
+  o.streams = absl::GetFlag(FLAGS_streams);
+  o.seconds = absl::GetFlag(FLAGS_soak_seconds);
+  o.warmup_seconds = absl::GetFlag(FLAGS_soak_warmup_seconds);
+  o.report_seconds = absl::GetFlag(FLAGS_soak_report_seconds);
+  o.cancel_fraction = absl::GetFlag(FLAGS_soak_cancel_fraction);
+  o.invalid_fraction = absl::GetFlag(FLAGS_soak_invalid_fraction);
+  o.rss_growth = absl::GetFlag(FLAGS_soak_rss_growth);
+  o.max_prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
+  o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  o.seed = absl::GetFlag(FLAGS_soak_seed);
+  if (o.target.empty() || o.streams < 1 || o.streams > 1024 ||
+      o.max_prompt_tokens < 1 || o.max_new_tokens < 1 ||
+      o.cancel_fraction < 0 || o.invalid_fraction < 0 ||
+      o.cancel_fraction + o.invalid_fraction > 1 || o.report_seconds <= 0 ||
+      o.warmup_seconds >= o.seconds) {
+    std::fprintf(stderr,
+                 "loadgen: --soak_seconds needs --target, 1 <= --streams <= "
+                 "1024, fractions that sum to at most 1, and a warm-up "
+                 "shorter than the soak\n");
+    return 2;
+  }
+  return RunSoak(o);
+}
+
 int Run() {
+  if (absl::GetFlag(FLAGS_soak_seconds) > 0) return Soak();
   const bool in_process = absl::GetFlag(FLAGS_in_process);
   const std::string target = absl::GetFlag(FLAGS_target);
   const int streams = absl::GetFlag(FLAGS_streams);

@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/status/status.h"
@@ -41,29 +39,64 @@ absl::Status OpenError(const std::string& path, int err) {
       absl::StrCat(path, ": cannot open: ", reason));
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  TEXTGEN_RETURN_IF_ERROR(RefuseDirectory(path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OpenError(path, errno);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
-  return contents.str();
+// The error for an open file that is not a regular file, or OK. A device
+// (/dev/zero), FIFO or socket has no size to check and may never end, so
+// reading it as a model could exhaust memory or block forever.
+absl::Status RefuseNonRegular(const std::string& path, const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      path,
+      ": not a regular file (a device, FIFO or socket cannot be read as "
+      "a model or tokenizer)"));
 }
 
-absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  TEXTGEN_RETURN_IF_ERROR(RefuseDirectory(path));
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// Opens `path` read-only and checks it is a regular file; fills *st. O_NONBLOCK
+// so that opening a FIFO cannot block (it is refused right after); reads of a
+// regular file ignore the flag.
+absl::StatusOr<int> OpenRegularFile(const std::string& path, struct stat* st) {
+  if (absl::Status s = RefuseDirectory(path); !s.ok()) return s;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return OpenError(path, errno);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
+  if (fstat(fd, st) != 0) {
     const std::string reason = std::strerror(errno);
     close(fd);
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": cannot stat: ", reason));
   }
+  if (absl::Status s = RefuseNonRegular(path, *st); !s.ok()) {
+    close(fd);
+    return s;
+  }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  struct stat st;
+  absl::StatusOr<int> fd = OpenRegularFile(path, &st);
+  if (!fd.ok()) return fd.status();
+  std::string contents;
+  contents.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = read(*fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // Shrunk while read (or an I/O error): what was read is not the file.
+      const std::string reason = n < 0 ? std::strerror(errno) : "file shrank";
+      close(*fd);
+      return absl::DataLossError(absl::StrCat(path, ": read failed: ", reason));
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(*fd);
+  return contents;
+}
+
+absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  struct stat st;
+  TEXTGEN_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     close(fd);

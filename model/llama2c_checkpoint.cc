@@ -1,12 +1,15 @@
 #include "model/llama2c_checkpoint.h"
 
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/file_util.h"
 #include "model/rope_row_order.h"
+#include "model/memory_budget.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 #include "model/status_macros.h"
@@ -91,6 +94,18 @@ absl::StatusOr<Llama2cHeader> ParseLlama2cHeader(std::string_view bytes,
 
 absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path,
                                                  const LoadOptions& options) {
+  // The whole file is read before its header says what it holds: refuse a
+  // file larger than the memory budget before reading it.
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  const uint64_t budget = options.memory_budget_bytes == 0
+                              ? PhysicalMemoryBytes()
+                              : options.memory_budget_bytes;
+  if (!ec && size > budget) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": a llama2.c checkpoint of ", size,
+                     " bytes is over the memory budget of ", budget, " bytes"));
+  }
   TEXTGEN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
   return Llama2cCheckpointFromBytes(bytes, path, options);
 }
@@ -133,6 +148,10 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
   if (absl::Status s = c.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
+  // Before the converted copy below is allocated.
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckMemoryBudget(c, options.weight_type, options.kv_cache_slots,
+                        options.memory_budget_bytes, source));
 
   const int64_t C = h.dim, F = h.hidden_dim, V = h.vocab_size;
   const int D = h.dim / h.n_heads;

@@ -284,7 +284,9 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadFloats(
   std::vector<float> out(info->num_elements);
   switch (info->dtype) {
     case DType::kF32:
-      std::memcpy(out.data(), p, out.size() * sizeof(float));
+      // A zero-element tensor has no destination (out.data() may be null),
+      // and memcpy with a null pointer is undefined even for zero bytes.
+      if (!out.empty()) std::memcpy(out.data(), p, out.size() * sizeof(float));
       break;
     case DType::kF64:
       for (size_t i = 0; i < out.size(); ++i) {
@@ -328,6 +330,19 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadFloats(
 absl::StatusOr<std::vector<int64_t>> SafetensorsFile::ReadInts(
     const std::string& name) const {
   TEXTGEN_ASSIGN_OR_RETURN(const TensorInfo* info, Get(name));
+  // Checked before the loop, which a zero-element tensor never enters (found
+  // by fuzz/safetensors_fuzz: an empty F32 tensor read as integers).
+  switch (info->dtype) {
+    case DType::kI64:
+    case DType::kI32:
+    case DType::kI16:
+    case DType::kI8:
+    case DType::kU8:
+      break;
+    default:
+      return Error(name, absl::StrCat("dtype ", DTypeName(info->dtype),
+                                      " is not an integer type"));
+  }
   const char* p = Data(*info);
   std::vector<int64_t> out(info->num_elements);
   for (size_t i = 0; i < out.size(); ++i) {

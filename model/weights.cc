@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "model/memory_budget.h"
 #include "model/status_macros.h"
 
 namespace textgen {
@@ -111,7 +112,25 @@ class TensorReader {
                                           const std::vector<int64_t>& shape) {
     const std::string full = prefix_ + name;
     used_.insert(full);
-    return FileOf(full).ReadFloats(full, shape);
+    const SafetensorsFile& file = FileOf(full);
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> values,
+                             file.ReadFloats(full, shape));
+    TEXTGEN_RETURN_IF_ERROR(CheckFinite(file, full, values));
+    return values;
+  }
+
+  // A NaN or infinite weight poisons every logit it reaches (the output is
+  // garbage with NaN log-probabilities), so it is refused at load.
+  static absl::Status CheckFinite(const SafetensorsFile& file,
+                                  const std::string& name,
+                                  const std::vector<float>& values) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i])) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(file.source(), ": tensor '", name, "': element ", i,
+                       " is ", values[i], " (weights must be finite)"));
+    }
+    return absl::OkStatus();
   }
 
   const std::vector<const SafetensorsFile*> files_;
@@ -337,6 +356,9 @@ absl::StatusOr<ModelWeights> LoadWeights(
   if (files.empty()) {
     return absl::InvalidArgumentError("a checkpoint needs at least one file");
   }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckMemoryBudget(config, options.weight_type, options.kv_cache_slots,
+                        options.memory_budget_bytes, files[0]->source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, files, options.weight_type);

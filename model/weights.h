@@ -13,6 +13,7 @@
 #ifndef TEXTGEN_MODEL_WEIGHTS_H_
 #define TEXTGEN_MODEL_WEIGHTS_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -74,6 +75,11 @@ struct LoadOptions {
   // Storage of the projection and LM-head matrices (the bulk of the bytes).
   // Embeddings of an untied model, norms and biases stay f32.
   kernels::WeightType weight_type = kernels::WeightType::kF32;
+  // The memory the config implies (model/memory_budget.h: weights, position
+  // table, `kv_cache_slots` full-context KV-cache slots) must fit in this many
+  // bytes, checked before any weight is allocated; 0 = physical memory.
+  uint64_t memory_budget_bytes = 0;
+  int kv_cache_slots = 1;
 };
 
 // "f32" or "bf16" (any case), as --weights_dtype takes it; else
@@ -81,10 +87,12 @@ struct LoadOptions {
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 
 // Reads every tensor that `config` calls for from `file`, checking names and
-// shapes. A missing, mis-shaped, non-floating or unexpected tensor is an
-// INVALID_ARGUMENT or NOT_FOUND error that names the file and the tensor. Known
-// non-parameter buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are
-// ignored.
+// shapes, after checking the memory the config implies against
+// `options.memory_budget_bytes` (RESOURCE_EXHAUSTED). A tensor holding a NaN
+// or an infinity is refused (INVALID_ARGUMENT naming it and the element). A
+// missing, mis-shaped, non-floating or unexpected tensor is an INVALID_ARGUMENT
+// or NOT_FOUND error that names the file and the tensor. Known non-parameter
+// buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are ignored.
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const SafetensorsFile& file,
                                          const LoadOptions& options = {});

@@ -46,6 +46,8 @@ build_packages=(
 test_packages=(
   # Deployment tests: nginx's grpc_pass in front of two servers on loopback; YAML parsing.
   nginx python3-yaml
+  # Fuzzing (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes.
+  clang libclang-rt-14-dev
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
   libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)

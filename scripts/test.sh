@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release build (all labels), then the unit, parity
-# and e2e tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the engine's
-# tests under ThreadSanitizer.
+# and e2e tests again under AddressSanitizer + UndefinedBehaviorSanitizer, a 3-minute soak of
+# that server (label soak), the engine's tests under ThreadSanitizer, and each libFuzzer
+# target for 60 s (clang build, label fuzz).
 # Usage: scripts/test.sh   (from anywhere; run as root on a fresh machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L models \
     -E 'smollm2|server_memory'
 
+echo "== Soak: 3 minutes of load generator soak mode against the AddressSanitizer server"
+ctest --test-dir build-asan --output-on-failure -L soak
+
 # The e2e tests are not run under ThreadSanitizer: Debian's gRPC and Abseil are not built with
 # it, so TSan cannot see their synchronization and reports thousands of races inside gRPC
 # (e.g. a reactor built on one gRPC thread and destroyed on another).
@@ -49,3 +53,8 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SA
 cmake --build build-tsan -j"$jobs" --target engine_test stop_matcher_test decoder_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher)|^(DecoderThreadsTest|WorkerPoolTest)\.'
+
+echo "== Fuzzing: each libFuzzer target (fuzz/) for 60 s, two at a time, from its seed corpus"
+CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_FUZZ=ON
+cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+ctest --test-dir build-fuzz --output-on-failure -j2 -L fuzz

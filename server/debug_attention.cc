@@ -13,13 +13,21 @@ namespace {
 
 namespace pb = ::textgen::v1;
 
-// `given`, checked against 0..count-1 (`what` names the range in errors), or
-// every index 0..count-1 when empty.
+// `given`, checked against 0..count-1 (`what` names the range in errors),
+// each index once (in order of first mention: a layer listed 10,000 times
+// would otherwise be computed and sent 10,000 times), or every index
+// 0..count-1 when empty.
 absl::StatusOr<std::vector<int>> Indices(
     const google::protobuf::RepeatedField<int32_t>& given, int count,
     const char* field, const char* what) {
   std::vector<int> indices(given.begin(), given.end());
   TEXTGEN_RETURN_IF_ERROR(CheckIndices(indices, count, field, what));
+  // A layer or head listed twice is computed and sent once: repeats would
+  // multiply the work and the reply without adding information.
+  std::vector<bool> seen(count, false);
+  indices.erase(std::remove_if(indices.begin(), indices.end(),
+                               [&](int i) { return std::exchange(seen[i], true); }),
+                indices.end());
   if (indices.empty()) {
     for (int i = 0; i < count; ++i) indices.push_back(i);
   }
@@ -36,8 +44,22 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
       decoder_(std::move(decoder)),
       cache_(decoder_->config(), 1) {}
 
+absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>>
+AttentionDebugger::Admit() {
+  if (admitted_.fetch_add(1) >= options_.max_concurrent) {
+    admitted_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(options_.max_concurrent,
+                     " DebugAttention calls are already running (at most ",
+                     options_.max_concurrent,
+                     ", --max_concurrent_debug_attention); retry later"));
+  }
+  return std::make_shared<const Ticket>(admitted_);
+}
+
 absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
-    const pb::DebugAttentionRequest& request) {
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
   const ModelConfig& config = decoder_->config();
   TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
                            PromptIds(request.prompt(), tokenizer_));
@@ -56,14 +78,27 @@ absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
   TEXTGEN_ASSIGN_OR_RETURN(
       const std::vector<int> heads,
       Indices(request.heads(), config.n_heads, "heads", "heads"));
+  // Known before any work: the maps the reply will carry.
+  const double map_bytes =
+      static_cast<double>(layers.size()) * heads.size() * n * n * sizeof(float);
+  if (map_bytes > static_cast<double>(options_.max_map_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the reply would carry ", static_cast<int64_t>(map_bytes),
+        " bytes of attention maps (", layers.size(), " layers x ", heads.size(),
+        " heads x ", n, "^2 x 4 bytes); at most ", options_.max_map_bytes,
+        " (--max_attention_map_bytes): ask for fewer layers, heads or tokens"));
+  }
 
+  TEXTGEN_RETURN_IF_ERROR(check());
   std::lock_guard<std::mutex> lock(mu_);
+  TEXTGEN_RETURN_IF_ERROR(check());  // It may have waited for the lock.
   cache_.Clear(0);
   const SequenceChunk chunk{0, ids};
   ForwardOptions forward;
   forward.capture_attention = true;
   TEXTGEN_RETURN_IF_ERROR(
       decoder_->Forward({&chunk, 1}, cache_, forward, result_));
+  TEXTGEN_RETURN_IF_ERROR(check());
   return PageAttentionMaps(result_.attention[0], ids, tokenizer_, layers, heads,
                            options_.max_message_bytes);
 }

@@ -14,11 +14,13 @@
 #ifndef TEXTGEN_SERVER_DEBUG_ATTENTION_H_
 #define TEXTGEN_SERVER_DEBUG_ATTENTION_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "model/decoder.h"
@@ -37,6 +39,11 @@ struct DebugAttentionOptions {
   int max_tokens = 256;
   // No message exceeds this many bytes (one row per message at the least).
   size_t max_message_bytes = kMaxAttentionMessageBytes;
+  // The maps of one reply (layers × heads × n² floats, after repeated layers
+  // and heads are dropped) may not exceed this many bytes.
+  size_t max_map_bytes = size_t{64} << 20;
+  // Calls admitted at once, from admission until their reply is written.
+  int max_concurrent = 2;
 };
 
 class AttentionDebugger {
@@ -46,13 +53,35 @@ class AttentionDebugger {
                     std::unique_ptr<Decoder> decoder,
                     const Tokenizer* tokenizer);
 
+  // A place among the max_concurrent calls; it is given back when the last
+  // copy of the pointer is destroyed (the reply written, or abandoned).
+  class Ticket {
+   public:
+    explicit Ticket(std::atomic<int>& admitted) : admitted_(admitted) {}
+    ~Ticket() { admitted_.fetch_sub(1); }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+
+   private:
+    std::atomic<int>& admitted_;
+  };
+
+  // A ticket, or RESOURCE_EXHAUSTED naming --max_concurrent_debug_attention
+  // when max_concurrent calls already hold one.
+  absl::StatusOr<std::shared_ptr<const Ticket>> Admit();
+
   // The replies for `request`, or INVALID_ARGUMENT naming the field (the
-  // prompt, a layer or head out of range, a prompt over max_tokens).
+  // prompt, a layer or head out of range, a prompt over max_tokens, maps over
+  // max_map_bytes). Repeated layers and heads count once. `check` is asked
+  // before each step (waiting for the decoder, the pass, paging); a non-OK
+  // status (the call cancelled or past its deadline) ends the call with it.
   // Thread-safe: calls take turns.
   absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>> Run(
-      const textgen::v1::DebugAttentionRequest& request);
+      const textgen::v1::DebugAttentionRequest& request,
+      absl::FunctionRef<absl::Status()> check);
 
  private:
+  std::atomic<int> admitted_{0};
   const DebugAttentionOptions options_;
   const Tokenizer* const tokenizer_;  // May be null.
 

@@ -27,6 +27,11 @@ absl::Status EngineOptions::Validate() const {
         at_least("stream_buffer_events", stream_buffer_events, 1)}) {
     TEXTGEN_RETURN_IF_ERROR(s);
   }
+  if (stream_idle_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream_idle_timeout must be positive, got ",
+                     absl::FormatDuration(stream_idle_timeout)));
+  }
   if (default_max_new_tokens > max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "default_max_new_tokens (", default_max_new_tokens,
@@ -225,7 +230,7 @@ EngineStats Engine::stats() const {
   return stats_;
 }
 
-absl::Status Engine::CheckWanted(const Sequence& seq, absl::Time now) {
+absl::Status Engine::CheckWanted(const Sequence& seq, absl::Time now) const {
   const std::shared_ptr<RequestStream> stream = seq.stream().lock();
   if (stream == nullptr) {
     return absl::CancelledError("the stream was dropped by its consumer");
@@ -234,6 +239,13 @@ absl::Status Engine::CheckWanted(const Sequence& seq, absl::Time now) {
   if (now >= seq.deadline()) {
     return absl::DeadlineExceededError(absl::StrCat(
         "deadline exceeded after ", seq.generated(), " generated tokens"));
+  }
+  if (now - seq.waiting_for_reader_since() >= options_.stream_idle_timeout) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the client read nothing for ",
+                     absl::FormatDuration(options_.stream_idle_timeout),
+                     " (--stream_idle_timeout) after ", seq.generated(),
+                     " generated tokens; its slot was freed"));
   }
   return absl::OkStatus();
 }
@@ -312,6 +324,7 @@ bool Engine::Schedule() {
   batch_index_.clear();
   batch_tokens_.clear();
   int budget = options_.prefill_chunk_tokens;
+  const absl::Time now = absl::Now();
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
     const std::shared_ptr<RequestStream> stream = seq.stream().lock();
@@ -332,12 +345,18 @@ bool Engine::Schedule() {
       if (room < wanted) {
         n = per_token ? std::min(room, remaining - 1) : remaining - 1;
         n = std::min(n, budget);
+        if (n <= 0) {
+          seq.WaitingForReader(now);
+          continue;
+        }
       }
       if (n <= 0) continue;
       budget -= n;
     } else if (stream->Room(1) == 0) {
+      seq.WaitingForReader(now);
       continue;  // Backpressure: wait for the consumer.
     }
+    seq.ReaderCaughtUp();
     batch_index_.push_back(i);
     batch_tokens_.push_back(n);
   }
@@ -469,7 +488,13 @@ void Engine::WaitForWork() {
   // none. Sleep until something changes (Submit, Poll, Cancel, a dropped
   // stream, Shutdown: all Notify) or a deadline needs enforcing.
   absl::Time wake_at = absl::InfiniteFuture();
-  for (const auto& seq : running_) wake_at = std::min(wake_at, seq->deadline());
+  for (const auto& seq : running_) {
+    wake_at = std::min(wake_at, seq->deadline());
+    if (seq->waiting_for_reader_since() != absl::InfiniteFuture()) {
+      wake_at = std::min(wake_at, seq->waiting_for_reader_since() +
+                                      options_.stream_idle_timeout);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& seq : queue_) wake_at = std::min(wake_at, seq->deadline());

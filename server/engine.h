@@ -61,6 +61,10 @@ struct EngineOptions {
   int default_max_new_tokens = 256;
   // TokenEvents a stream buffers before its sequence waits for the consumer.
   int stream_buffer_events = 64;
+  // A running request whose consumer reads nothing for this long (its buffer
+  // full the whole time) ends with RESOURCE_EXHAUSTED and frees its slot, so
+  // clients that open streams and never read cannot hold every slot.
+  absl::Duration stream_idle_timeout = absl::Seconds(30);
 
   // INVALID_ARGUMENT naming the first option out of range.
   absl::Status Validate() const;
@@ -124,8 +128,9 @@ class Engine {
 
   absl::Status ValidateRequest(const GenerationRequest& request) const;
   // OK while someone still wants `seq`'s output; else why not: CANCELLED
-  // (cancelled or dropped stream) or DEADLINE_EXCEEDED.
-  static absl::Status CheckWanted(const Sequence& seq, absl::Time now);
+  // (cancelled or dropped stream), DEADLINE_EXCEEDED, or RESOURCE_EXHAUSTED
+  // (unread for options_.stream_idle_timeout).
+  absl::Status CheckWanted(const Sequence& seq, absl::Time now) const;
 
   // The engine thread.
   void Run();

@@ -9,6 +9,8 @@
 // process exits.
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -49,6 +51,21 @@ ABSL_FLAG(int, max_attention_tokens, 256,
 ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(int64_t, max_attention_map_bytes, int64_t{64} << 20,
+          "Largest total of attention maps one DebugAttention reply carries "
+          "(layers x heads x tokens^2 x 4 bytes, repeats counted once)");
+ABSL_FLAG(int, max_concurrent_debug_attention, 2,
+          "DebugAttention calls admitted at once (until their reply is "
+          "written); beyond, RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_tokenize_bytes, 256 << 10,
+          "Longest text Tokenize (and a text prompt) accepts, in bytes");
+ABSL_FLAG(double, stream_idle_timeout, 30,
+          "Seconds a Generate stream may go unread (its buffer full) before "
+          "it ends with RESOURCE_EXHAUSTED and frees its slot");
+ABSL_FLAG(int64_t, memory_budget_mb, 0,
+          "Memory the model may need (weights, position table, a full-context "
+          "KV cache per slot), checked from its config before loading; 0 = "
+          "the machine's physical memory");
 ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics over HTTP (GET /metrics); 0 = off");
 
@@ -56,14 +73,6 @@ namespace textgen {
 namespace {
 
 int Run() {
-  // Block the signals in every thread (gRPC's and the engine's inherit the
-  // mask) so that this thread alone receives them, with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   if (absl::GetFlag(FLAGS_threads) < 1) {
     spdlog::error("--threads={}: must be at least 1",
                   absl::GetFlag(FLAGS_threads));
@@ -78,6 +87,16 @@ int Run() {
   }
   LoadOptions load_options;
   load_options.weight_type = *weight_type;
+  if (absl::GetFlag(FLAGS_memory_budget_mb) < 0) {
+    spdlog::error("--memory_budget_mb={}: must be 0 or positive",
+                  absl::GetFlag(FLAGS_memory_budget_mb));
+    return 1;
+  }
+  load_options.memory_budget_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
+  // The engine's slots, and DebugAttention's one.
+  load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) +
+                                (absl::GetFlag(FLAGS_debug_attention) ? 1 : 0);
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
@@ -88,6 +107,16 @@ int Run() {
     spdlog::error("{}", model.status().ToString());
     return 1;
   }
+
+  // Block the signals in every thread (gRPC's and the engine's inherit the
+  // mask) so that this thread alone receives them, with sigwait. Only now:
+  // while the model loads (no thread yet, nothing to drain) SIGTERM and
+  // SIGINT keep their default action and end the process at once.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const ModelConfig config = model->checkpoint.config;
   const uint64_t stored_bytes = model->checkpoint.stored_bytes;
   spdlog::info("loaded {} in {:.2f} s: {:.1f} MiB of tensors as stored",
@@ -122,6 +151,8 @@ int Run() {
       absl::GetFlag(FLAGS_default_max_new_tokens);
   options.engine.prefill_chunk_tokens =
       absl::GetFlag(FLAGS_prefill_chunk_tokens);
+  options.engine.stream_idle_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout));
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
@@ -129,6 +160,12 @@ int Run() {
   options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
+  options.service.max_attention_map_bytes = static_cast<size_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_max_attention_map_bytes)));
+  options.service.max_concurrent_debug_attention =
+      std::max(1, absl::GetFlag(FLAGS_max_concurrent_debug_attention));
+  options.service.max_tokenize_bytes = static_cast<size_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
   options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);
 
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(

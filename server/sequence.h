@@ -77,6 +77,14 @@ class Sequence {
 
   int generated() const { return generated_; }
 
+  // Since when the sequence has been waiting for its consumer to read (its
+  // stream's buffer full); InfiniteFuture while it is not waiting.
+  absl::Time waiting_for_reader_since() const { return waiting_since_; }
+  void WaitingForReader(absl::Time now) {
+    if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = now;
+  }
+  void ReaderCaughtUp() { waiting_since_ = absl::InfiniteFuture(); }
+
  private:
   int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   void EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out);
@@ -99,6 +107,7 @@ class Sequence {
   int slot_ = -1;
   int prompt_done_ = 0;  // Prompt tokens in the KV cache.
   int generated_ = 0;
+  absl::Time waiting_since_ = absl::InfiniteFuture();
   int last_token_ = -1;       // Sampled, not yet fed to the model.
   std::vector<int> history_;  // Prompt and generated tokens: for the penalty.
   Sampler sampler_;

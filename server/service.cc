@@ -28,8 +28,11 @@ class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
 template <typename Response>
 class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  explicit ListWriteReactor(std::vector<Response> responses)
-      : responses_(std::move(responses)) {
+  // `hold` is kept until the call is done (DebugAttention's admission
+  // ticket: the reply's memory counts until it is written).
+  explicit ListWriteReactor(std::vector<Response> responses,
+                            std::shared_ptr<const void> hold = nullptr)
+      : responses_(std::move(responses)), hold_(std::move(hold)) {
     Next();
   }
   void OnWriteDone(bool ok) override {
@@ -51,6 +54,7 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   }
 
   std::vector<Response> responses_;
+  const std::shared_ptr<const void> hold_;
   size_t next_ = 0;
 };
 
@@ -179,20 +183,36 @@ TextGenerationService::TextGenerationService(
       engine_(engine),
       metrics_(metrics),
       tokenizer_(engine->tokenizer()),
-      attention_(
-          options.debug_attention && attention_decoder != nullptr
-              ? std::make_unique<AttentionDebugger>(
-                    DebugAttentionOptions{options.max_attention_tokens,
-                                          options.max_attention_message_bytes},
-                    std::move(attention_decoder), tokenizer_)
-              : nullptr) {}
+      attention_(options.debug_attention && attention_decoder != nullptr
+                     ? std::make_unique<AttentionDebugger>(
+                           DebugAttentionOptions{
+                               options.max_attention_tokens,
+                               options.max_attention_message_bytes,
+                               options.max_attention_map_bytes,
+                               options.max_concurrent_debug_attention},
+                           std::move(attention_decoder), tokenizer_)
+                     : nullptr) {}
 
 TextGenerationService::~TextGenerationService() = default;
 
+absl::Status TextGenerationService::CheckTextSize(
+    const pb::Prompt& prompt) const {
+  if (prompt.text().size() <= options_.max_tokenize_bytes) {
+    return absl::OkStatus();
+  }
+  // Tokenizing costs time and memory in proportion to the bytes, before the
+  // prompt's token limit could refuse it.
+  return absl::InvalidArgumentError(
+      absl::StrCat("prompt.text is ", prompt.text().size(), " bytes; at most ",
+                   options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+}
+
 grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
+  const absl::Status text_size = CheckTextSize(request->prompt());
   absl::StatusOr<GenerationRequest> engine_request =
-      ToEngineRequest(*request, tokenizer_);
+      text_size.ok() ? ToEngineRequest(*request, tokenizer_)
+                     : absl::StatusOr<GenerationRequest>(text_size);
   if (!engine_request.ok()) {
     if (metrics_ != nullptr) {
       metrics_->RecordRequest(engine_request.status().code());
@@ -215,7 +235,7 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
 
 grpc::ServerWriteReactor<pb::DebugAttentionResponse>*
 TextGenerationService::DebugAttention(
-    grpc::CallbackServerContext* /*context*/,
+    grpc::CallbackServerContext* context,
     const pb::DebugAttentionRequest* request) {
   if (attention_ == nullptr) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
@@ -223,14 +243,33 @@ TextGenerationService::DebugAttention(
                      "DebugAttention is disabled on this server "
                      "(--debug_attention)"));
   }
+  if (absl::Status s = CheckTextSize(request->prompt()); !s.ok()) {
+    return new FailedWriteReactor<pb::DebugAttentionResponse>(ToGrpcStatus(s));
+  }
+  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
+      attention_->Admit();
+  if (!ticket.ok()) {
+    return new FailedWriteReactor<pb::DebugAttentionResponse>(
+        ToGrpcStatus(ticket.status()));
+  }
+  const absl::Time deadline = DeadlineOf(*context);
+  auto check = [context, deadline]() -> absl::Status {
+    if (context->IsCancelled()) {
+      return absl::CancelledError("DebugAttention cancelled by the client");
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("DebugAttention: deadline exceeded");
+    }
+    return absl::OkStatus();
+  };
   absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
-      attention_->Run(*request);
+      attention_->Run(*request, check);
   if (!responses.ok()) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
         ToGrpcStatus(responses.status()));
   }
-  return new ListWriteReactor<pb::DebugAttentionResponse>(
-      *std::move(responses));
+  return new ListWriteReactor<pb::DebugAttentionResponse>(*std::move(responses),
+                                                          *std::move(ticket));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
@@ -257,6 +296,13 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
   if (tokenizer_ == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                  "this model has no tokenizer"));
+    return reactor;
+  }
+  if (request->text().size() > options_.max_tokenize_bytes) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("text is ", request->text().size(), " bytes; at most ",
+                     options_.max_tokenize_bytes, " (--max_tokenize_bytes)")));
     return reactor;
   }
   absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request->text());

@@ -47,6 +47,12 @@ struct ServiceOptions {
   // DebugAttention messages stay under this many bytes; a map that does not
   // fit comes in pieces of whole rows. Tests make it small to see the pieces.
   size_t max_attention_message_bytes = kMaxAttentionMessageBytes;
+  // DebugAttention's bounds (server/debug_attention.h): the maps of one reply,
+  // and the calls admitted at once.
+  size_t max_attention_map_bytes = size_t{64} << 20;
+  int max_concurrent_debug_attention = 2;
+  // Longest Tokenize text, in bytes (its reply is several times larger).
+  size_t max_tokenize_bytes = 256 << 10;
 };
 
 class TextGenerationService final
@@ -73,6 +79,9 @@ class TextGenerationService final
       grpc::CallbackServerContext* context,
       const textgen::v1::TokenizeRequest* request,
       textgen::v1::TokenizeResponse* response) override;
+
+  // INVALID_ARGUMENT if the prompt's text is over max_tokenize_bytes.
+  absl::Status CheckTextSize(const textgen::v1::Prompt& prompt) const;
 
  private:
   const ServiceOptions options_;

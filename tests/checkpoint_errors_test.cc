@@ -3,13 +3,16 @@
 // and damages a copy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "model/checkpoint.h"
 #include "model/file_util.h"
 #include "model/gguf.h"
 #include "model/gguf_checkpoint.h"
+#include "model/memory_budget.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
 #include "tests/gguf_builder.h"
@@ -67,6 +70,39 @@ class CheckpointErrorsTest : public ::testing::Test {
                   bytes.substr(data_start + info.begin, info.end - info.begin));
     }
     Write("model.safetensors", builder.Build());
+  }
+
+  // Overwrites element `index` of tensor `name` in model.safetensors with a
+  // NaN (or +infinity), encoded in the tensor's own dtype.
+  void Poison(const std::string& name, size_t index, bool infinity) {
+    auto file = SafetensorsFile::Open((dir_ / "model.safetensors").string());
+    ASSERT_TRUE(file.ok()) << file.status();
+    const TensorInfo* info = file->Find(name);
+    ASSERT_NE(info, nullptr) << name;
+    std::string bytes = Read("model.safetensors");
+    const uint64_t data_start =
+        8 + *reinterpret_cast<const uint64_t*>(bytes.data());
+    const size_t at = data_start + info->begin + index * DTypeSize(info->dtype);
+    switch (info->dtype) {
+      case DType::kF32: {
+        const uint32_t bits = infinity ? 0x7F800000u : 0x7FC00000u;
+        std::memcpy(&bytes[at], &bits, 4);
+        break;
+      }
+      case DType::kF16: {
+        const uint16_t bits = infinity ? 0x7C00u : 0x7E00u;
+        std::memcpy(&bytes[at], &bits, 2);
+        break;
+      }
+      case DType::kBF16: {
+        const uint16_t bits = infinity ? 0x7F80u : 0x7FC0u;
+        std::memcpy(&bytes[at], &bits, 2);
+        break;
+      }
+      default:
+        FAIL() << "not a float tensor: " << name;
+    }
+    Write("model.safetensors", bytes);
   }
 
   fs::path dir_;
@@ -341,6 +377,81 @@ TEST_F(CheckpointErrorsTest, GgufUnsupportedTensorTypeIsNamed) {
               }))).message(),
               HasSubstr("tensor 'blk.0.attn_q.weight': type Q4_K is not "
                         "supported"));
+}
+
+TEST_F(CheckpointErrorsTest, NanWeightIsRefusedNamingTheTensor) {
+  CopyGolden("gpt2_learned");
+  Poison("h.1.mlp.c_fc.weight", 5, /*infinity=*/false);
+  EXPECT_EQ(Load().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Load().message(),
+              AllOf(HasSubstr("tensor 'h.1.mlp.c_fc.weight'"),
+                    HasSubstr("element 5 is nan"), HasSubstr("finite")));
+}
+
+TEST_F(CheckpointErrorsTest, InfiniteWeightIsRefusedNamingTheTensor) {
+  CopyGolden("llama_gqa");
+  Poison("model.norm.weight", 0, /*infinity=*/true);
+  EXPECT_EQ(Load().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Load().message(), AllOf(HasSubstr("tensor 'model.norm.weight'"),
+                                      HasSubstr("element 0 is inf")));
+}
+
+// A sinusoidal table for 10 million positions (and KV caches to match) would
+// be allocated before anything else failed: the budget refuses the config
+// first, naming the parts.
+TEST_F(CheckpointErrorsTest, ConfigOverTheMemoryBudgetIsRefusedBeforeLoading) {
+  CopyGolden("gpt2_sinusoidal");
+  EditConfig("\"n_positions\": 128", "\"n_positions\": 10000000");
+  LoadOptions options;
+  options.memory_budget_bytes = 256 << 20;
+  const absl::Status s = LoadCheckpoint(dir_.string(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("model.safetensors"), HasSubstr("position table"),
+                    HasSubstr("KV cache"), HasSubstr("256.0 MiB")));
+  // The same config fits when its context is small.
+  CopyGolden("gpt2_sinusoidal");
+  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
+}
+
+TEST_F(CheckpointErrorsTest, KvCacheSlotsCountAgainstTheBudget) {
+  CopyGolden("llama_gqa");
+  LoadOptions options;
+  const ModelConfig config = *LoadModelConfig((dir_ / "config.json").string());
+  const ModelMemory m = EstimateModelMemory(config, options.weight_type);
+  options.memory_budget_bytes =
+      static_cast<uint64_t>(m.Total(/*kv_slots=*/4)) + 1;
+  options.kv_cache_slots = 4;
+  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
+  options.kv_cache_slots = 5;
+  EXPECT_EQ(LoadCheckpoint(dir_.string(), options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+// /dev/zero never ends: read as a model it would exhaust memory.
+TEST_F(CheckpointErrorsTest, DeviceInPlaceOfTheWeightsIsRefused) {
+  CopyGolden("gpt2_learned");
+  fs::remove(dir_ / "model.safetensors");
+  fs::create_symlink("/dev/zero", dir_ / "model.safetensors");
+  EXPECT_EQ(Load().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Load().message(), HasSubstr("not a regular file"));
+}
+
+TEST_F(CheckpointErrorsTest, DeviceAsALlama2cModelIsRefused) {
+  const absl::Status s = LoadModel("/dev/zero").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("/dev/zero"), HasSubstr("not a regular file")));
+}
+
+// A FIFO would block the reader forever waiting for a writer.
+TEST_F(CheckpointErrorsTest, FifoInPlaceOfTheConfigIsRefused) {
+  CopyGolden("gpt2_learned");
+  fs::remove(dir_ / "config.json");
+  ASSERT_EQ(mkfifo((dir_ / "config.json").c_str(), 0600), 0);
+  EXPECT_EQ(Load().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Load().message(),
+              AllOf(HasSubstr("config.json"), HasSubstr("not a regular file")));
 }
 
 }  // namespace

@@ -663,6 +663,41 @@ TEST(EngineTest, SlowConsumerStallsOnlyItsOwnStream) {
             RunAlone(*reference_decoder, fast_prompt, Greedy(), 0, 60).ids);
 }
 
+// A client that never reads cannot hold a slot for longer than
+// stream_idle_timeout: its request ends with RESOURCE_EXHAUSTED naming the
+// limit, its slot is freed, and a reader that keeps up is never cut off.
+TEST(EngineTest, StreamNobodyReadsEndsAfterTheIdleTimeoutAndFreesItsSlot) {
+  EngineOptions options;
+  options.num_slots = 2;
+  options.stream_buffer_events = 4;
+  options.stream_idle_timeout = absl::Milliseconds(300);
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  const int vocab = engine->config().vocab_size;
+
+  const absl::Time submitted = absl::Now();
+  auto idle = MustSubmit(*engine, Request(Prompt(6, vocab, 1), 100));
+  ASSERT_TRUE(idle);
+  ASSERT_TRUE(Eventually([&] { return idle->buffered() == 4; }));
+  // Meanwhile a reader that keeps up runs to its end.
+  auto reader = MustSubmit(*engine, Request(Prompt(9, vocab, 2), 60));
+  const Output read = Collect(*reader);
+  ASSERT_TRUE(read.finish);
+  EXPECT_TRUE(read.finish->status.ok()) << read.finish->status;
+  EXPECT_EQ(read.generated.size(), 60u);
+
+  // The idle stream's slot comes back without anyone reading it.
+  ASSERT_TRUE(Eventually([&] { return engine->stats().slots_in_use == 0; }));
+  EXPECT_GE(absl::Now() - submitted, absl::Milliseconds(300));
+  const Output idle_out = Collect(*idle);
+  ASSERT_TRUE(idle_out.finish);
+  EXPECT_EQ(idle_out.finish->status.code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(idle_out.finish->status.message(),
+              HasSubstr("--stream_idle_timeout"));
+  EXPECT_EQ(idle_out.generated.size(), 4u);  // What was made stays readable.
+}
+
 TEST(EngineTest, OnReadyIsCalledWhenEventsArrive) {
   std::unique_ptr<Engine> engine = MakeEngine({}, nullptr, "gpt2_learned",
                                               /*start=*/false);

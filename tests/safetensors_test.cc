@@ -58,6 +58,39 @@ TEST(SafetensorsTest, EmptyFileWithNoTensorsIsValid) {
   EXPECT_TRUE(file->tensors().empty());
 }
 
+// Regression (UBSan: memcpy to a null destination): reading a valid
+// zero-element F32 tensor copies nothing into an empty vector.
+TEST(SafetensorsTest, ZeroElementTensorsReadAsEmpty) {
+  auto file = SafetensorsFile::FromBytes(SafetensorsBuilder()
+                                             .AddF32("empty", {0}, {})
+                                             .AddF32("none", {3, 0}, {})
+                                             .Add("h", "F16", {0, 2}, "")
+                                             .Build(),
+                                         "zero");
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const char* name : {"empty", "none", "h"}) {
+    auto values = file->ReadFloats(name);
+    ASSERT_TRUE(values.ok()) << values.status();
+    EXPECT_TRUE(values->empty()) << name;
+  }
+}
+
+// Regression (fuzz/safetensors_fuzz, reproducer: the seed zero_elements): an
+// empty tensor of the wrong kind is refused like a non-empty one.
+TEST(SafetensorsTest, ZeroElementTensorOfTheWrongKindIsRefused) {
+  auto file = SafetensorsFile::FromBytes(SafetensorsBuilder()
+                                             .AddF32("f", {0}, {})
+                                             .Add("i", "I32", {2, 0}, "")
+                                             .Build(),
+                                         "zero");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_THAT(file->ReadInts("f").status().message(),
+              HasSubstr("dtype F32 is not an integer type"));
+  EXPECT_THAT(file->ReadFloats("i").status().message(),
+              HasSubstr("dtype I32 is not a floating-point type"));
+  EXPECT_TRUE(file->ReadInts("i").ok());
+}
+
 TEST(SafetensorsTest, WrongShapeRequestNamesTensorAndBothShapes) {
   auto file = SafetensorsFile::FromBytes(
       SafetensorsBuilder().AddF32("w", {2, 3}, std::vector<float>(6)).Build(),

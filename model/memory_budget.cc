@@ -1,0 +1,73 @@
+#include "model/memory_budget.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace textgen {
+namespace {
+
+std::string MiB(double bytes) {
+  return absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+}
+
+}  // namespace
+
+ModelMemory EstimateModelMemory(const ModelConfig& c,
+                                kernels::WeightType weight_type) {
+  const double w = weight_type == kernels::WeightType::kBF16 ? 2 : 4;
+  const double f32 = 4;
+  const double C = c.d_model, I = c.d_ff, V = c.vocab_size, L = c.n_layers;
+  const double T = c.context_length;
+  const double head_dim = c.n_heads > 0 ? C / c.n_heads : 0;
+  const double q_cols = c.n_heads * head_dim;
+  const double kv_cols = c.n_kv_heads * head_dim;
+  const double ff_in_cols =
+      c.feed_forward == FeedForwardKind::kSwiGlu ? 2 * I : I;
+  // Per layer: the four projections (packed, weight_type), norms and biases.
+  const double matrices =
+      C * (q_cols + 2 * kv_cols) + q_cols * C + C * ff_in_cols + I * C;
+  const double vectors =
+      4 * C + (c.has_bias ? (q_cols + 2 * kv_cols) + 2 * C + ff_in_cols : 0);
+  ModelMemory m;
+  m.weights = L * (matrices * w + vectors * f32) + 2 * C * f32  // final norm
+              + V * C * w;                                      // LM head
+  // An untied model keeps its embedding table as well, in f32.
+  if (!c.tied_lm_head) m.weights += V * C * f32;
+  if (c.positions != PositionKind::kRotary) m.positions = T * C * f32;
+  m.kv_cache_per_slot = 2 * L * T * kv_cols * f32;
+  m.largest_tensor =
+      std::max({V * C, C * ff_in_cols, C * (q_cols + 2 * kv_cols), T * C}) *
+      f32;
+  return m;
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return UINT64_MAX;  // Unknown: no limit.
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+absl::Status CheckMemoryBudget(const ModelConfig& config,
+                               kernels::WeightType weight_type, int kv_slots,
+                               uint64_t budget_bytes,
+                               const std::string& source) {
+  const uint64_t budget =
+      budget_bytes == 0 ? PhysicalMemoryBytes() : budget_bytes;
+  const ModelMemory m = EstimateModelMemory(config, weight_type);
+  const double total = m.Total(kv_slots);
+  if (total <= static_cast<double>(budget)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      source, ": the model needs about ", MiB(total), " (weights ",
+      MiB(m.weights), ", position table ", MiB(m.positions), ", KV cache ",
+      kv_slots, " x ", MiB(m.kv_cache_per_slot), ", load temporary ",
+      MiB(m.largest_tensor), "), over the memory budget of ", MiB(budget),
+      budget_bytes == 0 ? " (the machine's physical memory)" : "",
+      "; config: ", DescribeConfig(config)));
+}
+
+}  // namespace textgen

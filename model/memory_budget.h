@@ -1,0 +1,47 @@
+// The memory a model configuration implies, computed from the config alone,
+// and the check of it against a budget, so that a config that would need more
+// memory than allowed (a 10-million-position sinusoidal table, a KV cache for
+// a huge context) is refused with a message before anything is allocated.
+#ifndef TEXTGEN_MODEL_MEMORY_BUDGET_H_
+#define TEXTGEN_MODEL_MEMORY_BUDGET_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "model/config.h"
+#include "model/kernels.h"
+
+namespace textgen {
+
+// Bytes, as doubles: the products of three 2^30-bounded config values
+// overflow 64-bit integers, and an estimate needs no exact count.
+struct ModelMemory {
+  double weights = 0;            // Every parameter, as held in memory.
+  double positions = 0;          // The learned or sinusoidal position table.
+  double kv_cache_per_slot = 0;  // Keys and values of one full context.
+  double largest_tensor = 0;     // The loader's one temporary (f32).
+
+  // Weights, positions, `kv_slots` KV-cache slots and the load temporary.
+  double Total(int kv_slots) const {
+    return weights + positions + kv_slots * kv_cache_per_slot + largest_tensor;
+  }
+};
+
+ModelMemory EstimateModelMemory(const ModelConfig& config,
+                                kernels::WeightType weight_type);
+
+// The machine's physical memory in bytes (what a budget of 0 means).
+uint64_t PhysicalMemoryBytes();
+
+// OK if the model of `config`, with `kv_slots` KV-cache slots, fits in
+// `budget_bytes` (0 = the machine's physical memory); otherwise
+// RESOURCE_EXHAUSTED naming `source`, each part's size and the budget.
+absl::Status CheckMemoryBudget(const ModelConfig& config,
+                               kernels::WeightType weight_type, int kv_slots,
+                               uint64_t budget_bytes,
+                               const std::string& source);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_MODEL_MEMORY_BUDGET_H_
