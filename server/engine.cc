@@ -258,7 +258,10 @@ void Engine::Run() {
       WaitForWork();
     }
   }
-  AbortAll(absl::UnavailableError("the engine is shutting down"));
+  // Whatever is left outlived Shutdown's grace (the server's drain).
+  AbortAll(absl::UnavailableError(
+      "the engine is shutting down and the drain time ran out before this "
+      "request finished; retry on another replica"));
 }
 
 bool Engine::Admit(absl::Time now) {

@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   server->engine_ = *std::move(engine);
   server->service_ = std::make_unique<TextGenerationService>(
       options.service, server->engine_.get(), std::move(attention_decoder),
-      &server->metrics_);
+      &server->metrics_, server->front_door_.get());
 
   // Both are process-wide switches that take effect for servers built after.
   grpc::EnableDefaultHealthCheckService(true);

@@ -92,12 +92,14 @@ class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
   void OnDone() override { delete this; }
 };
 
-// Writes a fixed list of messages, one at a time, then OK.
+// Writes a fixed list of messages, one at a time, then OK. Holds the call's
+// per-client stream count until done.
 template <typename Response>
 class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  explicit ListWriteReactor(std::vector<Response> responses)
-      : responses_(std::move(responses)) {
+  ListWriteReactor(std::vector<Response> responses,
+                   ClientLimiter::StreamPermit permit)
+      : responses_(std::move(responses)), permit_(std::move(permit)) {
     Next();
   }
   void OnWriteDone(bool ok) override {
@@ -119,6 +121,7 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   }
 
   std::vector<Response> responses_;
+  const ClientLimiter::StreamPermit permit_;
   size_t next_ = 0;
 };
 
@@ -138,9 +141,11 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
 class GenerateReactor final
     : public grpc::ServerWriteReactor<pb::GenerateResponse> {
  public:
-  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics)
+  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics,
+                  ClientLimiter::StreamPermit permit)
       : stream_(std::move(stream)),
         metrics_(metrics),
+        permit_(std::move(permit)),
         link_(std::make_shared<Link>()) {
     link_->reactor = this;
     std::weak_ptr<Link> weak = link_;
@@ -230,6 +235,7 @@ class GenerateReactor final
 
   const std::shared_ptr<RequestStream> stream_;
   Metrics* const metrics_;  // May be null.
+  const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
   // Under link_->mu.
   pb::GenerateResponse response_;  // The write in flight.
@@ -298,10 +304,12 @@ std::string TokenText(const Tokenizer* tokenizer, int id, int previous) {
 
 TextGenerationService::TextGenerationService(
     const ServiceOptions& options, Engine* engine,
-    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics)
+    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics,
+    FrontDoor* front_door)
     : options_(options),
       engine_(engine),
       metrics_(metrics),
+      front_door_(front_door),
       tokenizer_(engine->tokenizer()),
       attention_decoder_(std::move(attention_decoder)) {
   if (attention_decoder_ != nullptr) {
@@ -311,6 +319,13 @@ TextGenerationService::TextGenerationService(
 }
 
 TextGenerationService::~TextGenerationService() = default;
+
+absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
+    const grpc::CallbackServerContext& context, Need need,
+    FrontDoor::CallKind kind) {
+  if (front_door_ == nullptr) return FrontDoor::Pass();
+  return front_door_->Admit(context, need, kind);
+}
 
 int TextGenerationService::max_prompt_tokens() const {
   const int context_limit = engine_->config().context_length - 1;
@@ -407,6 +422,14 @@ absl::StatusOr<GenerationRequest> TextGenerationService::ToEngineRequest(
 
 grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
+  absl::StatusOr<FrontDoor::Pass> pass =
+      Admit(*context,
+            request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
+            FrontDoor::CallKind::kStream);
+  if (!pass.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
+    return new FailedWriteReactor<pb::GenerateResponse>(ToGrpc(pass.status()));
+  }
   absl::StatusOr<GenerationRequest> engine_request = ToEngineRequest(*request);
   if (!engine_request.ok()) {
     if (metrics_ != nullptr) {
@@ -425,7 +448,8 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
         ToGrpc(stream.status()));
   }
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream), metrics_);
+  return new GenerateReactor(*std::move(stream), metrics_,
+                             std::move(pass->stream));
 }
 
 absl::StatusOr<std::vector<pb::DebugAttentionResponse>>
@@ -541,8 +565,14 @@ TextGenerationService::ComputeAttention(
 
 grpc::ServerWriteReactor<pb::DebugAttentionResponse>*
 TextGenerationService::DebugAttention(
-    grpc::CallbackServerContext* /*context*/,
+    grpc::CallbackServerContext* context,
     const pb::DebugAttentionRequest* request) {
+  absl::StatusOr<FrontDoor::Pass> pass =
+      Admit(*context, Need::kDebug, FrontDoor::CallKind::kStream);
+  if (!pass.ok()) {
+    return new FailedWriteReactor<pb::DebugAttentionResponse>(
+        ToGrpc(pass.status()));
+  }
   absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
       ComputeAttention(*request);
   if (!responses.ok()) {
@@ -550,12 +580,19 @@ TextGenerationService::DebugAttention(
         ToGrpc(responses.status()));
   }
   return new ListWriteReactor<pb::DebugAttentionResponse>(
-      *std::move(responses));
+      *std::move(responses), std::move(pass->stream));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context,
     const pb::GetModelInfoRequest* /*request*/, pb::ModelInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::StatusOr<FrontDoor::Pass> pass =
+          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
+      !pass.ok()) {
+    reactor->Finish(ToGrpc(pass.status()));
+    return reactor;
+  }
   const ModelConfig& config = engine_->config();
   response->set_name(options_.model_name);
   response->set_architecture(Architecture(config));
@@ -577,7 +614,6 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
   limits->set_max_attention_tokens(options_.max_attention_tokens);
   limits->set_debug_attention_enabled(options_.debug_attention &&
                                       attention_decoder_ != nullptr);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -586,6 +622,12 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     grpc::CallbackServerContext* context, const pb::TokenizeRequest* request,
     pb::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::StatusOr<FrontDoor::Pass> pass =
+          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
+      !pass.ok()) {
+    reactor->Finish(ToGrpc(pass.status()));
+    return reactor;
+  }
   if (tokenizer_ == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                  "this model has no tokenizer"));

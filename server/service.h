@@ -43,6 +43,7 @@
 #include "model/kv_cache.h"
 #include "model/tokenizer.h"
 #include "server/engine.h"
+#include "server/front_door.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "textgen/v1/textgen.grpc.pb.h"
@@ -70,11 +71,14 @@ struct ServiceOptions {
 class TextGenerationService final
     : public textgen::v1::TextGeneration::CallbackService {
  public:
-  // `engine` (and `metrics`, if not null) must outlive the service.
-  // `attention_decoder` serves DebugAttention (see above); null disables it.
+  // `engine` (and `metrics`, `front_door`, if not null) must outlive the
+  // service. `attention_decoder` serves DebugAttention (see above); null
+  // disables it. `front_door` admits each call before any work
+  // (server/front_door.h); null admits every call.
   TextGenerationService(const ServiceOptions& options, Engine* engine,
                         std::unique_ptr<Decoder> attention_decoder,
-                        Metrics* metrics = nullptr);
+                        Metrics* metrics = nullptr,
+                        FrontDoor* front_door = nullptr);
   ~TextGenerationService() override;
 
   grpc::ServerWriteReactor<textgen::v1::GenerateResponse>* Generate(
@@ -102,6 +106,10 @@ class TextGenerationService final
   int max_prompt_tokens() const;
 
  private:
+  // front_door_->Admit, or a pass for everyone without a front door.
+  absl::StatusOr<FrontDoor::Pass> Admit(
+      const grpc::CallbackServerContext& context, Need need,
+      FrontDoor::CallKind kind);
   // The prompt's token ids (BOS first for text, if the tokenizer has one), or
   // INVALID_ARGUMENT naming the field.
   absl::StatusOr<std::vector<int>> PromptIds(
@@ -113,6 +121,7 @@ class TextGenerationService final
   const ServiceOptions options_;
   Engine* const engine_;
   Metrics* const metrics_;            // May be null.
+  FrontDoor* const front_door_;       // May be null.
   const Tokenizer* const tokenizer_;  // May be null.
 
   std::mutex attention_mu_;  // One DebugAttention pass at a time.
