@@ -235,16 +235,50 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
 }
 
 std::string DescribeConfig(const ModelConfig& c) {
-  const char* positions = c.positions == PositionKind::kLearned ? "learned"
-                          : c.positions == PositionKind::kSinusoidal
-                              ? "sinusoidal"
-                              : "rotary";
-  return absl::StrCat(c.family == Family::kGpt2 ? "gpt2" : "llama", ": ",
-                      c.n_layers, " layers, ", c.n_heads, " heads (",
-                      c.n_kv_heads, " kv), d_model ", c.d_model, ", d_ff ",
-                      c.d_ff, ", vocab ", c.vocab_size, ", context ",
-                      c.context_length, ", ", positions, " positions, ",
+  return absl::StrCat(FamilyName(c.family), ": ", c.n_layers, " layers, ",
+                      c.n_heads, " heads (", c.n_kv_heads, " kv), d_model ",
+                      c.d_model, ", d_ff ", c.d_ff, ", vocab ", c.vocab_size,
+                      ", context ", c.context_length, ", ",
+                      PositionKindName(c.positions), " positions, ",
                       c.tied_lm_head ? "tied" : "separate", " head");
+}
+
+const char* FamilyName(Family family) {
+  switch (family) {
+    case Family::kGpt2:
+      return "gpt2";
+    case Family::kLlama:
+      return "llama";
+  }
+  return "";
+}
+
+const char* PositionKindName(PositionKind positions) {
+  switch (positions) {
+    case PositionKind::kLearned:
+      return "learned";
+    case PositionKind::kSinusoidal:
+      return "sinusoidal";
+    case PositionKind::kRotary:
+      return "rotary";
+  }
+  return "";
+}
+
+int64_t CountParameters(const ModelConfig& c) {
+  const int64_t d = c.d_model, hd = c.head_dim();
+  const int64_t norm = c.norm == NormKind::kLayerNorm ? 2 * d : d;
+  const int64_t bias = c.has_bias ? 1 : 0;
+  const int64_t qkv = (c.n_heads + 2 * c.n_kv_heads) * hd;
+  int64_t layer =
+      2 * norm + d * qkv + bias * qkv + c.n_heads * hd * d + bias * d;
+  layer += c.feed_forward == FeedForwardKind::kSwiGlu
+               ? d * 2 * c.d_ff + c.d_ff * d
+               : d * c.d_ff + bias * c.d_ff + c.d_ff * d + bias * d;
+  int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
+  if (c.positions == PositionKind::kLearned) total += c.context_length * d;
+  if (!c.tied_lm_head) total += c.vocab_size * d;
+  return total;
 }
 
 }  // namespace textgen

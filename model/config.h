@@ -23,6 +23,7 @@
 #ifndef TEXTGEN_MODEL_CONFIG_H_
 #define TEXTGEN_MODEL_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -70,6 +71,17 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
 
 // A one-line human summary, e.g. "gpt2: 4 layers, 8 heads, d_model 256, ...".
 std::string DescribeConfig(const ModelConfig& config);
+
+// The family's name as config.json's model_type spells it: "gpt2", "llama".
+const char* FamilyName(Family family);
+
+// "learned", "sinusoidal" or "rotary".
+const char* PositionKindName(PositionKind positions);
+
+// Parameters of a model of `config`, counted from its shapes (no weights
+// needed). Tied heads count once; sinusoidal and rotary tables are not
+// parameters.
+int64_t CountParameters(const ModelConfig& config);
 
 }  // namespace textgen
 

@@ -98,6 +98,18 @@ absl::StatusOr<Found> ClassifyFile(const std::string& path) {
 
 }  // namespace
 
+const char* TokenizerKindName(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kChar:
+      return "char";
+    case TokenizerKind::kGpt2Bpe:
+      return "gpt2-bpe";
+    case TokenizerKind::kSentencePiece:
+      return "sentencepiece";
+  }
+  return "";
+}
+
 bool HasTokenizer(const std::string& dir) {
   return FindInDirectory(dir).has_value();
 }

@@ -38,6 +38,9 @@ namespace textgen {
 
 enum class TokenizerKind { kChar, kGpt2Bpe, kSentencePiece };
 
+// "char", "gpt2-bpe" or "sentencepiece".
+const char* TokenizerKindName(TokenizerKind kind);
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

@@ -77,9 +77,9 @@ class GrpcServer {
  public:
   // Builds the engine on `decoder` and starts serving. `attention_decoder`
   // (a second copy of the model, may be null) serves DebugAttention; see
-  // server/service.h for why it is separate. UNAVAILABLE if the port cannot
-  // be bound; INVALID_ARGUMENT for bad engine, front door or TLS options;
-  // the tokens file's or a certificate file's read error.
+  // server/debug_attention.h for why it is separate. UNAVAILABLE if the port
+  // cannot be bound; INVALID_ARGUMENT for bad engine, front door or TLS
+  // options; the tokens file's or a certificate file's read error.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(
       const GrpcServerOptions& options, std::unique_ptr<Decoder> decoder,
       std::unique_ptr<Decoder> attention_decoder,

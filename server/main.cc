@@ -173,8 +173,9 @@ int Run() {
       absl::GetFlag(FLAGS_debug_attention);
   std::unique_ptr<Decoder> attention_decoder;
   if (debug_attention != DebugAttentionMode::kOff) {
-    // DebugAttention's Decoder shares the engine's weights (server/service.h):
-    // only its scratch memory is its own. One thread: it runs on gRPC's.
+    // DebugAttention's Decoder shares the engine's weights
+    // (server/debug_attention.h): only its scratch memory is its own. One
+    // thread: it runs on gRPC's.
     attention_decoder =
         std::make_unique<Decoder>(config, decoder->shared_weights());
   }

@@ -1,31 +1,25 @@
-// The textgen.v1.TextGeneration gRPC service: translates the API's messages
-// (proto/textgen/v1/textgen.proto) to and from the engine's plain C++ types.
-// Protobuf types stop here; the engine and the model know nothing of them.
+// The textgen.v1.TextGeneration gRPC service: the RPC methods and the
+// reactors that stream their replies. Translating messages to and from the
+// engine's plain C++ types is server/proto_convert.h; protobuf types stop at
+// this layer, the engine and the model know nothing of them.
 //
 // Every method uses gRPC's callback API, so no thread waits on a stream:
-//   - Generate: one ServerWriteReactor per call. The request is validated,
-//     tokenized and submitted to the engine; each event the engine pushes
-//     wakes the reactor (RequestStream::set_on_ready), which starts a write if
-//     none is in flight, and OnWriteDone pulls the next. At most one write is
-//     in flight; the engine's bounded stream buffer holds the rest and, when
-//     full, pauses that one sequence (backpressure from a slow client reaches
-//     the engine). OnCancel cancels the engine request; the call's deadline
-//     is the engine request's deadline. The call ends with the engine's
-//     status: OK after the Finished message, or CANCELLED, DEADLINE_EXCEEDED,
-//     UNAVAILABLE (shutting down); Submit's own refusals (INVALID_ARGUMENT,
-//     RESOURCE_EXHAUSTED) end it before any message.
-//   - DebugAttention: one forward pass with attention capture, streamed as
-//     messages of at most kMaxAttentionMessageBytes.
+//   - Generate: one ServerWriteReactor per call. The request is translated
+//     (and its prompt tokenized) and submitted to the engine; each event the
+//     engine pushes wakes the reactor (RequestStream::set_on_ready), which
+//     starts a write if none is in flight, and OnWriteDone pulls the next. At
+//     most one write is in flight; the engine's bounded stream buffer holds
+//     the rest and, when full, pauses that one sequence (backpressure from a
+//     slow client reaches the engine). OnCancel cancels the engine request;
+//     the call's deadline is the engine request's deadline. The call ends with
+//     the engine's status: OK after the Finished message, or CANCELLED,
+//     DEADLINE_EXCEEDED, UNAVAILABLE (shutting down); Submit's own refusals
+//     (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) end it before any message.
+//   - DebugAttention: one forward pass with attention capture outside the
+//     engine (server/debug_attention.h), streamed as messages of at most
+//     ServiceOptions::max_attention_message_bytes; without its decoder, or
+//     with debug_attention off, FAILED_PRECONDITION.
 //   - GetModelInfo, Tokenize: unary.
-//
-// DebugAttention does not go through the engine: the engine thread's Decoder
-// is not thread-safe, so the service owns a second Decoder and a one-slot
-// KvCache, used by one call at a time under a mutex. The second Decoder shares
-// the engine Decoder's weights (Decoder::shared_weights(); the caller builds
-// it), so it costs only its scratch memory. That keeps the engine's batching
-// loop free of a second kind of work; without that decoder DebugAttention is
-// FAILED_PRECONDITION. The pass runs on the gRPC callback thread, bounded by
-// ServiceOptions::max_attention_tokens.
 #ifndef TEXTGEN_SERVER_SERVICE_H_
 #define TEXTGEN_SERVER_SERVICE_H_
 
@@ -33,26 +27,17 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "model/decoder.h"
-#include "model/kv_cache.h"
 #include "model/tokenizer.h"
+#include "server/debug_attention.h"
 #include "server/engine.h"
 #include "server/front_door.h"
 #include "server/metrics.h"
-#include "server/request.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
-
-// By default no DebugAttention message exceeds this (gRPC's default limit is
-// 4 MiB).
-inline constexpr size_t kMaxAttentionMessageBytes = 1 << 20;
 
 struct ServiceOptions {
   // Reported by GetModelInfo.
@@ -96,12 +81,6 @@ class TextGenerationService final
       const textgen::v1::TokenizeRequest* request,
       textgen::v1::TokenizeResponse* response) override;
 
-  // The engine request for `request`, or INVALID_ARGUMENT naming the field.
-  // Checks what the engine cannot (the prompt's form, the prompt limit) and
-  // maps proto3's zero defaults; the engine checks the rest on Submit.
-  absl::StatusOr<GenerationRequest> ToEngineRequest(
-      const textgen::v1::GenerateRequest& request) const;
-
   // The largest prompt Generate accepts, after defaults.
   int max_prompt_tokens() const;
 
@@ -110,24 +89,14 @@ class TextGenerationService final
   absl::StatusOr<FrontDoor::Pass> Admit(
       const grpc::CallbackServerContext& context, Need need,
       FrontDoor::CallKind kind);
-  // The prompt's token ids (BOS first for text, if the tokenizer has one), or
-  // INVALID_ARGUMENT naming the field.
-  absl::StatusOr<std::vector<int>> PromptIds(
-      const textgen::v1::Prompt& prompt) const;
-  // The replies of one DebugAttention call, or its error.
-  absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>>
-  ComputeAttention(const textgen::v1::DebugAttentionRequest& request);
 
   const ServiceOptions options_;
   Engine* const engine_;
   Metrics* const metrics_;            // May be null.
   FrontDoor* const front_door_;       // May be null.
   const Tokenizer* const tokenizer_;  // May be null.
-
-  std::mutex attention_mu_;  // One DebugAttention pass at a time.
-  std::unique_ptr<Decoder> attention_decoder_;
-  std::unique_ptr<KvCache> attention_cache_;
-  ForwardResult attention_result_;
+  // Null when DebugAttention is off.
+  const std::unique_ptr<AttentionDebugger> attention_;
 };
 
 }  // namespace textgen

@@ -30,6 +30,9 @@
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -192,6 +195,19 @@ std::string ToString(const grpc::ByteBuffer& buffer) {
 grpc::ByteBuffer ToBuffer(const std::string& bytes) {
   grpc::Slice slice(bytes);
   return grpc::ByteBuffer(&slice, 1);
+}
+
+// Whether a TCP connection to 127.0.0.1:port is accepted.
+bool PortAcceptsConnections(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool accepted =
+      connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return accepted;
 }
 
 class E2eTest : public ::testing::Test {
@@ -765,7 +781,15 @@ TEST_F(E2eTest, DrainTellsHealthWatchersRefusesNewCallsAndStreamsFinish) {
 
   std::thread drain([&] { server_->Drain(kWait); });
   EXPECT_EQ(next_status(), 2);  // NOT_SERVING while the held stream runs.
-  // A new call on a new connection is UNAVAILABLE: the port is closed.
+  // The port closes (right after NOT_SERVING: a connection that slips in
+  // between gets its call CANCELLED by gRPC's shutdown), and then a call on
+  // a new connection is UNAVAILABLE.
+  const absl::Time port_deadline = absl::Now() + kWait;
+  while (PortAcceptsConnections(server_->port()) &&
+         absl::Now() < port_deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_FALSE(PortAcceptsConnections(server_->port()));
   grpc::ChannelArguments own_connection;
   own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto fresh = pb::TextGeneration::NewStub(grpc::CreateCustomChannel(

@@ -15,6 +15,7 @@ up to 300 tokens at one per 5 ms (the drain's deadline ends them).
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -23,6 +24,13 @@ import unittest
 from common import LiveServer, TextgenClient, grpc, health_pb2, parse_args
 
 ARGS = None
+
+
+def port_accepts(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 STREAMS = 16
 DRAIN_SECONDS = 1
 # The long streams' reading takes at least 250 x 5 ms (the model's context ends them at 250
@@ -88,7 +96,13 @@ class DrainTest(unittest.TestCase):
             self.assertEqual(status, health_pb2.HealthCheckResponse.NOT_SERVING)
             self.assertLess(heard, 0.1, f"NOT_SERVING came {heard * 1000:.0f} ms after SIGTERM")
 
-            # A new connection (not the running streams' one) is refused.
+            # The port closes right after NOT_SERVING (bounded wait: a connection that slips
+            # in between has its call cancelled by gRPC's shutdown) ...
+            deadline = time.monotonic() + 1
+            while time.monotonic() < deadline and port_accepts(server.port):
+                time.sleep(0.001)
+            self.assertFalse(port_accepts(server.port), "the port still accepts connections")
+            # ... so a call on a new connection (not the running streams' one) is refused.
             with TextgenClient(server.target, timeout=10,
                                options=[("grpc.use_local_subchannel_pool", 1)]) as fresh:
                 with self.assertRaises(grpc.RpcError) as refused:

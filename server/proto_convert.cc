@@ -1,0 +1,203 @@
+#include "server/proto_convert.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
+
+namespace textgen {
+namespace {
+
+namespace pb = ::textgen::v1;
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(message);
+}
+
+// The text of token `id` alone (after `previous`), with partial UTF-8 shown
+// as U+FFFD; "" without a tokenizer.
+std::string TokenText(const Tokenizer* tokenizer, int id, int previous) {
+  if (tokenizer == nullptr) return "";
+  absl::StatusOr<std::string> text = tokenizer->Decode({id}, previous);
+  return text.ok() ? *std::move(text) : std::string();
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
+  // gRPC's "no deadline" is the largest time_point, beyond absl::Time's taste.
+  const auto deadline = context.deadline();
+  if (deadline >=
+      std::chrono::system_clock::now() + std::chrono::hours(24 * 3650)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
+                                           const Tokenizer* tokenizer,
+                                           int vocab_size) {
+  std::vector<int> ids;
+  switch (prompt.kind_case()) {
+    case pb::Prompt::KIND_NOT_SET:
+      return Invalid("prompt: set prompt.text or prompt.token_ids");
+    case pb::Prompt::kText: {
+      if (prompt.text().empty()) return Invalid("prompt.text is empty");
+      if (tokenizer == nullptr) {
+        return Invalid(
+            "prompt.text: this model has no tokenizer; send "
+            "prompt.token_ids");
+      }
+      absl::StatusOr<std::vector<int>> encoded =
+          tokenizer->Encode(prompt.text());
+      if (!encoded.ok()) {
+        return Invalid(
+            absl::StrCat("prompt.text: ", encoded.status().message()));
+      }
+      if (tokenizer->bos_id() >= 0) ids.push_back(tokenizer->bos_id());
+      ids.insert(ids.end(), encoded->begin(), encoded->end());
+      break;
+    }
+    case pb::Prompt::kTokenIds: {
+      const auto& given = prompt.token_ids().ids();
+      if (given.empty()) return Invalid("prompt.token_ids.ids is empty");
+      for (int i = 0; i < given.size(); ++i) {
+        if (given[i] < 0 || given[i] >= vocab_size) {
+          return Invalid(
+              absl::StrCat("prompt.token_ids.ids[", i, "] = ", given[i],
+                           " is outside the vocabulary 0..", vocab_size - 1));
+        }
+      }
+      ids.assign(given.begin(), given.end());
+      break;
+    }
+  }
+  return ids;
+}
+
+absl::StatusOr<GenerationRequest> ToEngineRequest(
+    const pb::GenerateRequest& request, const Tokenizer* tokenizer,
+    const PromptLimits& limits) {
+  GenerationRequest out;
+  TEXTGEN_ASSIGN_OR_RETURN(
+      out.prompt, PromptIds(request.prompt(), tokenizer, limits.vocab_size));
+  const int context = limits.context_length;
+  if (static_cast<int>(out.prompt.size()) >= context) {
+    return Invalid(absl::StrCat("prompt is ", out.prompt.size(),
+                                " tokens; the model's context is ", context,
+                                " and must keep room for a new token"));
+  }
+  if (static_cast<int>(out.prompt.size()) > limits.max_prompt_tokens) {
+    return Invalid(absl::StrCat("prompt is ", out.prompt.size(),
+                                " tokens; at most ", limits.max_prompt_tokens,
+                                " (--max_prompt_tokens)"));
+  }
+  out.max_new_tokens = request.max_new_tokens();
+  if (out.max_new_tokens > limits.max_new_tokens_limit) {
+    return Invalid(absl::StrCat("max_new_tokens is ", out.max_new_tokens,
+                                "; at most ", limits.max_new_tokens_limit,
+                                " (--max_new_tokens_limit)"));
+  }
+  // proto3 zeros mean "unset": greedy, no top-p cut, no penalty.
+  const pb::SamplingParams& sampling = request.sampling();
+  out.sampling.temperature = sampling.temperature();
+  out.sampling.top_k = sampling.top_k();
+  out.sampling.top_p = sampling.top_p() == 0 ? 1.0f : sampling.top_p();
+  out.sampling.repetition_penalty =
+      sampling.repetition_penalty() == 0 ? 1.0f : sampling.repetition_penalty();
+  if (sampling.has_seed()) out.seed = sampling.seed();
+  out.stop.assign(request.stop().begin(), request.stop().end());
+  out.top_logprobs = request.top_logprobs();
+  out.echo_prompt = request.echo_prompt();
+  if (request.has_attention_tap()) {
+    AttentionTap tap;
+    tap.layers.assign(request.attention_tap().layers().begin(),
+                      request.attention_tap().layers().end());
+    tap.heads.assign(request.attention_tap().heads().begin(),
+                     request.attention_tap().heads().end());
+    out.attention_tap = std::move(tap);
+  }
+  return out;
+}
+
+pb::FinishReason ToProto(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return pb::FINISH_REASON_LENGTH;
+    case FinishReason::kStop:
+      return pb::FINISH_REASON_STOP;
+    case FinishReason::kEos:
+      return pb::FINISH_REASON_EOS;
+    case FinishReason::kContextFull:
+      return pb::FINISH_REASON_CONTEXT_FULL;
+  }
+  return pb::FINISH_REASON_UNSPECIFIED;
+}
+
+void ToProto(const TokenEvent& event, pb::Token& token) {
+  token.set_id(event.id);
+  token.set_text(event.text);
+  token.set_logprob(event.logprob);
+  for (const TokenLogprob& alt : event.top_logprobs) {
+    pb::TokenLogprob* out = token.add_top_logprobs();
+    out->set_id(alt.id);
+    out->set_text(alt.text);
+    out->set_logprob(alt.logprob);
+  }
+  for (const AttentionRow& row : event.attention) {
+    pb::AttentionRow* out = token.add_attention();
+    out->set_layer(row.layer);
+    out->set_head(row.head);
+    out->mutable_weights()->Add(row.weights.begin(), row.weights.end());
+  }
+  token.set_position(event.position);
+  token.set_is_prompt(event.is_prompt);
+}
+
+void ToProto(const FinishEvent& event, pb::Finished& finished) {
+  finished.set_reason(ToProto(event.reason));
+  finished.mutable_usage()->set_prompt_tokens(event.usage.prompt_tokens);
+  finished.mutable_usage()->set_generated_tokens(event.usage.generated_tokens);
+  pb::Timings* timings = finished.mutable_timings();
+  timings->set_queue_seconds(absl::ToDoubleSeconds(event.timings.queue));
+  timings->set_time_to_first_token_seconds(
+      absl::ToDoubleSeconds(event.timings.time_to_first_token));
+  timings->set_total_seconds(absl::ToDoubleSeconds(event.timings.total));
+  finished.set_seed(event.seed);
+}
+
+void AppendPromptTokens(
+    absl::Span<const int> ids, const Tokenizer* tokenizer,
+    google::protobuf::RepeatedPtrField<pb::PromptToken>& tokens) {
+  int previous = -1;
+  for (int id : ids) {
+    pb::PromptToken* token = tokens.Add();
+    token->set_id(id);
+    token->set_text(TokenText(tokenizer, id, previous));
+    previous = id;
+  }
+}
+
+void DescribeModel(const ModelConfig& config, const Tokenizer* tokenizer,
+                   pb::ModelInfo& info) {
+  info.set_architecture(FamilyName(config.family));
+  info.set_positional_encoding(PositionKindName(config.positions));
+  info.set_num_layers(config.n_layers);
+  info.set_num_heads(config.n_heads);
+  info.set_num_kv_heads(config.n_kv_heads);
+  info.set_d_model(config.d_model);
+  info.set_d_ff(config.d_ff);
+  info.set_vocab_size(config.vocab_size);
+  info.set_context_length(config.context_length);
+  info.set_num_parameters(CountParameters(config));
+  info.set_tokenizer(tokenizer != nullptr ? TokenizerKindName(tokenizer->kind())
+                                          : "");
+}
+
+}  // namespace textgen

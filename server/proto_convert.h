@@ -1,0 +1,75 @@
+// Translation between the API's messages (proto/textgen/v1/textgen.proto) and
+// the engine's plain C++ types (server/request.h, model/). Protobuf types stop
+// at the service layer: the service (server/service.h) and DebugAttention
+// (server/debug_attention.h) call these; the engine and the model never see a
+// message.
+//
+// Parsing a request checks only what the message's form decides (which prompt
+// kind is set, an empty text, proto3's zero defaults, the server's prompt
+// limit); the engine validates the rest on Submit, so each rule has one home.
+#ifndef TEXTGEN_SERVER_PROTO_CONVERT_H_
+#define TEXTGEN_SERVER_PROTO_CONVERT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "model/config.h"
+#include "model/tokenizer.h"
+#include "server/request.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen {
+
+// The gRPC status with `status`'s code and message (the codes share numbers).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The call's deadline as an absl::Time; gRPC's "no deadline" (the largest
+// time_point) becomes absl::InfiniteFuture().
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
+
+// What a GenerateRequest is checked against before it reaches the engine.
+struct PromptLimits {
+  int vocab_size = 0;
+  int context_length = 0;
+  int max_prompt_tokens = 0;  // Resolved: at most context_length - 1.
+  int max_new_tokens_limit = 0;
+};
+
+// The prompt's token ids (the tokenizer's BOS first for text, if it has one),
+// or INVALID_ARGUMENT naming the field. `tokenizer` may be null (then only
+// token-id prompts are accepted).
+absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
+                                           const Tokenizer* tokenizer,
+                                           int vocab_size);
+
+// The engine request for `request` (without its deadline), or
+// INVALID_ARGUMENT naming the field. Maps proto3's zero defaults to "unset":
+// temperature 0 is greedy, top_p 0 is 1, repetition_penalty 0 is 1.
+absl::StatusOr<GenerationRequest> ToEngineRequest(
+    const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer,
+    const PromptLimits& limits);
+
+textgen::v1::FinishReason ToProto(FinishReason reason);
+void ToProto(const TokenEvent& event, textgen::v1::Token& token);
+void ToProto(const FinishEvent& event, textgen::v1::Finished& finished);
+
+// Appends one PromptToken per id: the id and its own text (after the id
+// before it; partial UTF-8 shows as U+FFFD; empty without a tokenizer).
+void AppendPromptTokens(
+    absl::Span<const int> ids, const Tokenizer* tokenizer,
+    google::protobuf::RepeatedPtrField<textgen::v1::PromptToken>& tokens);
+
+// The model's part of ModelInfo: architecture, shapes, parameter count and
+// tokenizer. The caller adds the name and the server's limits.
+void DescribeModel(const ModelConfig& config, const Tokenizer* tokenizer,
+                   textgen::v1::ModelInfo& info);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_PROTO_CONVERT_H_
