@@ -26,10 +26,11 @@ MAKE_CERTS = os.path.join(REPO, "tests", "make_test_certs.sh")
 
 
 def parse_args():
-    """--server_bin and --model; the rest goes to unittest."""
+    """--server_bin, --model, --cli; the rest goes to unittest."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--server_bin", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--cli", help="the textgen command line (build/client/textgen)")
     args, rest = parser.parse_known_args()
     return args, [sys.argv[0]] + rest
 

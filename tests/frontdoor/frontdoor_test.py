@@ -10,6 +10,8 @@ client (client/python/textgen_client.py) over loopback:
   rest; a debug token may do everything; health needs no token. SIGHUP reloads the file.
 - Per-client limits: client A at --client_max_streams gets RESOURCE_EXHAUSTED naming the
   limit and its use while client B is admitted; --client_rate refuses past the burst.
+- The textgen CLI speaks mTLS with --ca_cert/--client_cert/--client_key and sends --token or
+  $TEXTGEN_TOKEN.
 - Reflection is on by default and off with --reflection=false; GetModelInfo.name is the
   model's base name, not the --model path; /metrics needs --metrics_token_file's token.
 
@@ -19,6 +21,7 @@ Certificates are made at test time with openssl (tests/make_test_certs.sh).
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import unittest
@@ -105,6 +108,48 @@ class MutualTlsTest(unittest.TestCase):
                            client_key=self.certs["client.key"], timeout=WAIT) as client:
             self.assertEqual(client.info().name, "shakespeare-char")
         self.assertIn("mutual TLS", self.server.log())
+
+
+class CliTest(unittest.TestCase):
+    def test_cli_speaks_mutual_tls_and_sends_its_token(self):
+        if not ARGS.cli:
+            self.skipTest("no --cli given")
+        certs = make_certs(temp_dir("textgen_cli_"))
+        tokens = write(os.path.join(temp_dir("textgen_cli_tokens_"), "tokens"),
+                       "generate cli-secret\n")
+        server = LiveServer(ARGS.server_bin, ARGS.model, f"--tls_cert={certs['server.pem']}",
+                            f"--tls_key={certs['server.key']}",
+                            f"--tls_client_ca={certs['ca.pem']}",
+                            f"--auth_tokens_file={tokens}")
+        try:
+            tls = [f"--server=localhost:{server.port}", f"--ca_cert={certs['ca.pem']}",
+                   f"--client_cert={certs['client.pem']}", f"--client_key={certs['client.key']}",
+                   "--timeout_ms=60000"]
+
+            def cli(*args, env_token=None):
+                env = dict(os.environ)
+                env.pop("TEXTGEN_TOKEN", None)
+                if env_token is not None:
+                    env["TEXTGEN_TOKEN"] = env_token
+                return subprocess.run([ARGS.cli, *args], capture_output=True, text=True,
+                                      timeout=WAIT, env=env)
+
+            ok = cli(*tls, "info", "--json", env_token="cli-secret")
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            self.assertIn("shakespeare-char", ok.stdout)
+            flag = cli(*tls, "--token=cli-secret", "tokenize", "--text=Hi")
+            self.assertEqual(flag.returncode, 0, flag.stderr)
+            missing = cli(*tls, "info")
+            self.assertEqual(missing.returncode, 1, missing.stderr)
+            self.assertIn("UNAUTHENTICATED", missing.stderr)
+            no_cert = cli(f"--server=localhost:{server.port}", f"--ca_cert={certs['ca.pem']}",
+                          "--timeout_ms=10000", "info", env_token="cli-secret")
+            self.assertNotEqual(no_cert.returncode, 0, "mTLS without a client certificate")
+            half = cli(*tls[:2], f"--client_cert={certs['client.pem']}", "info")
+            self.assertEqual(half.returncode, 2, half.stderr)
+            self.assertIn("--client_key", half.stderr)
+        finally:
+            server.stop()
 
 
 class CertificateRotationTest(unittest.TestCase):
