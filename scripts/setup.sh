@@ -21,6 +21,8 @@ packages=(
   python3-grpcio python3-protobuf
   # Deployment tests: nginx's grpc_pass in front of two servers on loopback; YAML parsing.
   nginx python3-yaml
+  # TLS tests: throwaway CA and certificates made at test time (tests/make_test_certs.sh).
+  openssl
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
   libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)

@@ -43,7 +43,7 @@ namespace textgen {
 
 struct GrpcServerOptions {
   // host:port; port 0 lets the system pick (see GrpcServer::port()).
-  std::string address = "0.0.0.0:50051";
+  std::string address = "127.0.0.1:50051";
   EngineOptions engine;
   ServiceOptions service;
   // Prometheus metrics over HTTP (server/metrics.h) on metrics_host:this

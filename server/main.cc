@@ -50,7 +50,9 @@ ABSL_FLAG(std::string, model, "models/shakespeare-char",
           "or a llama2.c .bin file");
 ABSL_FLAG(std::string, tokenizer, "",
           "Tokenizer file or directory; default: the one beside the model");
-ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
+ABSL_FLAG(std::string, host, "127.0.0.1",
+          "Address to listen on; loopback by default (0.0.0.0: every "
+          "interface, as in the container image)");
 ABSL_FLAG(int, port, 50051, "Port to listen on; 0 picks a free one");
 ABSL_FLAG(int, threads, 1,
           "Threads of the engine's forward pass, the engine thread included "
