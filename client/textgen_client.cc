@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -19,8 +19,7 @@ namespace {
 constexpr char kConnectFailurePayload[] = "textgen.client/connect_failure";
 
 // The file's bytes, or NOT_FOUND naming `flag` and `path`.
-absl::StatusOr<std::string> ReadPem(const std::string& path,
-                                    const char* flag) {
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
@@ -76,8 +75,8 @@ absl::StatusOr<TextgenClient> TextgenClient::Create(
   args.SetLoadBalancingPolicyName(options.lb_policy);
   // Attention maps of long prompts come in pieces under 4 MB, but leave room.
   args.SetMaxReceiveMessageSize(64 << 20);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.target, *credentials, args);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.target, *credentials, args);
   return TextgenClient(options, std::move(channel));
 }
 

@@ -65,8 +65,8 @@ absl::StatusOr<DebugAttentionMode> ParseDebugAttentionMode(
   if (t == "off" || t == "false" || t == "0") return DebugAttentionMode::kOff;
   if (t == "token") return DebugAttentionMode::kToken;
   if (t == "open" || t == "true" || t == "1") return DebugAttentionMode::kOpen;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--debug_attention=", text, ": want off, token or open"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--debug_attention=", text, ": want off, token or open"));
 }
 
 const char* DebugAttentionModeName(DebugAttentionMode mode) {
@@ -201,8 +201,7 @@ absl::StatusOr<Caller> Authorizer::Check(absl::string_view authorization,
     }
     caller.authenticated = true;
     caller.role = entry->role;
-    caller.client =
-        absl::StrCat("token sha256:", Hex(entry->digest.data(), 6));
+    caller.client = absl::StrCat("token sha256:", Hex(entry->digest.data(), 6));
   } else {
     caller.client = absl::StrCat("peer ", PeerAddress(peer));
   }

@@ -4,7 +4,8 @@
 //
 //   # comments and blank lines are ignored
 //   generate s3cr3t-for-the-web-app
-//   debug    sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//   debug
+//   sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //
 // The first word is the role, the rest the token, either as given or as the
 // hex SHA-256 of the token (so the file need not hold the secret itself).

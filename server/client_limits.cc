@@ -58,17 +58,15 @@ ClientLimiter::Usage& ClientLimiter::Refilled(const std::string& client,
   if (inserted) {
     usage.tokens = burst();
   } else if (now > usage.updated) {
-    usage.tokens =
-        std::min(burst(), usage.tokens + options_.rate *
-                                             absl::ToDoubleSeconds(
-                                                 now - usage.updated));
+    usage.tokens = std::min(
+        burst(), usage.tokens + options_.rate *
+                                    absl::ToDoubleSeconds(now - usage.updated));
   }
   usage.updated = std::max(usage.updated, now);
   return usage;
 }
 
-absl::Status ClientLimiter::TakeToken(const std::string& client,
-                                      Usage& usage) {
+absl::Status ClientLimiter::TakeToken(const std::string& client, Usage& usage) {
   if (options_.rate <= 0) return absl::OkStatus();
   if (usage.tokens < 1) {
     const double wait = (1 - usage.tokens) / options_.rate;
@@ -100,10 +98,10 @@ absl::StatusOr<ClientLimiter::StreamPermit> ClientLimiter::AdmitStream(
   ForgetIdle(now);
   Usage& usage = Refilled(client, now);
   if (options_.max_streams > 0 && usage.streams >= options_.max_streams) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "client ", client, " has ", usage.streams,
-        " streams open; the limit per client is ", options_.max_streams,
-        " (--client_max_streams)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("client ", client, " has ", usage.streams,
+                     " streams open; the limit per client is ",
+                     options_.max_streams, " (--client_max_streams)"));
   }
   if (absl::Status s = TakeToken(client, usage); !s.ok()) return s;
   ++usage.streams;

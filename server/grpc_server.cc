@@ -31,15 +31,14 @@ int Milliseconds(absl::Duration d) {
 class WithoutReflection final : public grpc::ServerBuilderOption {
  public:
   void UpdateArguments(grpc::ChannelArguments*) override {}
-  void UpdatePlugins(
-      std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins)
-      override {
-    plugins->erase(
-        std::remove_if(plugins->begin(), plugins->end(),
-                       [](const auto& p) {
-                         return p->name() == "proto_server_reflection";
-                       }),
-        plugins->end());
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const auto& p) {
+                                    return p->name() ==
+                                           "proto_server_reflection";
+                                  }),
+                   plugins->end());
   }
 };
 
@@ -77,10 +76,9 @@ absl::Status ValidateConnectionOptions(const GrpcServerOptions& options) {
         "--max_connection_age_grace must not be negative");
   }
   if (options.max_receive_message_bytes < 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_receive_message_bytes=",
-                     options.max_receive_message_bytes,
-                     ": at least 1024 (a request must fit)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_receive_message_bytes=", options.max_receive_message_bytes,
+        ": at least 1024 (a request must fit)"));
   }
   return absl::OkStatus();
 }
@@ -142,7 +140,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
                  server->metrics_http_->port());
   }
   health->SetServingStatus(true);
-  const std::string host = options.address.substr(0, options.address.rfind(':'));
+  const std::string host =
+      options.address.substr(0, options.address.rfind(':'));
   if (!IsLoopbackHost(host)) {
     if (!options.tls.enabled()) {
       spdlog::warn(

@@ -244,8 +244,7 @@ int Run() {
   options.service.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
-  options.service.debug_attention =
-      debug_attention != DebugAttentionMode::kOff;
+  options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
 
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
       options, std::move(decoder), std::move(attention_decoder),

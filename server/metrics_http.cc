@@ -26,24 +26,24 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     if (!table.ok()) return table.status();
     allowed = *std::move(table);
   }
-  server->http_->Get("/metrics", [render = std::move(render),
-                                  allowed = std::move(allowed)](
-                                     const httplib::Request& request,
-                                     httplib::Response& response) {
-    if (allowed) {
-      const std::string header = request.get_header_value("Authorization");
-      absl::string_view token = header;
-      if (!absl::ConsumePrefix(&token, "Bearer ") ||
-          allowed->Find(token) == nullptr) {
-        response.status = 401;
-        response.set_header("WWW-Authenticate", "Bearer");
-        response.set_content("metrics need Authorization: Bearer <token>\n",
-                             "text/plain");
-        return;
-      }
-    }
-    response.set_content(render(), "text/plain; version=0.0.4");
-  });
+  server->http_->Get(
+      "/metrics",
+      [render = std::move(render), allowed = std::move(allowed)](
+          const httplib::Request& request, httplib::Response& response) {
+        if (allowed) {
+          const std::string header = request.get_header_value("Authorization");
+          absl::string_view token = header;
+          if (!absl::ConsumePrefix(&token, "Bearer ") ||
+              allowed->Find(token) == nullptr) {
+            response.status = 401;
+            response.set_header("WWW-Authenticate", "Bearer");
+            response.set_content("metrics need Authorization: Bearer <token>\n",
+                                 "text/plain");
+            return;
+          }
+        }
+        response.set_content(render(), "text/plain; version=0.0.4");
+      });
   if (port == 0) {
     server->port_ = server->http_->bind_to_any_port(host);
   } else if (server->http_->bind_to_port(host, port)) {

@@ -167,7 +167,7 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
-  Metrics* const metrics_;  // May be null.
+  Metrics* const metrics_;                    // May be null.
   const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
   // Under link_->mu.
@@ -214,10 +214,9 @@ int TextGenerationService::max_prompt_tokens() const {
 
 grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
-  absl::StatusOr<FrontDoor::Pass> pass =
-      Admit(*context,
-            request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
-            FrontDoor::CallKind::kStream);
+  absl::StatusOr<FrontDoor::Pass> pass = Admit(
+      *context, request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
+      FrontDoor::CallKind::kStream);
   if (!pass.ok()) {
     if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
     return new FailedWriteReactor<pb::GenerateResponse>(

@@ -50,7 +50,8 @@ absl::StatusOr<std::string> ReadPem(const std::string& path,
 }
 
 absl::Status CheckPair(const TlsOptions& options) {
-  absl::StatusOr<std::string> cert_pem = ReadPem(options.cert_file, "--tls_cert");
+  absl::StatusOr<std::string> cert_pem =
+      ReadPem(options.cert_file, "--tls_cert");
   if (!cert_pem.ok()) return cert_pem.status();
   absl::StatusOr<std::string> key_pem = ReadPem(options.key_file, "--tls_key");
   if (!key_pem.ok()) return key_pem.status();
@@ -61,11 +62,12 @@ absl::Status CheckPair(const TlsOptions& options) {
         "--tls_cert=", options.cert_file, ": no PEM certificate in it"));
   }
   BioPtr key_bio = MemoryBio(*key_pem);
-  PkeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  PkeyPtr key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_key=", options.key_file,
-        ": no PEM private key in it (or it is encrypted)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_key=", options.key_file,
+                     ": no PEM private key in it (or it is encrypted)"));
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     return absl::InvalidArgumentError(
@@ -81,8 +83,8 @@ absl::Status CheckClientCa(const std::string& path) {
   BioPtr bio = MemoryBio(*pem);
   X509Ptr ca(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (ca == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_client_ca=", path, ": no PEM certificate in it"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_client_ca=", path, ": no PEM certificate in it"));
   }
   return absl::OkStatus();
 }
@@ -132,8 +134,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 bool IsLoopbackHost(absl::string_view host) {
   if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
-  return host == "localhost" || host == "::1" ||
-         absl::StartsWith(host, "127.");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 }  // namespace textgen

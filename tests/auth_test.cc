@@ -17,10 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/auth_test_",
-                                        getpid(), "_", name);
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/auth_test_", getpid(), "_", name);
   std::ofstream(path) << text;
   return path;
 }

@@ -24,13 +24,13 @@
 // control stops the server's writes, the engine's stream buffer fills, and
 // the sequence waits in its slot. Waits are bounded (kWait) only so that a
 // bug fails instead of hanging; nothing depends on timing.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -798,9 +798,10 @@ TEST_F(E2eTest, DrainTellsHealthWatchersRefusesNewCallsAndStreamsFinish) {
   grpc::ClientContext fresh_context;
   fresh_context.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
   pb::ModelInfo info;
-  EXPECT_EQ(fresh->GetModelInfo(&fresh_context, pb::GetModelInfoRequest(), &info)
-                .error_code(),
-            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(
+      fresh->GetModelInfo(&fresh_context, pb::GetModelInfoRequest(), &info)
+          .error_code(),
+      grpc::StatusCode::UNAVAILABLE);
 
   const Outcome out = ReadAll(*held);  // Finishes within the grace.
   EXPECT_TRUE(out.status.ok()) << out.status.error_message();
