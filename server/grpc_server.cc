@@ -94,8 +94,13 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
+  FrontDoorOptions front_door_options = options.front_door;
+  if (!options.service.debug_attention) {
+    // No DebugAttention means no attention taps either.
+    front_door_options.auth.debug_attention = DebugAttentionMode::kOff;
+  }
   absl::StatusOr<std::unique_ptr<FrontDoor>> front_door =
-      FrontDoor::Create(options.front_door);
+      FrontDoor::Create(front_door_options);
   if (!front_door.ok()) return front_door.status();
   server->front_door_ = *std::move(front_door);
   absl::StatusOr<std::unique_ptr<Engine>> engine =

@@ -717,6 +717,15 @@ TEST_F(E2eTest, DebugAttentionCanBeDisabled) {
   request.mutable_prompt()->set_text("Hello");
   const AttentionReply reply = DebugAttention(*stub_, request);
   EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // Attention taps are the same debug work.
+  pb::GenerateRequest tapped = IdsRequest({1, 2, 3}, 2);
+  tapped.mutable_attention_tap()->add_layers(0);
+  const Outcome out = Generate(tapped);
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(out.status.error_message(),
+              ::testing::HasSubstr("--debug_attention=off"));
+  // Plain generation is unaffected.
+  EXPECT_TRUE(Generate(IdsRequest({1, 2, 3}, 2)).status.ok());
 }
 
 TEST_F(E2eTest, ModelInfoAndTokenize) {
