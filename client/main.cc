@@ -1,6 +1,8 @@
 // textgen: the command-line client of a textgen server.
 //
 //   textgen [--server TARGET] generate --prompt "ROMEO:" [--max_new_tokens N]
+//   textgen generate --prompt_ids 1,2,3 --top_logprobs 5 --echo_prompt
+//                    --tap_layers 0 --tap_heads 1
 //   textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
 //   textgen info | tokenize --text TEXT | health
 //   textgen --ca_cert ca.pem [--client_cert c.pem --client_key c.key]
@@ -35,11 +37,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/attention_html.h"
 #include "client/heatmap.h"
 #include "client/textgen_client.h"
 #include "google/protobuf/util/json_util.h"
+#include "model/status_macros.h"
 
 ABSL_FLAG(
     std::string, server, "localhost:50051",
@@ -63,6 +67,9 @@ ABSL_FLAG(std::string, token, "",
 ABSL_FLAG(bool, json, false,
           "generate: one JSON object per stream message; info, tokenize: JSON");
 ABSL_FLAG(std::string, prompt, "", "generate, attention: the prompt text");
+ABSL_FLAG(std::vector<std::string>, prompt_ids, {},
+          "generate, attention: the prompt as token ids, e.g. 1,2,3 (instead "
+          "of --prompt)");
 ABSL_FLAG(std::string, text, "", "tokenize: the text");
 ABSL_FLAG(int, max_new_tokens, 0,
           "generate: tokens at most; 0 = the server's default");
@@ -72,11 +79,26 @@ ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens; 0 = all");
 ABSL_FLAG(double, top_p, 0, "generate: nucleus sampling; 0 or 1 = off");
 ABSL_FLAG(double, repetition_penalty, 0,
           "generate: > 1 penalises repeats; 0 or 1 = off");
-ABSL_FLAG(int64_t, seed, -1,
-          "generate: sampling seed; -1 = the server picks one");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "generate: sampling seed, 0..2^64-1; unset = the server picks one "
+          "(the summary names it)");
 ABSL_FLAG(
     std::vector<std::string>, stop, {},
     "generate: stop when the text contains this; repeat the flag for several");
+ABSL_FLAG(int, top_logprobs, 0,
+          "generate: also show the N most likely tokens of each step (0..20); "
+          "prints a table, one line per token");
+ABSL_FLAG(bool, echo_prompt, false,
+          "generate: the server sends the prompt's tokens first");
+ABSL_FLAG(bool, attention_tap, false,
+          "generate: each generated token carries its attention rows (every "
+          "layer and head unless --tap_layers/--tap_heads); prints a table");
+ABSL_FLAG(std::vector<std::string>, tap_layers, {},
+          "generate: the attention tap's layers, e.g. 0,2 (implies "
+          "--attention_tap); default all");
+ABSL_FLAG(std::vector<std::string>, tap_heads, {},
+          "generate: the attention tap's heads, e.g. 1 (implies "
+          "--attention_tap); default all");
 ABSL_FLAG(std::vector<std::string>, layer, {},
           "attention: layers to fetch, e.g. 0 or 0,2; default all");
 ABSL_FLAG(std::vector<std::string>, head, {},
@@ -110,10 +132,15 @@ usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N]
                [--token T, or TEXTGEN_TOKEN in the environment] COMMAND [flags]
 
 commands:
-  generate  --prompt TEXT [--max_new_tokens N --temperature T --top_k K --top_p P
-            --repetition_penalty R --seed S --stop STR ... --json]
+  generate  --prompt TEXT | --prompt_ids ID,... [--max_new_tokens N --temperature T
+            --top_k K --top_p P --repetition_penalty R --seed S --stop STR ...
+            --echo_prompt --top_logprobs N --attention_tap --tap_layers L,...
+            --tap_heads H,... --json]
             Streams the text to stdout as it is made; a summary on stderr.
-  attention --prompt TEXT [--layer L --head H] --out FILE.png [--html FILE.html]
+            With --top_logprobs or a tap: a table, one line per token.
+            --json: every stream message as one JSON object per line.
+  attention --prompt TEXT | --prompt_ids ID,... [--layer L --head H]
+            --out FILE.png [--html FILE.html]
             [--max_tokens_shown N --cell_px N --font TTF]
             A heatmap per head (rows: queries, columns: keys) and a hoverable HTML view.
   info      The model and the server's limits (--json for JSON).
@@ -182,14 +209,16 @@ std::optional<std::string> CheckFlags(int argc, char** argv,
   return std::nullopt;
 }
 
+// `what` names the values in the error: "indices", "token ids".
 absl::StatusOr<std::vector<int>> ParseIndices(
-    const std::vector<std::string>& values, absl::string_view flag) {
+    const std::vector<std::string>& values, absl::string_view flag,
+    absl::string_view what = "indices") {
   std::vector<int> out;
   for (const std::string& v : values) {
     int i = 0;
     if (!absl::SimpleAtoi(v, &i) || i < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " takes indices >= 0, got \"", v, "\""));
+          absl::StrCat("--", flag, " takes ", what, " >= 0, got \"", v, "\""));
     }
     out.push_back(i);
   }
@@ -205,11 +234,73 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
-  if (absl::GetFlag(FLAGS_prompt).empty())
-    return UsageError("generate needs --prompt TEXT");
+// --prompt or --prompt_ids, exactly one; INVALID_ARGUMENT names the problem.
+absl::StatusOr<v1::Prompt> PromptFromFlags(absl::string_view command) {
+  const std::string& text = absl::GetFlag(FLAGS_prompt);
+  const std::vector<std::string>& id_flag = absl::GetFlag(FLAGS_prompt_ids);
+  if (!text.empty() && !id_flag.empty()) {
+    return absl::InvalidArgumentError(
+        "--prompt and --prompt_ids exclude each other: give one");
+  }
+  v1::Prompt prompt;
+  if (!text.empty()) {
+    prompt.set_text(text);
+    return prompt;
+  }
+  if (id_flag.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        command, " needs --prompt TEXT or --prompt_ids ID,ID,..."));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
+                           ParseIndices(id_flag, "prompt_ids", "token ids"));
+  prompt.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
+  return prompt;
+}
+
+// The table `generate` prints when tokens carry more than text (top
+// log-probabilities, attention rows): a header, then one line per token,
+//   position  id  token  logprob  [token logprob]...   (tab-separated)
+// where the bracketed pairs are the top alternatives, most likely first, and
+// logprob is "prompt" for echoed prompt tokens (not scored); then one line per
+// attention row: an empty first cell, "L<layer> H<head>", and its weights over
+// keys 0..position-1, space-separated.
+// Tokens are shown escaped (\n, a visible space), so no token holds a tab or
+// a space.
+constexpr char kTokenTableHeader[] =
+    "# position\tid\ttoken\tlogprob\ttop_logprobs (token logprob)...\n";
+
+std::string TokenTableLines(const v1::Token& token) {
+  constexpr int kMaxShownChars = 24;
+  std::string lines = absl::StrCat(token.position(), "\t", token.id(), "\t",
+                                   DisplayToken(token.text(), kMaxShownChars));
+  if (token.is_prompt()) {
+    absl::StrAppend(&lines, "\tprompt");
+  } else {
+    absl::StrAppendFormat(&lines, "\t%.4f", token.logprob());
+  }
+  for (const v1::TokenLogprob& alt : token.top_logprobs()) {
+    absl::StrAppendFormat(&lines, "\t%s %.4f",
+                          DisplayToken(alt.text(), kMaxShownChars),
+                          alt.logprob());
+  }
+  lines += "\n";
+  for (const v1::AttentionRow& row : token.attention()) {
+    absl::StrAppend(&lines, "\tL", row.layer(), " H", row.head(), "\t");
+    for (int k = 0; k < row.weights_size(); ++k) {
+      absl::StrAppendFormat(&lines, k == 0 ? "%.4f" : " %.4f", row.weights(k));
+    }
+    lines += "\n";
+  }
+  return lines;
+}
+
+// Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
+// problem; the server checks the values' ranges.
+absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
+    const std::vector<std::string>& stops) {
   v1::GenerateRequest request;
-  request.mutable_prompt()->set_text(absl::GetFlag(FLAGS_prompt));
+  TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_prompt(),
+                           PromptFromFlags("generate"));
   request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_temperature(
@@ -218,10 +309,31 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   sampling->set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
   sampling->set_repetition_penalty(
       static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty)));
-  if (absl::GetFlag(FLAGS_seed) >= 0) {
-    sampling->set_seed(static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+  if (const std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) {
+    sampling->set_seed(*seed);
   }
   for (const std::string& s : stops) request.add_stop(s);
+  request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));
+  request.set_echo_prompt(absl::GetFlag(FLAGS_echo_prompt));
+  const std::vector<std::string>& tap_layers = absl::GetFlag(FLAGS_tap_layers);
+  const std::vector<std::string>& tap_heads = absl::GetFlag(FLAGS_tap_heads);
+  if (absl::GetFlag(FLAGS_attention_tap) || !tap_layers.empty() ||
+      !tap_heads.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> layers,
+                             ParseIndices(tap_layers, "tap_layers"));
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> heads,
+                             ParseIndices(tap_heads, "tap_heads"));
+    v1::AttentionTap* tap = request.mutable_attention_tap();
+    tap->mutable_layers()->Add(layers.begin(), layers.end());
+    tap->mutable_heads()->Add(heads.begin(), heads.end());
+  }
+  return request;
+}
+
+int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
+  absl::StatusOr<v1::GenerateRequest> made = GenerateRequestFromFlags(stops);
+  if (!made.ok()) return UsageError(std::string(made.status().message()));
+  const v1::GenerateRequest& request = *made;
 
   // Ctrl-C: the handler only sets a flag; the client's watcher cancels the
   // call. A second Ctrl-C (SA_RESETHAND) kills the process the usual way.
@@ -231,11 +343,16 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   sigaction(SIGINT, &action, nullptr);
 
   const bool json = absl::GetFlag(FLAGS_json);
+  // Plain output is the text alone (the prompt's first when echoed); what
+  // text cannot carry needs the table.
+  const bool table =
+      !json && (request.top_logprobs() > 0 || request.has_attention_tap());
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> first;
   int tokens = 0;
   std::optional<v1::Finished> finished;
   bool ended_with_newline = true;
+  bool header_printed = false;
   const absl::Status status = client.Generate(
       request,
       [&](const v1::GenerateResponse& response) {
@@ -243,12 +360,22 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
           std::fputs(ToJson(response).c_str(), stdout);
           std::fputc('\n', stdout);
         }
-        if (response.has_token() && !response.token().is_prompt()) {
-          if (!first) first = std::chrono::steady_clock::now();
-          ++tokens;
-          const std::string& text = response.token().text();
-          if (!json) std::fwrite(text.data(), 1, text.size(), stdout);
-          if (!text.empty()) ended_with_newline = text.back() == '\n';
+        if (response.has_token()) {
+          const v1::Token& token = response.token();
+          if (!token.is_prompt()) {
+            if (!first) first = std::chrono::steady_clock::now();
+            ++tokens;
+          }
+          const std::string& text = token.text();
+          if (table) {
+            // After the call is accepted, so that an error leaves stdout empty.
+            if (!header_printed) std::fputs(kTokenTableHeader, stdout);
+            header_printed = true;
+            std::fputs(TokenTableLines(token).c_str(), stdout);
+          } else if (!json) {
+            std::fwrite(text.data(), 1, text.size(), stdout);
+            if (!text.empty()) ended_with_newline = text.back() == '\n';
+          }
         }
         if (response.has_finished()) finished = response.finished();
         std::fflush(stdout);
@@ -256,7 +383,7 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
       &g_interrupted);
   const auto end = std::chrono::steady_clock::now();
   // A terminal gets a final newline; a pipe gets exactly the generated text.
-  if (!json && !ended_with_newline && isatty(STDOUT_FILENO))
+  if (!json && !table && !ended_with_newline && isatty(STDOUT_FILENO))
     std::fputc('\n', stdout);
   std::fflush(stdout);
 
@@ -298,8 +425,8 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
 }
 
 int Attention(TextgenClient& client) {
-  if (absl::GetFlag(FLAGS_prompt).empty())
-    return UsageError("attention needs --prompt TEXT");
+  absl::StatusOr<v1::Prompt> prompt = PromptFromFlags("attention");
+  if (!prompt.ok()) return UsageError(std::string(prompt.status().message()));
   const std::string out = absl::GetFlag(FLAGS_out);
   const std::string html = absl::GetFlag(FLAGS_html);
   if (out.empty() && html.empty())
@@ -312,7 +439,7 @@ int Attention(TextgenClient& client) {
   if (!heads.ok()) return UsageError(std::string(heads.status().message()));
 
   absl::StatusOr<AttentionMaps> maps =
-      client.Attention(absl::GetFlag(FLAGS_prompt), *layers, *heads);
+      client.Attention(*prompt, *layers, *heads);
   if (!maps.ok()) return CallError(maps.status(), client.target());
 
   if (!out.empty()) {
@@ -337,7 +464,7 @@ int Attention(TextgenClient& client) {
   if (!html.empty()) {
     const std::string page = RenderAttentionHtml(
         *maps,
-        absl::StrCat("Attention of \"", absl::GetFlag(FLAGS_prompt), "\""));
+        absl::StrCat("Attention of \"", absl::StrJoin(maps->tokens, ""), "\""));
     if (!WriteFile(html, page)) return kExitError;
     std::cerr << "textgen: wrote " << html << "\n";
   }

@@ -150,10 +150,10 @@ absl::Status TextgenClient::Generate(
 }
 
 absl::StatusOr<AttentionMaps> TextgenClient::Attention(
-    const std::string& prompt, const std::vector<int>& layers,
+    const v1::Prompt& prompt, const std::vector<int>& layers,
     const std::vector<int>& heads) {
   v1::DebugAttentionRequest request;
-  request.mutable_prompt()->set_text(prompt);
+  *request.mutable_prompt() = prompt;
   for (int l : layers) request.add_layers(l);
   for (int h : heads) request.add_heads(h);
   grpc::ClientContext context;

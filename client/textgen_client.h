@@ -73,7 +73,7 @@ class TextgenClient {
   // A prompt's attention maps (empty layers/heads = all), assembled from the
   // stream's pieces. Errors: the server's, or DATA_LOSS if the pieces do not
   // form whole maps.
-  absl::StatusOr<AttentionMaps> Attention(const std::string& prompt,
+  absl::StatusOr<AttentionMaps> Attention(const v1::Prompt& prompt,
                                           const std::vector<int>& layers,
                                           const std::vector<int>& heads);
 

@@ -21,9 +21,15 @@ for arg in "$@"; do
 done
 port=${TEXTGEN_PORT:-50051}
 
-scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)" --target textgen_server textgen textgen_python_stubs
+# Run and build dependencies only: no nginx, PyTorch or node (those are test-only).
+scripts/setup.sh run build
+# Quiet on purpose: a newcomer's log shows progress and warnings, not every compile line (in a
+# terminal ninja keeps one status line; in a log, --quiet drops its [n/N] lines).
+echo "run.sh: configuring and building textgen_server, textgen and the Python stubs in build/"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING
+ninja_quiet=()
+[ -t 1 ] || ninja_quiet=(-- --quiet)
+cmake --build build -j"$(nproc)" --target textgen_server textgen textgen_python_stubs "${ninja_quiet[@]}"
 
 build/server/textgen_server --model models/shakespeare-char --port "$port" &
 server=$!

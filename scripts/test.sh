@@ -12,13 +12,17 @@ jobs=$(nproc)
 # Tests that need ../shared (real models, corpora) skip where it is absent, as in a user's
 # clone; CI always has it, so there its absence is an error, not a reason to skip.
 if [ "${CI:-}" = "true" ]; then
-  for need in ../shared/data/tinyshakespeare.txt ../shared/models/stories260K/stories260K.bin; do
+  # containers/: podman and the base image for the `container` tests (deploy/README.md).
+  for need in ../shared/data/tinyshakespeare.txt ../shared/models/stories260K/stories260K.bin \
+      ../shared/containers/podman.sh; do
     [ -f "$need" ] || { echo "CI: $need is missing; the tests that need it would skip" >&2; exit 1; }
   done
 fi
 
 echo "== Test dependencies from npm (tests/npm/package-lock.json)"
 npm ci --prefix tests/npm --no-audit --no-fund --loglevel=error
+echo "== The Node client example's packages (client/node/package-lock.json)"
+npm ci --prefix client/node --no-audit --no-fund --loglevel=error
 
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/reflection_v1.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -116,10 +117,13 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, *credentials, &server->port_);
-  if (!options.reflection) {
+  // Reflection v1 too: grpcurl and newer tools ask for it before v1alpha.
+  if (options.reflection) {
+    AddReflectionV1(builder);
+  } else {
     builder.SetOption(std::make_unique<WithoutReflection>());
   }
+  builder.AddListeningPort(options.address, *credentials, &server->port_);
   SetConnectionOptions(options, builder);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

@@ -1,7 +1,7 @@
 // A running textgen server: the engine, the TextGeneration service, the
-// standard health service (grpc.health.v1) and server reflection on one gRPC
-// port. server/main.cc wraps it in flags and signals; the e2e tests run it
-// in-process.
+// standard health service (grpc.health.v1) and server reflection (v1 and
+// v1alpha) on one gRPC port. server/main.cc wraps it in flags and signals; the
+// e2e tests run it in-process.
 //
 // Life cycle:
 //   Start: the engine thread starts, the port opens, health says SERVING

@@ -5,6 +5,10 @@
     for token in client.generate("ROMEO:", max_new_tokens=64, temperature=0.8, seed=1):
         print(token.text, end="", flush=True)
     att = client.attention("ROMEO:")   # att.tokens, att.weights[layer][head][q][k]
+    # Token ids instead of text; top alternatives, the prompt echoed, an attention tap:
+    for token in client.generate(prompt_ids=[18, 15], top_logprobs=5, echo_prompt=True,
+                                 tap_layers=[0], tap_heads=[1]):
+        token.top_logprobs, token.attention   # (.id, .text, .logprob), (.layer, .head, .weights)
 
 The message classes are generated from proto/textgen/v1/textgen.proto at build time
 (target textgen_python_stubs, into build/client/python). They are found on sys.path
@@ -55,7 +59,8 @@ textgen_pb2, textgen_pb2_grpc, health_pb2, health_pb2_grpc = _import_stubs()
 class GenerateStream:
     """The tokens of one Generate call, as they arrive.
 
-    Iterating yields textgen_pb2.Token messages (.text, .id, .logprob, .position, ...).
+    Iterating yields textgen_pb2.Token messages (.text, .id, .logprob, .position,
+    .is_prompt, .top_logprobs, .attention), the echoed prompt's tokens first.
     After the loop, .finished holds the Finished message (reason, usage, timings, seed).
     cancel() ends the call early; the server frees the sequence's slot.
     """
@@ -92,6 +97,15 @@ class Attention:
     layers: List[int]
     heads: List[int]
     weights: List[List[List[List[float]]]]
+
+
+def _prompt(prompt: Optional[str], prompt_ids: Optional[Sequence[int]]) -> "textgen_pb2.Prompt":
+    """Exactly one of prompt (text) and prompt_ids (token ids), as a textgen_pb2.Prompt."""
+    if (prompt is None) == (prompt_ids is None):
+        raise ValueError("give exactly one of prompt (text) and prompt_ids (token ids)")
+    if prompt is not None:
+        return textgen_pb2.Prompt(text=prompt)
+    return textgen_pb2.Prompt(token_ids=textgen_pb2.TokenIds(ids=list(prompt_ids)))
 
 
 class TextgenClient:
@@ -148,13 +162,26 @@ class TextgenClient:
     def _timeout(self, timeout):
         return self.timeout if timeout is None else timeout
 
-    def generate(self, prompt: str, *, max_new_tokens: int = 0, temperature: float = 0.0,
-                 top_k: int = 0, top_p: float = 0.0, repetition_penalty: float = 0.0,
-                 seed: Optional[int] = None, stop: Sequence[str] = (),
-                 echo_prompt: bool = False, timeout: Optional[float] = None) -> GenerateStream:
+    def generate(self, prompt: Optional[str] = None, *,
+                 prompt_ids: Optional[Sequence[int]] = None, max_new_tokens: int = 0,
+                 temperature: float = 0.0, top_k: int = 0, top_p: float = 0.0,
+                 repetition_penalty: float = 0.0, seed: Optional[int] = None,
+                 stop: Sequence[str] = (), top_logprobs: int = 0, echo_prompt: bool = False,
+                 attention_tap: bool = False, tap_layers: Sequence[int] = (),
+                 tap_heads: Sequence[int] = (),
+                 timeout: Optional[float] = None) -> GenerateStream:
         """Starts a generation; iterate the result for its tokens (see GenerateStream).
 
-        temperature 0 is greedy; max_new_tokens 0 is the server's default.
+        Every field of textgen.v1.GenerateRequest:
+          prompt or prompt_ids: the prompt as text or as token ids (exactly one).
+          max_new_tokens: 0 is the server's default. temperature 0 is greedy.
+          top_k, top_p, repetition_penalty, seed (None: the server picks, see .finished.seed),
+          stop: strings that end the generation.
+          top_logprobs: each token also carries the N most likely tokens (0..20).
+          echo_prompt: the prompt's tokens come first, is_prompt set.
+          attention_tap: each generated token carries its attention rows (token.attention),
+            every layer and head unless tap_layers / tap_heads narrow it (either implies
+            the tap).
         """
         sampling = textgen_pb2.SamplingParams(
             temperature=temperature, top_k=top_k, top_p=top_p,
@@ -162,16 +189,22 @@ class TextgenClient:
         if seed is not None:
             sampling.seed = seed
         request = textgen_pb2.GenerateRequest(
-            prompt=textgen_pb2.Prompt(text=prompt), max_new_tokens=max_new_tokens,
-            sampling=sampling, stop=list(stop), echo_prompt=echo_prompt)
+            prompt=_prompt(prompt, prompt_ids), max_new_tokens=max_new_tokens,
+            sampling=sampling, stop=list(stop), top_logprobs=top_logprobs,
+            echo_prompt=echo_prompt)
+        if attention_tap or tap_layers or tap_heads:
+            request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
+                layers=list(tap_layers), heads=list(tap_heads)))
         return GenerateStream(self._stub.Generate(request, timeout=self._timeout(timeout),
                                                   metadata=self._metadata))
 
-    def attention(self, prompt: str, *, layers: Sequence[int] = (), heads: Sequence[int] = (),
-                  timeout: Optional[float] = None) -> Attention:
-        """The prompt's attention maps (empty layers/heads = all), assembled from the stream."""
+    def attention(self, prompt: Optional[str] = None, *,
+                  prompt_ids: Optional[Sequence[int]] = None, layers: Sequence[int] = (),
+                  heads: Sequence[int] = (), timeout: Optional[float] = None) -> Attention:
+        """The prompt's (text or token ids) attention maps (empty layers/heads = all),
+        assembled from the stream."""
         request = textgen_pb2.DebugAttentionRequest(
-            prompt=textgen_pb2.Prompt(text=prompt), layers=list(layers), heads=list(heads))
+            prompt=_prompt(prompt, prompt_ids), layers=list(layers), heads=list(heads))
         tokens: List[str] = []
         ids: List[int] = []
         rows: Dict[Tuple[int, int], Dict[int, List[float]]] = {}

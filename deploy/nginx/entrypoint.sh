@@ -6,6 +6,15 @@
 set -eu
 here=$(dirname "$0")
 prefix=${NGINX_PREFIX:-/tmp/nginx}
+# RESOLVER=auto: the container's own DNS server (compose's, which answers the service name
+# with every replica's current address), from /etc/resolv.conf.
+if [ "${RESOLVER:-}" = auto ]; then
+  RESOLVER=$(awk '$1 == "nameserver" { print $2; exit }' /etc/resolv.conf)
+  [ -n "$RESOLVER" ] || { echo "$0: RESOLVER=auto but /etc/resolv.conf names no nameserver" >&2; exit 2; }
+  case $RESOLVER in *:*) RESOLVER="[$RESOLVER]" ;; esac  # An IPv6 address.
+  export RESOLVER
+  echo "$0: replicas $UPSTREAMS, looked up through $RESOLVER" >&2
+fi
 "$here/render.sh" "$here/nginx.conf.template" "$prefix"
 ln -sf /dev/stderr "$prefix/logs/error.log"
 ln -sf /dev/stdout "$prefix/logs/access.log"

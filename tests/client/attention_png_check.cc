@@ -50,9 +50,11 @@ int Run() {
   absl::StatusOr<TextgenClient> client =
       TextgenClient::Create({.target = absl::GetFlag(FLAGS_server)});
   if (!client.ok()) return Fail(client.status().ToString());
-  absl::StatusOr<AttentionMaps> maps = client->Attention(
-      absl::GetFlag(FLAGS_prompt), Ints(absl::GetFlag(FLAGS_layer)),
-      Ints(absl::GetFlag(FLAGS_head)));
+  v1::Prompt prompt;
+  prompt.set_text(absl::GetFlag(FLAGS_prompt));
+  absl::StatusOr<AttentionMaps> maps =
+      client->Attention(prompt, Ints(absl::GetFlag(FLAGS_layer)),
+                        Ints(absl::GetFlag(FLAGS_head)));
   if (!maps.ok()) return Fail(maps.status().ToString());
 
   std::ifstream in(absl::GetFlag(FLAGS_png), std::ios::binary);

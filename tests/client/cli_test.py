@@ -1,6 +1,8 @@
 """The textgen command line (client/main.cc) against a live textgen_server.
 
-Streamed text equals the server's token texts; --json lines parse; bad flags, server errors,
+Streamed text equals the server's token texts; --json lines parse; token-id prompts, top
+log-probabilities, the echoed prompt and the attention tap reach the server and come back
+(checked against the attention maps the CLI fetches for the same tokens); bad flags, server errors,
 unreachable addresses and Ctrl-C give the documented one-line messages and exit codes
 (client/README.md); the attention PNG decodes and every cell is the colour of the weight
 the server serves (attention_png_check).
@@ -11,10 +13,12 @@ the server serves (attention_png_check).
 """
 
 import json
+import math
 import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -56,6 +60,24 @@ class CliTest(unittest.TestCase):
         messages = [json.loads(line) for line in out.splitlines()]
         self.assertTrue(messages)
         return messages
+
+    def float32(self, x):
+        return struct.unpack("f", struct.pack("f", x))[0]
+
+    def attention_page_maps(self, *prompt_flags):
+        """`textgen attention --html` for the prompt: {(layer, head): T×T rows}, tokens."""
+        html = os.path.join(self.tmp.name, "maps.html")
+        rc, _, err = self.cli("attention", *prompt_flags, "--html", html)
+        self.assertEqual(rc, 0, err)
+        with open(html, encoding="utf-8") as f:
+            data = json.loads(f.read().split('id="data">')[1].split("</script>")[0])
+        t = len(data["tokens"])
+        maps = {}
+        for i, layer in enumerate(data["layers"]):
+            for j, head in enumerate(data["heads"]):
+                flat = data["weights"][i * len(data["heads"]) + j]
+                maps[(layer, head)] = [flat[q * t:(q + 1) * t] for q in range(t)]
+        return maps, data["tokens"]
 
     def assertOneErrorLine(self, err, prefix):
         lines = err.splitlines()
@@ -101,6 +123,105 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("e", text)
         self.assertNotIn(",", text)
 
+    def test_token_ids_top_logprobs_echo_and_attention_tap(self):
+        rc, out, err = self.cli("tokenize", "--json", "--text", "ROMEO:")
+        self.assertEqual(rc, 0, err)
+        ids = [t["id"] for t in json.loads(out)["tokens"]]
+        flags = ["--prompt_ids", ",".join(map(str, ids)), "--max_new_tokens", "12",
+                 "--top_logprobs", "5", "--echo_prompt", "--tap_layers", "0,3",
+                 "--tap_heads", "1,2"]
+        messages = self.json_stream(*flags)
+        tokens = [m["token"] for m in messages[:-1]]
+        finished = messages[-1]["finished"]
+        prompt = [t for t in tokens if t["is_prompt"]]
+        generated = [t for t in tokens if not t["is_prompt"]]
+
+        # The ids round-trip; the echo comes first, in order, and reads as the text.
+        self.assertEqual(tokens[:len(prompt)], prompt)
+        self.assertEqual([t["id"] for t in prompt], ids)
+        self.assertEqual([t["position"] for t in prompt], list(range(len(ids))))
+        self.assertEqual("".join(t["text"] for t in prompt), "ROMEO:")
+        self.assertEqual(finished["usage"], {"prompt_tokens": len(ids), "generated_tokens": 12})
+        # The same prompt as text generates the same tokens (greedy).
+        by_text = self.json_stream("--prompt", "ROMEO:", "--max_new_tokens", "12")
+        self.assertEqual([t["id"] for t in generated],
+                         [m["token"]["id"] for m in by_text if "token" in m])
+
+        # --json carries every field of every message, the prompt's too.
+        for t in tokens:
+            self.assertEqual(set(t), {"id", "text", "logprob", "top_logprobs", "attention",
+                                      "position", "is_prompt"})
+        self.assertEqual(set(finished), {"reason", "usage", "timings", "seed"})
+
+        # Top log-probabilities: 5, distinct, most likely first; greedy took the first.
+        for t in generated:
+            alts = t["top_logprobs"]
+            self.assertEqual(len(alts), 5)
+            self.assertEqual(len({a["id"] for a in alts}), 5)
+            self.assertEqual(sorted(alts, key=lambda a: -a["logprob"]), alts)
+            self.assertEqual((alts[0]["id"], alts[0]["logprob"]), (t["id"], t["logprob"]))
+            self.assertTrue(all(a["logprob"] <= 0 for a in alts))
+            self.assertLess(math.fsum(math.exp(a["logprob"]) for a in alts), 1 + 1e-5)
+
+        # The tap: the rows asked for, each over the keys before the token, summing to 1,
+        # and the same numbers as row position - 1 of the maps the server computes for the
+        # whole sequence (fetched with `textgen attention --prompt_ids`).
+        sequence = ids + [t["id"] for t in generated]
+        maps, map_tokens = self.attention_page_maps(
+            "--prompt_ids", ",".join(map(str, sequence[:-1])), "--layer", "0,3",
+            "--head", "1,2")
+        self.assertEqual(len(map_tokens), len(sequence) - 1)
+        for t in prompt:
+            self.assertEqual(t["attention"], [])
+        for t in generated:
+            rows = t["attention"]
+            self.assertEqual([(r["layer"], r["head"]) for r in rows],
+                             [(0, 1), (0, 2), (3, 1), (3, 2)])
+            for r in rows:
+                self.assertEqual(len(r["weights"]), t["position"])
+                self.assertTrue(math.isclose(math.fsum(r["weights"]), 1.0, abs_tol=1e-5))
+                want = maps[(r["layer"], r["head"])][t["position"] - 1][:t["position"]]
+                # Bit for bit: a KV-cached decode step computes what a whole prefill does.
+                self.assertEqual([self.float32(w) for w in r["weights"]],
+                                 [self.float32(w) for w in want],
+                                 (t["position"], r["layer"], r["head"]))
+
+    def test_the_token_table_shows_what_json_carries(self):
+        def shown(text):  # as the table escapes a token
+            return text.replace("\n", "\\n").replace("\t", "\\t").replace(" ", "\u2423")
+
+        flags = ["--prompt", "JULIET:", "--max_new_tokens", "6", "--top_logprobs", "3",
+                 "--echo_prompt", "--attention_tap", "--tap_layers", "5"]
+        messages = self.json_stream(*flags)
+        rc, out, err = self.cli("generate", *flags)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("6 tokens in", err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "# position\tid\ttoken\tlogprob\ttop_logprobs "
+                                   "(token logprob)...")
+        lines = lines[1:]
+        for m in messages[:-1]:
+            t = m["token"]
+            cells = lines.pop(0).split("\t")
+            self.assertEqual(cells[:3], [str(t["position"]), str(t["id"]), shown(t["text"])])
+            if t["is_prompt"]:
+                self.assertEqual(cells[3:], ["prompt"])
+                continue
+            self.assertEqual(cells[3], f"{self.float32(t['logprob']):.4f}")
+            self.assertEqual(cells[4:], [f"{shown(a['text'])} {self.float32(a['logprob']):.4f}"
+                                         for a in t["top_logprobs"]])
+            # Every head of layer 5, one line each.
+            for r in t["attention"]:
+                self.assertEqual(lines.pop(0), f"\tL5 H{r['head']}\t" +
+                                 " ".join(f"{self.float32(w):.4f}" for w in r["weights"]))
+            self.assertEqual([r["head"] for r in t["attention"]], [0, 1, 2, 3])
+        self.assertEqual(lines, [])
+        # Without a table, the echo is the prompt's text before the generated text.
+        rc, text, err = self.cli("generate", "--prompt", "JULIET:", "--max_new_tokens", "6",
+                                 "--echo_prompt")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(text, "".join(m["token"]["text"] for m in messages[:-1]))
+
     def test_deadline_is_a_grpc_error(self):
         rc, _, err = self.cli("--timeout_ms", "1", "generate", "--prompt", "ROMEO:",
                               "--max_new_tokens", "250")
@@ -123,6 +244,20 @@ class CliTest(unittest.TestCase):
             (["attention", "--prompt", "x"], "textgen: attention needs --out"),
             (["attention", "--prompt", "x", "--layer", "a", "--out", "f.png"],
              "textgen: --layer takes indices"),
+            (["generate", "--prompt", "x", "--prompt_ids", "1"],
+             "textgen: --prompt and --prompt_ids exclude each other"),
+            (["generate", "--prompt_ids", "1,x"], 'textgen: --prompt_ids takes token ids >= 0, '
+                                                   'got "x"'),
+            (["attention", "--prompt_ids", "-3", "--out", "f.png"],
+             "textgen: --prompt_ids takes token ids"),
+            (["attention", "--out", "f.png"], "textgen: attention needs --prompt"),
+            (["generate", "--prompt", "x", "--tap_layers", "a"],
+             "textgen: --tap_layers takes indices"),
+            (["generate", "--prompt", "x", "--tap_heads", "-1"],
+             "textgen: --tap_heads takes indices"),
+            (["generate", "--prompt", "x", "--top_logprobs", "many"],
+             "textgen: bad value for --top_logprobs"),
+            (["generate", "--prompt", "x", "--seed", "-1"], "textgen: bad value for --seed"),
         ]
         for args, prefix in cases:
             with self.subTest(args=args):
@@ -143,6 +278,10 @@ class CliTest(unittest.TestCase):
             (["generate", "--prompt", "\u00e9t\u00e9"], ""),  # not in the 65-character vocabulary
             (["attention", "--prompt", "ROMEO:", "--layer", "99", "--out",
               os.path.join(self.tmp.name, "never.png")], "99"),
+            (["generate", "--prompt_ids", "1,65"], "prompt.token_ids.ids[1] = 65"),
+            (["generate", "--prompt", "x", "--top_logprobs", "21"], "top_logprobs"),
+            (["generate", "--prompt", "x", "--tap_layers", "0", "--tap_heads", "7"],
+             "attention_tap.heads[0] = 7"),
         ]
         for args, mention in cases:
             with self.subTest(args=args):

@@ -1,13 +1,16 @@
 """client/python/textgen_client.py against a live textgen_server.
 
-The streamed tokens equal the CLI's (--json) for the same request; attention comes back
-shaped [layer][head][q][k] with rows summing to 1 and zeros above the diagonal; errors are
-grpc.RpcError with the server's status code; the example runs.
+The streamed tokens equal the CLI's (--json) for the same request; token-id prompts, top
+log-probabilities, the echoed prompt and the attention tap come back right (the tap against
+the maps of the same tokens); attention comes back shaped [layer][head][q][k] with rows
+summing to 1 and zeros above the diagonal; errors are grpc.RpcError with the server's status
+code (ValueError for a prompt given twice or not at all); the example runs.
 """
 
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -57,6 +60,67 @@ class PythonClientTest(unittest.TestCase):
                 self.assertEqual(stream.finished.usage.generated_tokens, len(tokens))
                 self.assertEqual(stream.finished.reason, 1)  # FINISH_REASON_LENGTH
 
+    def test_token_ids_top_logprobs_echo_and_attention_tap(self):
+        ids = [i for i, _ in self.client.tokenize("JULIET:")]
+        stream = self.client.generate(prompt_ids=ids, max_new_tokens=10, top_logprobs=4,
+                                      echo_prompt=True, tap_layers=[1], tap_heads=[0, 3])
+        tokens = list(stream)
+        prompt = [t for t in tokens if t.is_prompt]
+        generated = [t for t in tokens if not t.is_prompt]
+        self.assertEqual(tokens[:len(prompt)], prompt)
+        self.assertEqual([t.id for t in prompt], ids)
+        self.assertEqual("".join(t.text for t in prompt), "JULIET:")
+        self.assertEqual(stream.finished.usage.prompt_tokens, len(ids))
+        # What the CLI gets for the same request.
+        expected = self.cli_tokens("--prompt_ids", ",".join(map(str, ids)),
+                                   "--max_new_tokens", "10", "--top_logprobs", "4",
+                                   "--echo_prompt", "--tap_layers", "1", "--tap_heads", "0,3")
+        self.assertEqual([(t.id, t.text, t.position, t.is_prompt) for t in tokens],
+                         [(t["id"], t["text"], t["position"], t["is_prompt"]) for t in expected])
+
+        for t in generated:
+            alts = list(t.top_logprobs)
+            self.assertEqual(len(alts), 4)
+            self.assertEqual(sorted(alts, key=lambda a: -a.logprob), alts)
+            self.assertEqual((alts[0].id, alts[0].logprob), (t.id, t.logprob))  # greedy
+
+        # Tap rows are row position - 1 of the maps of the sequence so far.
+        sequence = ids + [t.id for t in generated]
+        att = self.client.attention(prompt_ids=sequence[:-1], layers=[1], heads=[0, 3])
+        self.assertEqual(att.token_ids, sequence[:-1])
+        worst = 0.0
+        for t in generated:
+            self.assertEqual([(r.layer, r.head) for r in t.attention], [(1, 0), (1, 3)])
+            for r, served in zip(t.attention, (att.weights[0][0], att.weights[0][1])):
+                self.assertEqual(len(r.weights), t.position)
+                self.assertTrue(math.isclose(math.fsum(r.weights), 1.0, abs_tol=1e-5))
+                want = served[t.position - 1][:t.position]
+                worst = max(worst, max(abs(a - b) for a, b in zip(r.weights, want)))
+        # Bit for bit: a KV-cached, batched decode step computes what a whole prefill does.
+        self.assertEqual(worst, 0.0)
+        for t in prompt:
+            self.assertEqual((len(t.top_logprobs), len(t.attention)), (0, 0))
+
+        # attention_tap=True alone: every layer and head.
+        info = self.client.info()
+        [first] = list(self.client.generate(prompt_ids=ids, max_new_tokens=1,
+                                            attention_tap=True))
+        self.assertEqual([(r.layer, r.head) for r in first.attention],
+                         [(layer, head) for layer in range(info.num_layers)
+                          for head in range(info.num_heads)])
+        # text() leaves the echoed prompt out.
+        self.assertEqual(self.client.generate("JULIET:", max_new_tokens=10,
+                                              echo_prompt=True).text(),
+                         "".join(t.text for t in generated))
+
+    def test_a_prompt_is_text_or_ids(self):
+        for kwargs in ({}, {"prompt": "x", "prompt_ids": [1]}):
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(ValueError):
+                    self.client.generate(**kwargs)
+                with self.assertRaises(ValueError):
+                    self.client.attention(**kwargs)
+
     def test_text_joins_the_tokens(self):
         text = self.client.generate("JULIET:", max_new_tokens=50).text()
         tokens = self.cli_tokens("--prompt", "JULIET:", "--max_new_tokens", "50")
@@ -94,6 +158,15 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as e:
             self.client.attention("ROMEO:", layers=[99])
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        for kwargs, mention in ((dict(top_logprobs=21), "top_logprobs"),
+                                (dict(tap_layers=[6]), "attention_tap.layers[0] = 6"),
+                                (dict(prompt_ids=[64, 65]), "prompt.token_ids.ids[1] = 65")):
+            with self.subTest(kwargs=kwargs):
+                kwargs.setdefault("prompt", None if "prompt_ids" in kwargs else "x")
+                with self.assertRaises(grpc.RpcError) as e:
+                    self.client.generate(**kwargs).text()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn(mention, e.exception.details())
         with TextgenClient(f"127.0.0.1:{closed_port()}", timeout=30) as nowhere:
             with self.assertRaises(grpc.RpcError) as e:
                 nowhere.health()
@@ -131,6 +204,21 @@ class PythonClientTest(unittest.TestCase):
         self.assertIn("health: SERVING", proc.stdout)
         self.assertIn("--- 30 tokens, seed 1", proc.stdout)
         self.assertIn("attention: 6 layers x 4 heads x 6 x 6", proc.stdout)
+        # The look inside: five greedy tokens, each with 3 rivals and where a head looked.
+        inside = proc.stdout.split("inside (greedy; layer 0 head 0):\n")[1].splitlines()
+        self.assertEqual(len(inside), 5)
+        self.assertTrue(inside[0].startswith("  #6 '\\n' (logprob "), inside[0])
+        for line in inside:
+            rivals = line.split("; top: ")[1].split(") looked most at #")[0]
+            self.assertEqual(len(re.findall(r"['\"] -\d+\.\d\d(?:, |$)", rivals)), 3, line)
+        # A token-id prompt: the same tokens as the text.
+        ids = ",".join(str(i) for i, _ in self.client.tokenize("ROMEO:"))
+        by_ids = subprocess.run(
+            [sys.executable, os.path.join(REPO, "client", "python", "example.py"),
+             "--target", self.server.target, "--max_new_tokens", "30", "--stubs", stubs,
+             "--prompt_ids", ids], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(by_ids.returncode, 0, by_ids.stderr)
+        self.assertEqual(by_ids.stdout.split("---")[1], proc.stdout.split("---")[1])
 
 
 if __name__ == "__main__":

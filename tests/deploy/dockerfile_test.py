@@ -4,14 +4,15 @@
   dockerfile_test.py --repo . --build_dir build --server build/server/textgen_server
       --cli build/client/textgen
 
-- the build stage is Debian bookworm and installs its dependencies with scripts/setup.sh
-  alone (the script the README's set-up and scripts/test.sh, i.e. CI, run), so the image
+- the stages are build first and runtime last (the default target); the build stage is Debian
+  bookworm and installs its dependencies with `scripts/setup.sh build` alone (the list the
+  README's set-up and scripts/test.sh, i.e. CI, install from), so the image
   cannot drift from what CI tests; it passes TEXTGEN_NATIVE from a build argument whose
   default is OFF (CMake's default is ON), and builds targets that exist;
 - runtime-packages.sh, run here on the binaries the image ships, names only runtime library
   packages (no -dev) that are installed, and covers every library they load;
-- the runtime stage runs as a numeric non-root user, bakes in the shipped model, and its
-  HEALTHCHECK is the project's client (`textgen ... health`);
+- the runtime stage runs as a numeric non-root user, bakes in the shipped model (named in the
+  ENTRYPOINT, CMD empty), and its HEALTHCHECK is the project's client (`textgen ... health`);
 - the image's ENTRYPOINT + CMD, run here with the paths and ports mapped to this checkout,
   serve the model, and the HEALTHCHECK command exits 0 against it, non-zero once it is gone;
 - .dockerignore keeps build trees, node_modules and .git out of the context, and nothing
@@ -90,14 +91,22 @@ def main() -> int:
     dockerfile = os.path.join(args.repo, "deploy", "docker", "Dockerfile")
     stages = parse_dockerfile(dockerfile)
     names = [name for name, _ in stages[1:]]
-    check(names[:2] == ["build", "runtime"], f"stages build, runtime (then {names[2:]})")
+    check(names[0] == "build" and names[-1] == "runtime",
+          f"stages {names}: build first, runtime LAST (a build without --target builds the "
+          "last stage: the default image is the server)")
     global_args = dict(rest.split("=", 1) for i, rest in stages[0][1] if i == "ARG")
     base = global_args.get("DEBIAN_IMAGE", "")
     check(base.startswith("debian:bookworm"), f"the base image is Debian bookworm: {base}")
-    build = dict(stages)["build"]
-    runtime = dict(stages)["runtime"]
-    check(all(dict(inst)["FROM"] == "${DEBIAN_IMAGE}" for _, inst in stages[1:]),
-          "every stage starts from that image")
+    by_name = dict(stages)
+    build = by_name["build"]
+    for final in ("runtime", "nginx"):
+        # Assembled on the Debian base in FINAL-root, copied whole onto scratch (so that / is
+        # traversable whatever the base's root mode).
+        check(by_name[final][:2] == [("FROM", "scratch"), ("COPY", f"--from={final}-root / /")],
+              f"stage {final} is {final}-root copied onto scratch")
+    runtime = by_name["runtime-root"] + by_name["runtime"]
+    check(all(dict(inst)["FROM"] in ("${DEBIAN_IMAGE}", "scratch") for _, inst in stages[1:]),
+          "every other stage starts from that image")
 
     # --- Build stage: scripts/setup.sh is the only source of packages. ---
     runs = [rest for i, rest in build if i == "RUN"]
@@ -105,8 +114,8 @@ def main() -> int:
     check(any(c.split()[0] == "scripts/setup.sh" for c in copies),
           "the build stage copies scripts/setup.sh in")
     setup_dest = next(c.split()[1] for c in copies if c.split()[0] == "scripts/setup.sh")
-    check(any(r.split()[0] == setup_dest for r in runs),
-          f"and runs it ({setup_dest})")
+    check(any(r.split()[:2] == [setup_dest, "build"] for r in runs),
+          f"and runs it for the build group only ({setup_dest} build)")
     check(not any(re.search(r"apt-get install|apt install|pip install|npm ", r) for r in runs),
           "no other package installs in the build stage")
     with open(os.path.join(args.repo, "README.md")) as f:
@@ -175,8 +184,10 @@ def main() -> int:
           f"HEALTHCHECK is the project's client: {health_cmd}")
     entrypoint = exec_form(next(rest for i, rest in runtime if i == "ENTRYPOINT"))
     cmd = exec_form(next(rest for i, rest in runtime if i == "CMD"))
-    check(entrypoint[0] == "textgen_server" and f"--model={model_in_image}" in cmd,
-          f"ENTRYPOINT {entrypoint} CMD {cmd} serve the baked-in model")
+    check(entrypoint[0] == "textgen_server" and f"--model={model_in_image}" in entrypoint
+          and cmd == [],
+          f"ENTRYPOINT {entrypoint} serves the baked-in model and CMD {cmd} is empty, so "
+          "arguments after the image name are appended and keep the model")
 
     # --- Run the image's command line and health check here. ---
     port, metrics_port = free_port(), free_port()
@@ -212,7 +223,7 @@ def main() -> int:
     for script in ("deploy/docker/runtime-packages.sh", "deploy/nginx/render.sh",
                    "deploy/nginx/entrypoint.sh", "scripts/setup.sh"):
         check(os.access(os.path.join(args.repo, script), os.X_OK), f"{script} is executable")
-    nginx_stage = dict(stages).get("nginx", [])
+    nginx_stage = by_name["nginx-root"] + by_name["nginx"]
     nginx_entry = exec_form(next(rest for i, rest in nginx_stage if i == "ENTRYPOINT"))
     check(nginx_entry == ["/etc/textgen-nginx/entrypoint.sh"]
           and any("deploy/nginx/entrypoint.sh" in rest for i, rest in nginx_stage if i == "COPY"),

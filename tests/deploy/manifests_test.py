@@ -259,6 +259,37 @@ def main() -> int:
     target = hpa["spec"]["scaleTargetRef"]
     check(target["kind"] == "Deployment" and target["name"] == deployment["metadata"]["name"]
           and hpa["spec"]["minReplicas"] >= 2, "the HPA scales the Deployment, from 2")
+    # --- What a platform engineer flagged in review (issue 17). ---
+    check("replicas" not in deployment["spec"],
+          "the Deployment sets no `replicas` (the HPA owns the count; apply would reset it)")
+    images = [c["image"] for c in spec["containers"] + spec.get("initContainers", [])]
+    for image in images:
+        tag = image.rsplit("@", 1)[1] if "@" in image else (
+            image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else "")
+        check(tag and tag != "latest",
+              f"image {image} is pinned to a version tag or digest, not latest/untagged")
+    spread = spec.get("topologySpreadConstraints", [])
+    keys = {c["topologyKey"] for c in spread
+            if c["labelSelector"]["matchLabels"].items() <= labels.items()}
+    check("kubernetes.io/hostname" in keys,
+          f"topology spread over nodes for the Deployment's own pods: {sorted(keys)}")
+    check(spec.get("automountServiceAccountToken") is False,
+          "no service-account token mounted (the server never calls the API)")
+    for name, svc in services.items():
+        for p in svc["ports"]:
+            if p["name"] == "grpc":
+                check(p.get("appProtocol") == "kubernetes.io/h2c",
+                      f"Service {name} port grpc: appProtocol kubernetes.io/h2c")
+    with open(os.path.join(base, "monitoring", "servicemonitor.yaml")) as f:
+        monitor = yaml.safe_load(f)
+    monitored = [n for n, o in ((o["metadata"]["name"], o) for o in by_kind["Service"])
+                 if monitor["spec"]["selector"]["matchLabels"].items()
+                 <= o["metadata"]["labels"].items()
+                 and any(p["name"] == "metrics" for p in o["spec"]["ports"])]
+    check(monitor["kind"] == "ServiceMonitor" and monitored == ["textgen"]
+          and monitor["spec"]["endpoints"][0]["port"] == "metrics",
+          "the optional ServiceMonitor scrapes the metrics port of Service textgen")
+
     (pdb,) = by_kind["PodDisruptionBudget"]
     check(pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
           and ("maxUnavailable" in pdb["spec"] or "minAvailable" in pdb["spec"]),
@@ -272,8 +303,12 @@ def main() -> int:
     check(lb["build"]["dockerfile"] == server["build"]["dockerfile"] == "deploy/docker/Dockerfile"
           and lb["build"]["target"] == "nginx",
           "compose's nginx is the Dockerfile's nginx stage (the repo's template)")
-    check(lb["environment"]["UPSTREAMS"].split(":")[0] == "textgen",
-          "nginx's upstream is the server service (every replica)")
+    check(lb["environment"]["UPSTREAMS"].split(":")[0] == "textgen"
+          and lb["environment"].get("RESOLVER") == "auto",
+          "nginx's upstream is the server service (every replica), looked up at run time")
+    check(server["image"].split(":")[-1] not in ("latest", server["image"])
+          and lb["image"].split(":")[-1] not in ("latest", lb["image"]),
+          f"compose's images have version tags: {server['image']}, {lb['image']}")
     check(any(str(p).split(":")[-1] == "50051" for p in lb["ports"])
           and any(str(p).split(":")[-1] == "9090" for p in server["ports"]),
           "compose publishes gRPC (nginx) and metrics (replicas)")

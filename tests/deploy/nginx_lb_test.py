@@ -132,7 +132,8 @@ def started_after(results, t):
 
 
 def check_render(render: str) -> None:
-    """render.sh refuses bad input with a message, and renders what `nginx -t` accepts."""
+    """render.sh refuses bad input with a message, and renders what `nginx -t` accepts, in
+    both modes (static addresses; one name resolved at run time)."""
     template = os.path.join(os.path.dirname(render), "nginx.conf.template")
     with tempfile.TemporaryDirectory() as tmp:
         for upstreams, port, expect in (("", "50051", "UPSTREAMS is empty"),
@@ -149,11 +150,29 @@ def check_render(render: str) -> None:
         with open(os.path.join(tmp, "nginx.conf")) as f:
             conf = f.read()
         assert conf.count("server 10.0.0.") == 2 and "listen 8443 http2;" in conf, conf
-        out = subprocess.run([os.environ["NGINX"], "-t", "-e", "stderr", "-p", tmp, "-c",
-                              "nginx.conf", "-g", f"pid {tmp}/nginx.pid;"],
-                             capture_output=True, text=True)
-        assert out.returncode == 0, f"nginx -t rejects the rendered config: {out.stderr}"
-    print("render.sh: refuses bad input; its output passes nginx -t")
+        nginx_t(tmp)
+        # Resolved mode (compose): one NAME:PORT looked up at run time through RESOLVER.
+        out = subprocess.run([render, template, tmp], capture_output=True, text=True,
+                             env=dict(os.environ, UPSTREAMS="a:1,b:2", RESOLVER="10.0.0.53"))
+        assert out.returncode == 2 and "one NAME:PORT" in out.stderr, out.stderr
+        out = subprocess.run([render, template, tmp], capture_output=True, text=True,
+                             env=dict(os.environ, UPSTREAMS="textgen:50051",
+                                      RESOLVER="10.0.0.53", LISTEN_PORT="8443"))
+        assert out.returncode == 0, out.stderr
+        with open(os.path.join(tmp, "nginx.conf")) as f:
+            conf = f.read()
+        assert "resolver 10.0.0.53 valid=2s" in conf and "upstream textgen {" not in conf \
+            and "set $textgen_replicas textgen:50051;" in conf \
+            and "grpc_pass grpc://$textgen_replicas;" in conf, conf
+        nginx_t(tmp)
+    print("render.sh: refuses bad input; its output (static and resolved) passes nginx -t")
+
+
+def nginx_t(prefix: str) -> None:
+    out = subprocess.run([os.environ["NGINX"], "-t", "-e", "stderr", "-p", prefix, "-c",
+                          "nginx.conf", "-g", f"pid {prefix}/nginx.pid;"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"nginx -t rejects the rendered config: {out.stderr}"
 
 
 def main() -> int:
@@ -183,6 +202,13 @@ def main() -> int:
             assert ok_a + ok_b == 40, f"every call reached a replica once: {ok_a} + {ok_b}"
             assert sum(a.requests().values()) + sum(b.requests().values()) == 40, \
                 "no call ended in an error on a replica"
+            # The status of an OK call is in the trailers ($upstream_trailer_grpc_status).
+            calls = [l for l in cluster.nginx_output().splitlines()
+                     if '"POST /textgen.v1.TextGeneration/Generate' in l]
+            ok = [l for l in calls if " 200 grpc-status=0 " in l]
+            print(f"nginx access log: {len(ok)} of {len(calls)} calls logged with "
+                  f"grpc-status=0, e.g. {calls[:1]}")
+            assert len(calls) == 40 and len(ok) == 40, "the access log has every call's status"
 
             # --- 2. SIGKILL one replica while calls keep coming. ---
             ok_a_before = a.ok_count()

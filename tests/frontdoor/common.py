@@ -66,11 +66,11 @@ def code_of(call):
         return e.code(), e.details() or ""
 
 
-def reflection_code(channel, metadata=()):
-    """What grpc.reflection.v1alpha's list_services answers, from raw bytes (grpcio ships no
-    reflection stubs): OK with a reply, or the error code."""
+def reflection_code(channel, metadata=(), version="v1alpha"):
+    """What grpc.reflection.<version>'s list_services answers, from raw bytes (grpcio ships
+    no reflection stubs): OK with a reply, or the error code."""
     call = channel.stream_stream(
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
         request_serializer=None, response_deserializer=None)
     try:
         replies = list(call(iter([b"\x3a\x01*"]), timeout=30, metadata=metadata))

@@ -255,7 +255,8 @@ class TokensTest(unittest.TestCase):
     def test_health_and_reflection_need_no_token(self):
         with self.client("") as client:
             self.assertEqual(client.health(), "SERVING")
-            self.assertEqual(reflection_code(client._channel), OK)
+            for version in ("v1alpha", "v1"):
+                self.assertEqual(reflection_code(client._channel, version=version), OK, version)
 
     def test_metrics_need_their_token(self):
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
@@ -340,8 +341,9 @@ class PerClientLimitsTest(unittest.TestCase):
 
     def test_reflection_can_be_switched_off(self):
         with TextgenClient(self.server.target, token="token-b", timeout=WAIT) as client:
-            self.assertEqual(reflection_code(client._channel, client._metadata),
-                             grpc.StatusCode.UNIMPLEMENTED)
+            for version in ("v1alpha", "v1"):
+                self.assertEqual(reflection_code(client._channel, client._metadata, version),
+                                 grpc.StatusCode.UNIMPLEMENTED, version)
 
 
 if __name__ == "__main__":
