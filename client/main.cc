@@ -5,6 +5,8 @@
 //                    --tap_layers 0 --tap_heads 1
 //   textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
 //   textgen info | tokenize --text TEXT | health
+//   textgen --ca_cert ca.pem [--client_cert c.pem --client_key c.key]
+//       [--token T | TEXTGEN_TOKEN=T] info      (TLS, mTLS, bearer token)
 //
 // Exit codes (client/README.md): 0 ok; 1 the server answered with an error (one
 // line: "textgen: <STATUS>: <message>"), health not SERVING, or an output file
@@ -18,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -50,6 +53,17 @@ ABSL_FLAG(
     "pick_first or round_robin (spread calls over the target's addresses)");
 ABSL_FLAG(int64_t, timeout_ms, 0,
           "Deadline of the call in milliseconds; 0 = none");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS (implied by --ca_cert, --client_cert)");
+ABSL_FLAG(std::string, ca_cert, "",
+          "PEM CA certificate(s) that signed the server's certificate; "
+          "default: the system's roots");
+ABSL_FLAG(std::string, client_cert, "",
+          "PEM client certificate, for servers that require one (mutual TLS)");
+ABSL_FLAG(std::string, client_key, "", "PEM private key of --client_cert");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token sent with every call; default: $TEXTGEN_TOKEN (a flag "
+          "shows in `ps`, the environment does not)");
 ABSL_FLAG(bool, json, false,
           "generate: one JSON object per stream message; info, tokenize: JSON");
 ABSL_FLAG(std::string, prompt, "", "generate, attention: the prompt text");
@@ -113,7 +127,9 @@ constexpr int kExitInterrupted = 130;
 constexpr char kUsage[] =
     R"(textgen: the command-line client of a textgen server.
 
-usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N] COMMAND [flags]
+usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N]
+               [--tls --ca_cert PEM --client_cert PEM --client_key PEM]
+               [--token T, or TEXTGEN_TOKEN in the environment] COMMAND [flags]
 
 commands:
   generate  --prompt TEXT | --prompt_ids ID,... [--max_new_tokens N --temperature T
@@ -515,6 +531,14 @@ int Run(int argc, char** argv) {
   const int64_t timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
   if (timeout_ms < 0) return UsageError("--timeout_ms must be >= 0");
   if (timeout_ms > 0) options.timeout = absl::Milliseconds(timeout_ms);
+  options.tls = absl::GetFlag(FLAGS_tls);
+  options.ca_cert_file = absl::GetFlag(FLAGS_ca_cert);
+  options.client_cert_file = absl::GetFlag(FLAGS_client_cert);
+  options.client_key_file = absl::GetFlag(FLAGS_client_key);
+  options.token = absl::GetFlag(FLAGS_token);
+  if (options.token.empty()) {
+    if (const char* env = std::getenv("TEXTGEN_TOKEN")) options.token = env;
+  }
   absl::StatusOr<TextgenClient> client = TextgenClient::Create(options);
   if (!client.ok()) return UsageError(std::string(client.status().message()));
 

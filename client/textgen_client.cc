@@ -1,8 +1,10 @@
 #include "client/textgen_client.h"
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -15,6 +17,43 @@ namespace textgen {
 namespace {
 
 constexpr char kConnectFailurePayload[] = "textgen.client/connect_failure";
+
+// The file's bytes, or NOT_FOUND naming `flag` and `path`.
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(flag, "=", path, ": cannot read the file"));
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const ClientOptions& options) {
+  if (options.client_cert_file.empty() != options.client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--client_cert and --client_key go together");
+  }
+  if (!options.tls && options.ca_cert_file.empty() &&
+      options.client_cert_file.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  const std::pair<const std::string*, std::string*> files[] = {
+      {&options.ca_cert_file, &ssl.pem_root_certs},
+      {&options.client_cert_file, &ssl.pem_cert_chain},
+      {&options.client_key_file, &ssl.pem_private_key}};
+  const char* flags[] = {"--ca_cert", "--client_cert", "--client_key"};
+  for (int i = 0; i < 3; ++i) {
+    if (files[i].first->empty()) continue;
+    absl::StatusOr<std::string> pem = ReadPem(*files[i].first, flags[i]);
+    if (!pem.ok()) return pem.status();
+    *files[i].second = *std::move(pem);
+  }
+  return grpc::SslCredentials(ssl);
+}
 
 }  // namespace
 
@@ -29,12 +68,15 @@ absl::StatusOr<TextgenClient> TextgenClient::Create(
         absl::StrCat("--lb_policy must be pick_first or round_robin, got \"",
                      options.lb_policy, "\""));
   }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetLoadBalancingPolicyName(options.lb_policy);
   // Attention maps of long prompts come in pieces under 4 MB, but leave room.
   args.SetMaxReceiveMessageSize(64 << 20);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.target, *credentials, args);
   return TextgenClient(options, std::move(channel));
 }
 
@@ -45,6 +87,10 @@ TextgenClient::TextgenClient(ClientOptions options,
       stub_(v1::TextGeneration::NewStub(channel_)) {}
 
 void TextgenClient::PrepareContext(grpc::ClientContext* context) const {
+  if (!options_.token.empty()) {
+    context->AddMetadata("authorization",
+                         absl::StrCat("Bearer ", options_.token));
+  }
   if (options_.timeout != absl::InfiniteDuration()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   }

@@ -40,6 +40,15 @@ struct ClientOptions {
   std::string lb_policy = "pick_first";
   // Deadline of each call; infinite = none.
   absl::Duration timeout = absl::InfiniteDuration();
+  // TLS (implied by any of the files below). ca_cert_file: PEM roots that
+  // signed the server's certificate (empty: the system's); client_cert_file
+  // and client_key_file: this client's certificate, for mutual TLS.
+  bool tls = false;
+  std::string ca_cert_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+  // Sent as `authorization: Bearer <token>` with every call; empty = none.
+  std::string token;
 };
 
 // Whether status came from a failure to connect rather than from a server.
@@ -47,8 +56,10 @@ bool IsConnectFailure(const absl::Status& status);
 
 class TextgenClient {
  public:
-  // Errors: an lb_policy other than pick_first or round_robin
-  // (INVALID_ARGUMENT). No connection is made until the first call.
+  // Errors: an lb_policy other than pick_first or round_robin, a client
+  // certificate without its key or the other way round (INVALID_ARGUMENT); a
+  // certificate file that cannot be read (its error, naming the flag). No
+  // connection is made until the first call.
   static absl::StatusOr<TextgenClient> Create(const ClientOptions& options);
 
   // Runs one Generate stream, calling on_response for each message as it

@@ -48,6 +48,8 @@ test_packages=(
   nginx python3-yaml
   # Fuzzing (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes.
   clang libclang-rt-14-dev
+  # TLS tests: throwaway CA and certificates made at test time (tests/make_test_certs.sh).
+  openssl
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
   libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)

@@ -267,7 +267,12 @@ void Engine::Run() {
       WaitForWork();
     }
   }
-  AbortAll(absl::UnavailableError("the engine is shutting down"));
+  // Whatever is left outlived Shutdown's grace (the server's drain): its
+  // unread tokens are dropped so the final status goes out at once.
+  AbortAll(absl::UnavailableError(
+               "the engine is shutting down and the drain time ran out "
+               "before this request finished; retry on another replica"),
+           /*drop_unread=*/true);
 }
 
 bool Engine::Admit(absl::Time now) {
@@ -512,9 +517,14 @@ void Engine::WaitForWork() {
   }
 }
 
-void Engine::AbortAll(const absl::Status& status) {
+void Engine::AbortAll(const absl::Status& status, bool drop_unread) {
   const absl::Time now = absl::Now();
   for (std::unique_ptr<Sequence>& seq : running_) {
+    if (drop_unread) {
+      if (std::shared_ptr<RequestStream> stream = seq->stream().lock()) {
+        stream->DropUnread();
+      }
+    }
     events_.clear();
     events_.push_back(seq->Abort(status, now));
     Retire(std::move(seq), std::move(events_));

@@ -90,6 +90,8 @@ class Engine {
 
   // Stops taking requests (Submit returns UNAVAILABLE), lets running and
   // queued ones go on for up to `grace`, then ends the rest with UNAVAILABLE
+  // (dropping the tokens their readers have not taken, so that the status
+  // reaches them at once)
   // and joins the thread. The default ends everything at once. Idempotent.
   void Shutdown(absl::Duration grace = absl::ZeroDuration());
 
@@ -151,8 +153,9 @@ class Engine {
   static void Send(const Sequence& seq, std::vector<StreamEvent>&& events);
   // Sleeps until woken or until the earliest deadline.
   void WaitForWork();
-  // Ends every running and queued request with `status`.
-  void AbortAll(const absl::Status& status);
+  // Ends every running and queued request with `status`; with `drop_unread`,
+  // running ones lose the tokens their consumer has not read yet.
+  void AbortAll(const absl::Status& status, bool drop_unread = false);
 
   const EngineOptions options_;
   const std::unique_ptr<Decoder> decoder_;

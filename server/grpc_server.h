@@ -8,9 +8,17 @@
 //          (the model is loaded before Start, so SERVING means "can
 //          generate"; before that the port is closed, which a probe reads as
 //          not ready).
-//   Drain: health says NOT_SERVING, new Generate calls are refused with
-//          UNAVAILABLE, running and queued ones go on for up to `grace`,
-//          the rest end with UNAVAILABLE, then the gRPC server shuts down.
+//   Drain: all at once, health says NOT_SERVING (a health Watch hears it),
+//          new calls are refused with UNAVAILABLE, the listening port closes
+//          (new connections are refused) and every connection receives an
+//          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
+//          and balancers move to other replicas. Running and queued streams go
+//          on for up to `grace`; those still running then end with UNAVAILABLE
+//          and a message saying the drain time ran out.
+//
+// The front door (server/front_door.h: tokens, per-client limits), the
+// transport (server/tls.h) and the connection settings below are set here;
+// see server/README.md "Security" for the flags.
 #ifndef TEXTGEN_SERVER_GRPC_SERVER_H_
 #define TEXTGEN_SERVER_GRPC_SERVER_H_
 
@@ -25,20 +33,44 @@
 #include "model/decoder.h"
 #include "model/tokenizer.h"
 #include "server/engine.h"
+#include "server/front_door.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/service.h"
+#include "server/tls.h"
 
 namespace textgen {
 
 struct GrpcServerOptions {
   // host:port; port 0 lets the system pick (see GrpcServer::port()).
-  std::string address = "0.0.0.0:50051";
+  std::string address = "127.0.0.1:50051";
   EngineOptions engine;
   ServiceOptions service;
-  // Prometheus metrics over HTTP (server/metrics.h) on this port of the same
-  // host; 0 picks a free one (see metrics_port()), -1 serves none.
+  // Prometheus metrics over HTTP (server/metrics.h) on metrics_host:this
+  // port; 0 picks a free one (see metrics_port()), -1 serves none.
   int metrics_port = -1;
+  // Loopback by default: the metrics tell anyone who can read them how busy
+  // the server is and what fails; expose them on purpose (--metrics_host).
+  std::string metrics_host = "127.0.0.1";
+  // Non-empty: GET /metrics needs `Authorization: Bearer <metrics_token>`.
+  std::string metrics_token;
+
+  FrontDoorOptions front_door;
+  TlsOptions tls;
+  // Serve grpc.reflection (lets any client list and describe the API).
+  bool reflection = true;
+  // Connections. Keepalive pings find dead peers (a vanished client's slots
+  // come back); a maximum age makes clients reconnect now and then, so L4
+  // balancers spread long-lived HTTP/2 connections again; the grace is how
+  // long calls on an aged connection may still run. Zero durations leave
+  // gRPC's defaults (no maximum age).
+  absl::Duration keepalive_time = absl::Seconds(60);
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::Minutes(5);
+  // Largest request message; larger ones are RESOURCE_EXHAUSTED before they
+  // are parsed.
+  int max_receive_message_bytes = 4 << 20;
 };
 
 class GrpcServer {
@@ -46,7 +78,8 @@ class GrpcServer {
   // Builds the engine on `decoder` and starts serving. `attention_decoder`
   // (a second copy of the model, may be null) serves DebugAttention; see
   // server/debug_attention.h for why it is separate. UNAVAILABLE if the port
-  // cannot be bound; INVALID_ARGUMENT for bad engine options.
+  // cannot be bound; INVALID_ARGUMENT for bad engine, front door or TLS
+  // options; the tokens file's or a certificate file's read error.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(
       const GrpcServerOptions& options, std::unique_ptr<Decoder> decoder,
       std::unique_ptr<Decoder> attention_decoder,
@@ -64,6 +97,10 @@ class GrpcServer {
     return metrics_http_ ? metrics_http_->port() : -1;
   }
   Engine& engine() { return *engine_; }
+  FrontDoor& front_door() { return *front_door_; }
+
+  // Re-reads the tokens file (SIGHUP); on error the old tokens stay.
+  absl::Status ReloadTokens() { return front_door_->ReloadTokens(); }
 
   // See above. Blocks for up to `grace` and the gRPC shutdown. Idempotent;
   // thread-safe.
@@ -73,6 +110,7 @@ class GrpcServer {
   GrpcServer() = default;
 
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<FrontDoor> front_door_;
   Metrics metrics_;
   std::unique_ptr<TextGenerationService> service_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;

@@ -4,9 +4,11 @@
 //   build/server/textgen_server --model models/shakespeare-char --port 50051
 //   build/server/textgen_server --model stories260K.bin --tokenizer tok512.bin
 //
-// SIGTERM or SIGINT drains: health turns NOT_SERVING, new requests are
-// refused, running streams get up to --drain_seconds to finish, then the
-// process exits.
+// SIGTERM or SIGINT drains (server/grpc_server.h): health turns NOT_SERVING,
+// new calls and connections are refused, connections get GOAWAY, running
+// streams get up to --drain_seconds to finish, then the process exits 0.
+// SIGHUP re-reads --auth_tokens_file. The security flags (TLS, tokens,
+// per-client limits, connections, metrics) are server/README.md "Security".
 #include <signal.h>
 
 #include <algorithm>
@@ -18,19 +20,41 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "model/file_util.h"
 #include "model/model_loader.h"
 #include "model/resident_memory.h"
+#include "server/auth.h"
 #include "server/grpc_server.h"
 #include "spdlog/spdlog.h"
+
+namespace textgen {
+// --debug_attention=off|token|open (and the old true/false).
+bool AbslParseFlag(absl::string_view text, DebugAttentionMode* mode,
+                   std::string* error) {
+  absl::StatusOr<DebugAttentionMode> parsed = ParseDebugAttentionMode(text);
+  if (!parsed.ok()) {
+    *error = std::string(parsed.status().message());
+    return false;
+  }
+  *mode = *parsed;
+  return true;
+}
+std::string AbslUnparseFlag(DebugAttentionMode mode) {
+  return DebugAttentionModeName(mode);
+}
+}  // namespace textgen
 
 ABSL_FLAG(std::string, model, "models/shakespeare-char",
           "Checkpoint directory (config.json + model.safetensors + tokenizer) "
           "or a llama2.c .bin file");
 ABSL_FLAG(std::string, tokenizer, "",
           "Tokenizer file or directory; default: the one beside the model");
-ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
+ABSL_FLAG(std::string, host, "127.0.0.1",
+          "Address to listen on; loopback by default (0.0.0.0: every "
+          "interface, as in the container image)");
 ABSL_FLAG(int, port, 50051, "Port to listen on; 0 picks a free one");
 ABSL_FLAG(int, threads, 1,
           "Threads of the engine's forward pass, the engine thread included "
@@ -48,7 +72,12 @@ ABSL_FLAG(int, max_prompt_tokens, 0,
 ABSL_FLAG(int, prefill_chunk_tokens, 256, "Prompt tokens fed per engine step");
 ABSL_FLAG(int, max_attention_tokens, 256,
           "Longest prompt DebugAttention accepts");
-ABSL_FLAG(bool, debug_attention, true, "Serve DebugAttention");
+ABSL_FLAG(textgen::DebugAttentionMode, debug_attention,
+          textgen::DebugAttentionMode::kToken,
+          "Who may call DebugAttention and ask for attention taps: off, token "
+          "(a debug-role token from --auth_tokens_file; without that file no "
+          "call is authenticated and this means everyone), open (everyone "
+          "who may generate). The old true/false mean open/off");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
 ABSL_FLAG(int64_t, max_attention_map_bytes, int64_t{64} << 20,
@@ -68,9 +97,58 @@ ABSL_FLAG(int64_t, memory_budget_mb, 0,
           "the machine's physical memory");
 ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics over HTTP (GET /metrics); 0 = off");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
+          "Address the metrics port listens on; loopback by default, since "
+          "metrics show load and errors to whoever can read them");
+ABSL_FLAG(std::string, metrics_token_file, "",
+          "File holding a token that GET /metrics must send as "
+          "`Authorization: Bearer <token>`; empty = metrics are open");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve TLS (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: require client certificates it signed (mutual TLS)");
+ABSL_FLAG(int, tls_refresh_seconds, 60,
+          "How often the TLS files are re-read (rotation without restart)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "Bearer tokens with roles, one `role token` or `role sha256:<hex>` "
+          "per line (roles: generate, debug); re-read on SIGHUP. Empty = no "
+          "authentication");
+ABSL_FLAG(bool, reflection, true,
+          "Serve gRPC server reflection (lists and describes the API)");
+ABSL_FLAG(int, client_max_streams, -1,
+          "Streams one client (a token; without tokens, an address) may have "
+          "open at once, queued ones included; 0 = no limit; -1 = half of "
+          "--num_slots with --auth_tokens_file, else no limit (behind a "
+          "proxy every caller has the proxy's address)");
+ABSL_FLAG(double, client_rate, 0,
+          "Requests per second one client may make on average (a token "
+          "bucket); 0 = no limit");
+ABSL_FLAG(double, client_burst, 0,
+          "Requests one client may make at once after a pause; 0 = "
+          "max(1, --client_rate)");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(60),
+          "Ping a connection idle this long to find dead peers; 0 = never");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(20),
+          "Close a connection whose ping is unanswered this long");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(30),
+          "Send GOAWAY to connections this old, so L4 balancers can spread "
+          "clients again; 0 = no limit");
+ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(5),
+          "How long calls may still run on a connection past its age");
+ABSL_FLAG(int, max_receive_message_bytes, 4 << 20,
+          "Largest request message in bytes (larger: RESOURCE_EXHAUSTED)");
 
 namespace textgen {
 namespace {
+
+// "shakespeare-char" from "models/shakespeare-char/", "stories260K.bin" from
+// "/data/stories260K.bin".
+std::string ModelBaseName(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
 
 int Run() {
   if (absl::GetFlag(FLAGS_threads) < 1) {
@@ -116,6 +194,7 @@ int Run() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // Reloads --auth_tokens_file.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const ModelConfig config = model->checkpoint.config;
   const uint64_t stored_bytes = model->checkpoint.stored_bytes;
@@ -126,8 +205,10 @@ int Run() {
   decoder_options.threads = absl::GetFlag(FLAGS_threads);
   auto decoder =
       std::make_unique<Decoder>(std::move(model->checkpoint), decoder_options);
+  const DebugAttentionMode debug_attention =
+      absl::GetFlag(FLAGS_debug_attention);
   std::unique_ptr<Decoder> attention_decoder;
-  if (absl::GetFlag(FLAGS_debug_attention)) {
+  if (debug_attention != DebugAttentionMode::kOff) {
     // DebugAttention's Decoder shares the engine's weights
     // (server/debug_attention.h): only its scratch memory is its own. One
     // thread: it runs on gRPC's.
@@ -156,7 +237,46 @@ int Run() {
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
-  options.service.model_name = model_path;
+  options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
+  if (const std::string file = absl::GetFlag(FLAGS_metrics_token_file);
+      !file.empty()) {
+    absl::StatusOr<std::string> token = ReadFileToString(file);
+    if (!token.ok()) {
+      spdlog::error("--metrics_token_file: {}", token.status().ToString());
+      return 1;
+    }
+    options.metrics_token = std::string(absl::StripAsciiWhitespace(*token));
+    if (options.metrics_token.empty()) {
+      spdlog::error("--metrics_token_file={}: the file is empty", file);
+      return 1;
+    }
+  }
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.tls.refresh_seconds = absl::GetFlag(FLAGS_tls_refresh_seconds);
+  options.front_door.auth.tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  options.front_door.auth.debug_attention = debug_attention;
+  options.front_door.limits.max_streams =
+      absl::GetFlag(FLAGS_client_max_streams);
+  if (options.front_door.limits.max_streams == -1) {
+    options.front_door.limits.max_streams =
+        options.front_door.auth.tokens_file.empty()
+            ? 0
+            : std::max(1, options.engine.num_slots / 2);
+  }
+  options.front_door.limits.rate = absl::GetFlag(FLAGS_client_rate);
+  options.front_door.limits.burst = absl::GetFlag(FLAGS_client_burst);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  options.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  options.max_connection_age_grace =
+      absl::GetFlag(FLAGS_max_connection_age_grace);
+  options.max_receive_message_bytes =
+      absl::GetFlag(FLAGS_max_receive_message_bytes);
+  // The name only: a path would show the server's directory layout.
+  options.service.model_name = ModelBaseName(model_path);
   options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
@@ -166,7 +286,7 @@ int Run() {
       std::max(1, absl::GetFlag(FLAGS_max_concurrent_debug_attention));
   options.service.max_tokenize_bytes = static_cast<size_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
-  options.service.debug_attention = absl::GetFlag(FLAGS_debug_attention);
+  options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
 
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
       options, std::move(decoder), std::move(attention_decoder),
@@ -182,7 +302,14 @@ int Run() {
                ResidentMemoryBytes() / 1048576.0);
 
   int signal = 0;
-  sigwait(&signals, &signal);
+  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
+    if (absl::Status s = (*server)->ReloadTokens(); s.ok()) {
+      spdlog::info("SIGHUP: tokens reloaded");
+    } else {
+      spdlog::error("SIGHUP: tokens not reloaded, the old ones stay: {}",
+                    s.ToString());
+    }
+  }
   spdlog::info("signal {}: draining", signal);
   (*server)->Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
   return 0;

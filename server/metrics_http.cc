@@ -2,9 +2,12 @@
 
 #include <httplib.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "server/auth.h"
 
 namespace textgen {
 
@@ -12,11 +15,33 @@ MetricsHttpServer::MetricsHttpServer()
     : http_(std::make_unique<httplib::Server>()) {}
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
-    const std::string& host, int port, std::function<std::string()> render) {
+    const std::string& host, int port, std::function<std::string()> render,
+    const std::string& bearer_token) {
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  // Compared as digests, in constant time (server/auth.h).
+  std::optional<TokenTable> allowed;
+  if (!bearer_token.empty()) {
+    absl::StatusOr<TokenTable> table =
+        TokenTable::Parse(absl::StrCat("generate ", bearer_token), "metrics");
+    if (!table.ok()) return table.status();
+    allowed = *std::move(table);
+  }
   server->http_->Get(
-      "/metrics", [render = std::move(render)](const httplib::Request&,
-                                               httplib::Response& response) {
+      "/metrics",
+      [render = std::move(render), allowed = std::move(allowed)](
+          const httplib::Request& request, httplib::Response& response) {
+        if (allowed) {
+          const std::string header = request.get_header_value("Authorization");
+          absl::string_view token = header;
+          if (!absl::ConsumePrefix(&token, "Bearer ") ||
+              allowed->Find(token) == nullptr) {
+            response.status = 401;
+            response.set_header("WWW-Authenticate", "Bearer");
+            response.set_content("metrics need Authorization: Bearer <token>\n",
+                                 "text/plain");
+            return;
+          }
+        }
         response.set_content(render(), "text/plain; version=0.0.4");
       });
   if (port == 0) {

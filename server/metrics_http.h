@@ -20,9 +20,12 @@ namespace textgen {
 class MetricsHttpServer {
  public:
   // Listens on host:port (port 0 picks a free one) and answers GET /metrics
-  // with `render()`. UNAVAILABLE if the port cannot be bound.
+  // with `render()`; with a `bearer_token`, only requests that send
+  // `Authorization: Bearer <bearer_token>` (others get 401). UNAVAILABLE if
+  // the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
-      const std::string& host, int port, std::function<std::string()> render);
+      const std::string& host, int port, std::function<std::string()> render,
+      const std::string& bearer_token = "");
 
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;

@@ -85,6 +85,11 @@ void RequestStream::Push(std::vector<StreamEvent>&& events) {
   if (on_ready) on_ready();
 }
 
+void RequestStream::DropUnread() {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.clear();
+}
+
 bool RequestStream::cancelled() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cancelled_;

@@ -73,6 +73,10 @@ class RequestStream {
   // vector is left empty, its capacity with the caller for the next step.
   void Push(std::vector<StreamEvent>&& events);
   bool cancelled() const;
+  // Forgets the TokenEvents not yet read, so that a FinishEvent pushed next
+  // is the next event: when the drain's time runs out, the final status must
+  // reach a slow reader now, not after its backlog.
+  void DropUnread();
 
   // Pops the front event, then unlocks and wakes the engine if it was waiting
   // for room.

@@ -24,15 +24,20 @@ class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
   void OnDone() override { delete this; }
 };
 
-// Writes a fixed list of messages, one at a time, then OK.
+// Writes a fixed list of messages, one at a time, then OK. Holds the call's
+// per-client stream count until done.
 template <typename Response>
 class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  // `hold` is kept until the call is done (DebugAttention's admission
-  // ticket: the reply's memory counts until it is written).
-  explicit ListWriteReactor(std::vector<Response> responses,
-                            std::shared_ptr<const void> hold = nullptr)
-      : responses_(std::move(responses)), hold_(std::move(hold)) {
+  // `permit` (the client's stream count) and `hold` (DebugAttention's
+  // admission ticket: the reply's memory counts until it is written) are
+  // kept until the call is done.
+  ListWriteReactor(std::vector<Response> responses,
+                   ClientLimiter::StreamPermit permit,
+                   std::shared_ptr<const void> hold = nullptr)
+      : responses_(std::move(responses)),
+        permit_(std::move(permit)),
+        hold_(std::move(hold)) {
     Next();
   }
   void OnWriteDone(bool ok) override {
@@ -54,6 +59,7 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   }
 
   std::vector<Response> responses_;
+  const ClientLimiter::StreamPermit permit_;
   const std::shared_ptr<const void> hold_;
   size_t next_ = 0;
 };
@@ -74,9 +80,11 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
 class GenerateReactor final
     : public grpc::ServerWriteReactor<pb::GenerateResponse> {
  public:
-  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics)
+  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics,
+                  ClientLimiter::StreamPermit permit)
       : stream_(std::move(stream)),
         metrics_(metrics),
+        permit_(std::move(permit)),
         link_(std::make_shared<Link>()) {
     link_->reactor = this;
     std::weak_ptr<Link> weak = link_;
@@ -165,7 +173,8 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
-  Metrics* const metrics_;  // May be null.
+  Metrics* const metrics_;                    // May be null.
+  const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
   // Under link_->mu.
   pb::GenerateResponse response_;  // The write in flight.
@@ -178,10 +187,12 @@ class GenerateReactor final
 
 TextGenerationService::TextGenerationService(
     const ServiceOptions& options, Engine* engine,
-    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics)
+    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics,
+    FrontDoor* front_door)
     : options_(options),
       engine_(engine),
       metrics_(metrics),
+      front_door_(front_door),
       tokenizer_(engine->tokenizer()),
       attention_(options.debug_attention && attention_decoder != nullptr
                      ? std::make_unique<AttentionDebugger>(
@@ -194,6 +205,13 @@ TextGenerationService::TextGenerationService(
                      : nullptr) {}
 
 TextGenerationService::~TextGenerationService() = default;
+
+absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
+    const grpc::CallbackServerContext& context, Need need,
+    FrontDoor::CallKind kind) {
+  if (front_door_ == nullptr) return FrontDoor::Pass();
+  return front_door_->Admit(context, need, kind);
+}
 
 absl::Status TextGenerationService::CheckTextSize(
     const pb::Prompt& prompt) const {
@@ -209,6 +227,14 @@ absl::Status TextGenerationService::CheckTextSize(
 
 grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
+  absl::StatusOr<FrontDoor::Pass> pass = Admit(
+      *context, request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
+      FrontDoor::CallKind::kStream);
+  if (!pass.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
+    return new FailedWriteReactor<pb::GenerateResponse>(
+        ToGrpcStatus(pass.status()));
+  }
   const absl::Status text_size = CheckTextSize(request->prompt());
   absl::StatusOr<GenerationRequest> engine_request =
       text_size.ok() ? ToEngineRequest(*request, tokenizer_)
@@ -230,13 +256,20 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
         ToGrpcStatus(stream.status()));
   }
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream), metrics_);
+  return new GenerateReactor(*std::move(stream), metrics_,
+                             std::move(pass->stream));
 }
 
 grpc::ServerWriteReactor<pb::DebugAttentionResponse>*
 TextGenerationService::DebugAttention(
     grpc::CallbackServerContext* context,
     const pb::DebugAttentionRequest* request) {
+  absl::StatusOr<FrontDoor::Pass> pass =
+      Admit(*context, Need::kDebug, FrontDoor::CallKind::kStream);
+  if (!pass.ok()) {
+    return new FailedWriteReactor<pb::DebugAttentionResponse>(
+        ToGrpcStatus(pass.status()));
+  }
   if (attention_ == nullptr) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
         grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -268,13 +301,20 @@ TextGenerationService::DebugAttention(
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
         ToGrpcStatus(responses.status()));
   }
-  return new ListWriteReactor<pb::DebugAttentionResponse>(*std::move(responses),
-                                                          *std::move(ticket));
+  return new ListWriteReactor<pb::DebugAttentionResponse>(
+      *std::move(responses), std::move(pass->stream), *std::move(ticket));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context,
     const pb::GetModelInfoRequest* /*request*/, pb::ModelInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::StatusOr<FrontDoor::Pass> pass =
+          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
+      !pass.ok()) {
+    reactor->Finish(ToGrpcStatus(pass.status()));
+    return reactor;
+  }
   DescribeModel(engine_->config(), tokenizer_, *response);
   response->set_name(options_.model_name);
   pb::Limits* limits = response->mutable_limits();
@@ -284,7 +324,6 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
   limits->set_max_queue(engine_->options().max_queue);
   limits->set_max_attention_tokens(options_.max_attention_tokens);
   limits->set_debug_attention_enabled(attention_ != nullptr);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -293,6 +332,12 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     grpc::CallbackServerContext* context, const pb::TokenizeRequest* request,
     pb::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::StatusOr<FrontDoor::Pass> pass =
+          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
+      !pass.ok()) {
+    reactor->Finish(ToGrpcStatus(pass.status()));
+    return reactor;
+  }
   if (tokenizer_ == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                  "this model has no tokenizer"));

@@ -33,6 +33,7 @@
 #include "model/tokenizer.h"
 #include "server/debug_attention.h"
 #include "server/engine.h"
+#include "server/front_door.h"
 #include "server/metrics.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -58,11 +59,14 @@ struct ServiceOptions {
 class TextGenerationService final
     : public textgen::v1::TextGeneration::CallbackService {
  public:
-  // `engine` (and `metrics`, if not null) must outlive the service.
-  // `attention_decoder` serves DebugAttention (see above); null disables it.
+  // `engine` (and `metrics`, `front_door`, if not null) must outlive the
+  // service. `attention_decoder` serves DebugAttention (see above); null
+  // disables it. `front_door` admits each call before any work
+  // (server/front_door.h); null admits every call.
   TextGenerationService(const ServiceOptions& options, Engine* engine,
                         std::unique_ptr<Decoder> attention_decoder,
-                        Metrics* metrics = nullptr);
+                        Metrics* metrics = nullptr,
+                        FrontDoor* front_door = nullptr);
   ~TextGenerationService() override;
 
   grpc::ServerWriteReactor<textgen::v1::GenerateResponse>* Generate(
@@ -84,9 +88,15 @@ class TextGenerationService final
   absl::Status CheckTextSize(const textgen::v1::Prompt& prompt) const;
 
  private:
+  // front_door_->Admit, or a pass for everyone without a front door.
+  absl::StatusOr<FrontDoor::Pass> Admit(
+      const grpc::CallbackServerContext& context, Need need,
+      FrontDoor::CallKind kind);
+
   const ServiceOptions options_;
   Engine* const engine_;
   Metrics* const metrics_;            // May be null.
+  FrontDoor* const front_door_;       // May be null.
   const Tokenizer* const tokenizer_;  // May be null.
   // Null when DebugAttention is off.
   const std::unique_ptr<AttentionDebugger> attention_;

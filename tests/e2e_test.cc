@@ -16,19 +16,23 @@
 //     survives them all;
 //   - DebugAttention equals the decoder's captured maps (causal zeros, rows
 //     summing to 1) and agrees with Generate's attention tap;
-//   - health: SERVING after start, NOT_SERVING while draining, and running
-//     streams finish during the drain; reflection lists the service;
+//   - health: SERVING after start, NOT_SERVING (to a Watch) while draining,
+//     new calls refused, and running streams finish during the drain;
+//     reflection lists the service;
 //   - the Prometheus endpoint counts requests by status, tokens and slots.
 // Streams that must stay open are held by not reading them: gRPC's flow
 // control stops the server's writes, the engine's stream buffer fills, and
 // the sequence waits in its slot. Waits are bounded (kWait) only so that a
 // bug fails instead of hanging; nothing depends on timing.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -181,6 +185,19 @@ std::string ToString(const grpc::ByteBuffer& buffer) {
 grpc::ByteBuffer ToBuffer(const std::string& bytes) {
   grpc::Slice slice(bytes);
   return grpc::ByteBuffer(&slice, 1);
+}
+
+// Whether a TCP connection to 127.0.0.1:port is accepted.
+bool PortAcceptsConnections(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool accepted =
+      connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return accepted;
 }
 
 class E2eTest : public ::testing::Test {
@@ -691,6 +708,15 @@ TEST_F(E2eTest, DebugAttentionCanBeDisabled) {
   request.mutable_prompt()->set_text("Hello");
   const AttentionReply reply = DebugAttention(*stub_, request);
   EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // Attention taps are the same debug work.
+  pb::GenerateRequest tapped = IdsRequest({1, 2, 3}, 2);
+  tapped.mutable_attention_tap()->add_layers(0);
+  const Outcome out = Generate(tapped);
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(out.status.error_message(),
+              ::testing::HasSubstr("--debug_attention=off"));
+  // Plain generation is unaffected.
+  EXPECT_TRUE(Generate(IdsRequest({1, 2, 3}, 2)).status.ok());
 }
 
 TEST_F(E2eTest, ModelInfoAndTokenize) {
@@ -719,9 +745,33 @@ TEST_F(E2eTest, ModelInfoAndTokenize) {
   EXPECT_EQ(response.tokens(3).id(), 96);
 }
 
-TEST_F(E2eTest, HealthServingThenNotServingWhileDrainingStreamsFinish) {
+TEST_F(E2eTest, DrainTellsHealthWatchersRefusesNewCallsAndStreamsFinish) {
   StartServer();
   EXPECT_EQ(HealthStatus(), 1);  // SERVING
+
+  // A health Watch opened before the drain hears NOT_SERVING; once draining,
+  // the server takes no new calls, so a new Check could not be answered.
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+  const grpc::internal::RpcMethod watch_method(
+      "/grpc.health.v1.Health/Watch",
+      grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> watch(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), watch_method, &watch_context, ToBuffer("")));
+  auto next_status = [&]() -> int {
+    grpc::ByteBuffer message;
+    if (!watch->Read(&message)) return -1;
+    google::protobuf::UnknownFieldSet fields;
+    EXPECT_TRUE(fields.ParseFromString(ToString(message)));
+    for (int i = 0; i < fields.field_count(); ++i) {
+      if (fields.field(i).number() == 1) {
+        return static_cast<int>(fields.field(i).varint());
+      }
+    }
+    return 0;
+  };
+  EXPECT_EQ(next_status(), 1);
 
   auto context = ContextWithWait();
   auto holding = HoldingStub();
@@ -730,19 +780,33 @@ TEST_F(E2eTest, HealthServingThenNotServingWhileDrainingStreamsFinish) {
       WaitForStats([](const EngineStats& s) { return s.slots_in_use == 1; }));
 
   std::thread drain([&] { server_->Drain(kWait); });
-  const absl::Time end = absl::Now() + kWait;
-  int health = 1;
-  while (health == 1 && absl::Now() < end) {
-    health = HealthStatus();
-    absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(next_status(), 2);  // NOT_SERVING while the held stream runs.
+  // The port closes (right after NOT_SERVING: a connection that slips in
+  // between gets its call CANCELLED by gRPC's shutdown), and then a call on
+  // a new connection is UNAVAILABLE.
+  const absl::Time port_deadline = absl::Now() + kWait;
+  while (PortAcceptsConnections(server_->port()) &&
+         absl::Now() < port_deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
   }
-  EXPECT_EQ(health, 2);  // NOT_SERVING while the held stream runs.
-  const Outcome refused = Generate(IdsRequest({1, 2}, 3));
-  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_FALSE(PortAcceptsConnections(server_->port()));
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto fresh = pb::TextGeneration::NewStub(grpc::CreateCustomChannel(
+      absl::StrCat("127.0.0.1:", server_->port()),
+      grpc::InsecureChannelCredentials(), own_connection));
+  grpc::ClientContext fresh_context;
+  fresh_context.set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+  pb::ModelInfo info;
+  EXPECT_EQ(
+      fresh->GetModelInfo(&fresh_context, pb::GetModelInfoRequest(), &info)
+          .error_code(),
+      grpc::StatusCode::UNAVAILABLE);
 
   const Outcome out = ReadAll(*held);  // Finishes within the grace.
   EXPECT_TRUE(out.status.ok()) << out.status.error_message();
   EXPECT_EQ(out.tokens.size(), 110u);
+  watch_context.TryCancel();
   drain.join();
 }
 

@@ -15,6 +15,12 @@ The message classes are generated from proto/textgen/v1/textgen.proto at build t
 (PYTHONPATH), else in $TEXTGEN_PY_STUBS, else in build/client/python of this repository.
 Errors are grpc.RpcError, as raised by grpcio: .code() and .details() say what went wrong.
 
+A server with TLS, mutual TLS and bearer tokens (server/README.md "Security"):
+
+    client = TextgenClient("textgen.example:50051", tls=True, ca_cert="ca.pem",
+                           client_cert="client.pem", client_key="client.key",
+                           token="...")   # token defaults to $TEXTGEN_TOKEN
+
 Needs only Debian's python3-grpcio and python3-protobuf.
 """
 
@@ -109,16 +115,38 @@ class TextgenClient:
       "ipv4:127.0.0.1:5001,127.0.0.1:5002". lb_policy: "pick_first" (gRPC's default) or
       "round_robin" (spread calls over every address the target resolves to).
     timeout: default deadline in seconds for each call (None = none).
+    tls: connect with TLS (implied by ca_cert, client_cert or client_key); ca_cert: PEM file
+      of the CA that signed the server's certificate (default: the system's roots);
+      client_cert, client_key: PEM files of this client's certificate (mutual TLS).
+    token: bearer token sent with every call (default: $TEXTGEN_TOKEN; "" sends none).
     """
 
     def __init__(self, target: str = "localhost:50051", lb_policy: Optional[str] = None,
-                 timeout: Optional[float] = None):
-        options = []
+                 timeout: Optional[float] = None, *, tls: bool = False,
+                 ca_cert: Optional[str] = None, client_cert: Optional[str] = None,
+                 client_key: Optional[str] = None, token: Optional[str] = None,
+                 options: Sequence[Tuple[str, object]] = ()):
+        options = list(options)
         if lb_policy:
             options.append(("grpc.lb_policy_name", lb_policy))
         self.target = target
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(target, options=options)
+        if token is None:
+            token = os.environ.get("TEXTGEN_TOKEN", "")
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        if (client_cert is None) != (client_key is None):
+            raise ValueError("client_cert and client_key go together")
+        if tls or ca_cert or client_cert:
+            def read(path):
+                with open(path, "rb") as f:
+                    return f.read()
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=read(ca_cert) if ca_cert else None,
+                private_key=read(client_key) if client_key else None,
+                certificate_chain=read(client_cert) if client_cert else None)
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
         self._stub = textgen_pb2_grpc.TextGenerationStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
@@ -167,7 +195,8 @@ class TextgenClient:
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
                 layers=list(tap_layers), heads=list(tap_heads)))
-        return GenerateStream(self._stub.Generate(request, timeout=self._timeout(timeout)))
+        return GenerateStream(self._stub.Generate(request, timeout=self._timeout(timeout),
+                                                  metadata=self._metadata))
 
     def attention(self, prompt: Optional[str] = None, *,
                   prompt_ids: Optional[Sequence[int]] = None, layers: Sequence[int] = (),
@@ -179,7 +208,8 @@ class TextgenClient:
         tokens: List[str] = []
         ids: List[int] = []
         rows: Dict[Tuple[int, int], Dict[int, List[float]]] = {}
-        for response in self._stub.DebugAttention(request, timeout=self._timeout(timeout)):
+        for response in self._stub.DebugAttention(request, timeout=self._timeout(timeout),
+                                                  metadata=self._metadata):
             if response.tokens:
                 tokens = [t.text for t in response.tokens]
                 ids = [t.id for t in response.tokens]
@@ -210,12 +240,12 @@ class TextgenClient:
     def info(self, timeout: Optional[float] = None) -> "textgen_pb2.ModelInfo":
         """The model's architecture, sizes, tokenizer and the server's limits."""
         return self._stub.GetModelInfo(textgen_pb2.GetModelInfoRequest(),
-                                       timeout=self._timeout(timeout))
+                                       timeout=self._timeout(timeout), metadata=self._metadata)
 
     def tokenize(self, text: str, timeout: Optional[float] = None) -> List[Tuple[int, str]]:
         """(id, text) per token of text, with the model's tokenizer."""
         response = self._stub.Tokenize(textgen_pb2.TokenizeRequest(text=text),
-                                       timeout=self._timeout(timeout))
+                                       timeout=self._timeout(timeout), metadata=self._metadata)
         return [(t.id, t.text) for t in response.tokens]
 
     def health(self, timeout: Optional[float] = None) -> str:

@@ -47,8 +47,9 @@ int Fail(const std::string& message) {
 }
 
 int Run() {
-  absl::StatusOr<TextgenClient> client =
-      TextgenClient::Create({.target = absl::GetFlag(FLAGS_server)});
+  ClientOptions client_options;
+  client_options.target = absl::GetFlag(FLAGS_server);
+  absl::StatusOr<TextgenClient> client = TextgenClient::Create(client_options);
   if (!client.ok()) return Fail(client.status().ToString());
   v1::Prompt prompt;
   prompt.set_text(absl::GetFlag(FLAGS_prompt));

@@ -195,6 +195,7 @@ def main() -> int:
     image_metrics = next(a for a in entrypoint if a.startswith("--metrics_port=")).split("=")[1]
     mapped = [args.server] + [
         a.replace("--host=0.0.0.0", "--host=127.0.0.1")
+         .replace("--metrics_host=0.0.0.0", "--metrics_host=127.0.0.1")
          .replace(f"--port={image_port}", f"--port={port}")
          .replace(f"--metrics_port={image_metrics}", f"--metrics_port={metrics_port}")
          .replace(model_in_image, os.path.join(args.repo, "models", "shakespeare-char"))

@@ -140,6 +140,33 @@ def main() -> int:
     else:
         print("note: no kubectl: rendering with this test's minimal renderer, not kustomize")
         objects = render_kustomize(base)
+    # --- The TLS + tokens Component (k8s/secure) on the base, where kubectl renders it. ---
+    if args.kubectl:
+        with tempfile.TemporaryDirectory(dir=deploy) as overlay:
+            with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+                f.write("resources: [../k8s]\ncomponents: [../k8s/secure]\n")
+            out = subprocess.run([args.kubectl, "kustomize", overlay], capture_output=True,
+                                 text=True, timeout=60)
+        check(out.returncode == 0, f"kubectl kustomize renders k8s + k8s/secure {out.stderr}")
+        secure = [d for d in yaml.safe_load_all(out.stdout) if d]
+        (pod,) = [o["spec"]["template"]["spec"] for o in secure if o["kind"] == "Deployment"]
+        container = pod["containers"][0]
+        check({"--tls_cert=/etc/textgen-tls/tls.crt", "--tls_key=/etc/textgen-tls/tls.key",
+               "--auth_tokens_file=/etc/textgen-tokens/tokens"} <= set(container["args"])
+              and {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+              == {"textgen-tls", "textgen-tokens"}
+              and all("exec" in container[p] and "grpc" not in container[p]
+                      for p in ("startupProbe", "readinessProbe", "livenessProbe")),
+              "k8s/secure mounts the TLS and token Secrets, passes their flags, probes over TLS")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "secure.json")
+            with open(path, "w") as f:
+                json.dump(secure, f)
+            out = subprocess.run(["node", os.path.join(os.path.dirname(__file__),
+                                                       "validate_k8s.js"), args.npm, path],
+                                 capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, f"k8s + k8s/secure pass Kubernetes' schema {out.stdout}")
+
     by_kind = {}
     for o in objects:
         by_kind.setdefault(o["kind"], []).append(o)
@@ -310,7 +337,8 @@ def main() -> int:
             with textgen_client.TextgenClient(f"127.0.0.1:{port}", timeout=10) as client:
                 check(client.health() == "SERVING", "textgen_server with server.flags is SERVING")
                 # No --model but the flag file's: the default (a relative path) is not there.
-                check(client.info().name == model_dir,
+                # (GetModelInfo.name is the model's base name, never its path.)
+                check(client.info().name == os.path.basename(model_dir.rstrip("/")),
                       "it serves the model server.flags names")
             proc.send_signal(signal.SIGTERM)
             check(proc.wait(timeout=drain + 15) == 0, "it drains on SIGTERM and exits 0")
