@@ -22,7 +22,7 @@ ModelMemory EstimateModelMemory(const ModelConfig& c,
   const double f32 = 4;
   const double C = c.d_model, I = c.d_ff, V = c.vocab_size, L = c.n_layers;
   const double T = c.context_length;
-  const double head_dim = c.n_heads > 0 ? C / c.n_heads : 0;
+  const double head_dim = c.n_heads > 0 ? c.head_dim() : 0;
   const double q_cols = c.n_heads * head_dim;
   const double kv_cols = c.n_kv_heads * head_dim;
   const double ff_in_cols =
@@ -30,8 +30,10 @@ ModelMemory EstimateModelMemory(const ModelConfig& c,
   // Per layer: the four projections (packed, weight_type), norms and biases.
   const double matrices =
       C * (q_cols + 2 * kv_cols) + q_cols * C + C * ff_in_cols + I * C;
-  const double vectors =
-      4 * C + (c.has_bias ? (q_cols + 2 * kv_cols) + 2 * C + ff_in_cols : 0);
+  const double vectors = 4 * C + (c.qkv_bias ? q_cols + 2 * kv_cols : 0) +
+                         (c.attn_out_bias ? C : 0) +
+                         (c.mlp_bias ? ff_in_cols + C : 0) +
+                         (c.qk_norm ? 2 * head_dim : 0);
   ModelMemory m;
   m.weights = L * (matrices * w + vectors * f32) + 2 * C * f32  // final norm
               + V * C * w;                                      // LM head

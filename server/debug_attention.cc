@@ -24,9 +24,9 @@ absl::StatusOr<std::vector<int>> Indices(
   TEXTGEN_RETURN_IF_ERROR(CheckIndices(indices, count, field, what));
   // A layer or head listed twice is computed and sent once: repeats would
   // multiply the work and the reply without adding information.
-  std::vector<bool> seen(count, false);
+  std::vector<char> seen(count, 0);
   indices.erase(std::remove_if(indices.begin(), indices.end(),
-                               [&](int i) { return std::exchange(seen[i], true); }),
+                               [&](int i) { return seen[i]++ > 0; }),
                 indices.end());
   if (indices.empty()) {
     for (int i = 0; i < count; ++i) indices.push_back(i);
