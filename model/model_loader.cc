@@ -11,6 +11,7 @@
 #include "model/gguf_tokenizer.h"
 #include "model/llama2c_checkpoint.h"
 #include "model/status_macros.h"
+#include "model/tokenizer_factory.h"
 
 namespace textgen {
 namespace {

@@ -14,6 +14,7 @@
 #include "model/gpt2_bpe_tokenizer.h"
 #include "model/hf_tokenizer_json.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_factory.h"
 
 namespace textgen {
 namespace {

@@ -45,6 +45,7 @@
 #include "model/generate.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_factory.h"
 #include "model/utf8.h"
 #include "tests/test_util.h"
 

@@ -31,6 +31,7 @@
 #include "model/file_util.h"
 #include "model/hf_tokenizer_json.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_factory.h"
 #include "model/utf8.h"
 #include "tests/shared_data.h"
 #include "tests/tokenizer_strings.h"

@@ -16,6 +16,7 @@
 #include "model/file_util.h"
 #include "model/gpt2_bpe_tokenizer.h"
 #include "model/sentencepiece_tokenizer.h"
+#include "model/tokenizer_factory.h"
 #include "model/utf8.h"
 #include "tests/test_util.h"
 
