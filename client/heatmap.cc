@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/utf8.h"
 
 namespace textgen {
 namespace {
@@ -33,46 +34,15 @@ constexpr int kMinLabelPx = 8;
 // ---- UTF-8
 // -------------------------------------------------------------------------------
 
-// Code points of valid UTF-8 (the server never sends half a character); a stray
-// byte becomes U+FFFD.
+// Code points of `s`, made well-formed first (the server never sends half a
+// character; anything invalid shows as U+FFFD).
 std::vector<char32_t> DecodeUtf8(const std::string& s) {
+  const std::string text = SanitizeUtf8(s);
   std::vector<char32_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = s[i];
-    int len = c < 0x80         ? 1
-              : (c >> 5) == 6  ? 2
-              : (c >> 4) == 14 ? 3
-              : (c >> 3) == 30 ? 4
-                               : 0;
-    if (len == 0 || i + len > s.size()) {
-      out.push_back(0xFFFD);
-      ++i;
-      continue;
-    }
-    char32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (int j = 1; j < len; ++j) cp = (cp << 6) | (s[i + j] & 0x3F);
-    out.push_back(cp);
-    i += len;
+  for (size_t pos = 0; pos < text.size();) {
+    out.push_back(NextCodePoint(text, pos));
   }
   return out;
-}
-
-void AppendUtf8(char32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // ---- Pixels
@@ -377,7 +347,7 @@ std::string DisplayToken(const std::string& text, int max_chars) {
     shown.push_back(U'\u2026');
   }
   std::string out;
-  for (char32_t cp : shown) AppendUtf8(cp, &out);
+  for (char32_t cp : shown) AppendUtf8(cp, out);
   return out;
 }
 
