@@ -86,13 +86,6 @@ const std::string& ModelDir() {
   return dir;
 }
 
-std::unique_ptr<Decoder> LoadDecoder() {
-  auto checkpoint = LoadCheckpoint(ModelDir());
-  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
-  if (!checkpoint.ok()) return nullptr;
-  return std::make_unique<Decoder>(*std::move(checkpoint));
-}
-
 // The decoder alone at temperature 0 (model/generate.h, no end token): the
 // reference for Generate.
 std::vector<int> GreedyAlone(Decoder& decoder, const std::vector<int>& prompt,
@@ -222,13 +215,15 @@ class E2eTest : public ::testing::Test {
     tokenizer_ = std::move(loaded->tokenizer);
     auto server = GrpcServer::Start(
         options, std::make_unique<Decoder>(std::move(loaded->checkpoint)),
-        options.service.debug_attention ? LoadDecoder() : nullptr, tokenizer_);
+        options.service.debug_attention ? testing::LoadDecoder(ModelDir())
+                                        : nullptr,
+        tokenizer_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
                                    grpc::InsecureChannelCredentials());
     stub_ = pb::TextGeneration::NewStub(channel_);
-    reference_ = LoadDecoder();
+    reference_ = testing::LoadDecoder(ModelDir());
   }
 
   // A stub whose streams stall the server soon when not read: the client

@@ -81,13 +81,6 @@ class PieceTokenizer : public Tokenizer {
   int eos_;
 };
 
-std::unique_ptr<Decoder> LoadDecoder(const std::string& name) {
-  auto checkpoint = LoadCheckpoint(testing::GoldenDir(name));
-  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
-  if (!checkpoint.ok()) return nullptr;
-  return std::make_unique<Decoder>(*std::move(checkpoint));
-}
-
 // `n` token ids in [0, vocab), the same for the same seed.
 std::vector<int> Prompt(int n, int vocab, unsigned seed) {
   std::mt19937 rng(seed);
@@ -200,7 +193,8 @@ std::unique_ptr<Engine> MakeEngine(
     const EngineOptions& options,
     std::shared_ptr<const Tokenizer> tokenizer = nullptr,
     const std::string& model = "gpt2_learned", bool start = true) {
-  auto engine = Engine::Create(options, LoadDecoder(model), tokenizer);
+  auto engine = Engine::Create(
+      options, testing::LoadDecoder(testing::GoldenDir(model)), tokenizer);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return nullptr;
   if (start) {
@@ -238,7 +232,8 @@ TEST_P(EngineParityTest, GreedyIsTheDecodersOwnLoopTokenForToken) {
       MakeEngine(options, nullptr, GetParam(), /*start=*/true);
   ASSERT_NE(engine, nullptr);
   const ModelConfig config = engine->config();
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder(GetParam());
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir(GetParam()));
 
   const std::vector<int> prompt = Prompt(23, config.vocab_size, 1);
   GenerationRequest request = Request(prompt, 40);
@@ -301,7 +296,8 @@ TEST_P(EngineParityTest, StopsWhenTheContextIsFull) {
   EXPECT_EQ(out.finish->reason, FinishReason::kContextFull);
   ASSERT_EQ(out.generated.size(), 5u);
   EXPECT_EQ(out.generated.back().position, context - 1);
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder(GetParam());
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir(GetParam()));
   EXPECT_EQ(out.ids(),
             RunAlone(*reference_decoder, prompt, Greedy(), 0, 100).ids);
 }
@@ -351,7 +347,8 @@ TEST(EngineTest, ThirtyTwoConcurrentRequestsEachGetWhatTheyGetAlone) {
     if (t.joinable()) t.join();
   }
 
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder("gpt2_learned");
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   int total_tokens = 0;
   std::set<int64_t> steps;
   std::map<int64_t, int> requests_per_step;
@@ -480,7 +477,8 @@ TEST(EngineTest, CancelDropAndDeadlineFreeTheirSlotsAndTheEngineGoesOn) {
   // Still serving, and correctly.
   const std::vector<int> prompt = Prompt(7, vocab, 6);
   auto fresh = MustSubmit(*engine, Request(prompt, 20));
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder("gpt2_learned");
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   EXPECT_EQ(Collect(*fresh).ids(),
             RunAlone(*reference_decoder, prompt, Greedy(), 0, 20).ids);
   EXPECT_EQ(engine->stats().slots_in_use, 0);
@@ -627,10 +625,11 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
   // Bad options and an oversized tokenizer are refused by Create.
   EngineOptions bad;
   bad.num_slots = 0;
-  auto no_slots = Engine::Create(bad, LoadDecoder("gpt2_learned"), nullptr);
+  auto no_slots = Engine::Create(
+      bad, testing::LoadDecoder(testing::GoldenDir("gpt2_learned")), nullptr);
   EXPECT_THAT(no_slots.status().message(), HasSubstr("num_slots must be >= 1"));
   auto too_big = Engine::Create(
-      {}, LoadDecoder("gpt2_learned"),
+      {}, testing::LoadDecoder(testing::GoldenDir("gpt2_learned")),
       std::make_shared<PieceTokenizer>(std::vector<std::string>(98, "x")));
   EXPECT_THAT(too_big.status().message(), HasSubstr("98 tokens"));
 }
@@ -657,7 +656,8 @@ TEST(EngineTest, SlowConsumerStallsOnlyItsOwnStream) {
   const Output slow_out = Collect(*slow);
   ASSERT_TRUE(slow_out.finish);
   EXPECT_TRUE(slow_out.finish->status.ok());
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder("gpt2_learned");
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   EXPECT_EQ(slow_out.ids(),
             RunAlone(*reference_decoder, slow_prompt, Greedy(), 0, 60).ids);
   EXPECT_EQ(fast_out.ids(),
@@ -845,7 +845,8 @@ TEST(EngineTextTest, StreamingNeverSplitsAUtf8Character) {
 
 TEST(EngineTextTest, EndOfSequenceTokenEndsTheRequest) {
   // Find a token the model will produce, then make it the EOS.
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder("gpt2_learned");
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   const std::vector<int> prompt = Prompt(8, 97, 6);
   const Reference free_run =
       RunAlone(*reference_decoder, prompt, Sampled(), 5, 40);
@@ -943,7 +944,8 @@ TEST(EngineTest, LongPromptIsPrefilledInChunksWhileAnotherStreamDecodes) {
   EXPECT_EQ(prompt_tokens_per_step.begin()->second, 13);
   EXPECT_EQ(arrive.generated.front().step, 7);  // Right after its prompt.
 
-  std::unique_ptr<Decoder> reference_decoder = LoadDecoder("gpt2_learned");
+  std::unique_ptr<Decoder> reference_decoder =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   EXPECT_EQ(arrive.ids(),
             RunAlone(*reference_decoder, long_prompt, Greedy(), 0, 4).ids);
   EXPECT_EQ(run.ids(),

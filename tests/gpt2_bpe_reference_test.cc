@@ -27,6 +27,7 @@
 #include "model/tokenizer.h"
 #include "model/utf8.h"
 #include "tests/shared_data.h"
+#include "tests/test_util.h"
 #include "tests/tokenizer_strings.h"
 
 namespace textgen {
@@ -36,19 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Runs a shell command; returns its stdout, or nullopt if it failed.
-std::optional<std::string> RunCommand(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-    out.append(buffer, n);
-  if (pclose(pipe) != 0) return std::nullopt;
-  return out;
 }
 
 class Gpt2BpeReferenceTest : public ::testing::Test {
@@ -117,7 +105,7 @@ TEST_F(Gpt2BpeReferenceTest, TinyShakespeareGivesTheRecordedTokens) {
   }
   const std::string ids_path = ::testing::TempDir() + "/tinyshakespeare.u16";
   std::ofstream(ids_path, std::ios::binary) << bytes;
-  auto sha = RunCommand("sha256sum '" + ids_path + "'");
+  auto sha = testing::RunCommand("sha256sum '" + ids_path + "'");
   ASSERT_TRUE(sha.has_value()) << "sha256sum failed";
   const std::string digest = sha->substr(0, 64);
   EXPECT_EQ(digest,
@@ -146,7 +134,7 @@ TEST_F(Gpt2BpeReferenceTest, AgreesWithJsTiktokenOnVariedStrings) {
     GTEST_SKIP() << "js-tiktoken is not installed in " << testing::NpmDir()
                  << " (run `npm ci --prefix tests/npm`; scripts/test.sh does)";
   }
-  if (!RunCommand("command -v node >/dev/null 2>&1").has_value()) {
+  if (!testing::RunCommand("command -v node >/dev/null 2>&1").has_value()) {
     GTEST_SKIP() << "node is not on PATH";
   }
 
@@ -161,8 +149,9 @@ TEST_F(Gpt2BpeReferenceTest, AgreesWithJsTiktokenOnVariedStrings) {
   const std::string out = ::testing::TempDir() + "/gpt2_reference.json";
   std::ofstream(in, std::ios::binary) << nlohmann::json(strings).dump();
   const auto node_start = Clock::now();
-  ASSERT_TRUE(RunCommand("node '" + script + "' '" + in + "' '" + out + "'")
-                  .has_value())
+  ASSERT_TRUE(
+      testing::RunCommand("node '" + script + "' '" + in + "' '" + out + "'")
+          .has_value())
       << "node " << script << " failed";
   const double node_seconds = SecondsSince(node_start);
   auto reference_text = ReadFileToString(out);

@@ -34,24 +34,13 @@
 #include "model/tokenizer_factory.h"
 #include "model/utf8.h"
 #include "tests/shared_data.h"
+#include "tests/test_util.h"
 #include "tests/tokenizer_strings.h"
 
 namespace textgen {
 namespace {
 
 using nlohmann::json;
-
-std::optional<std::string> RunCommand(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-    out.append(buffer, n);
-  if (pclose(pipe) != 0) return std::nullopt;
-  return out;
-}
 
 bool InCi() {
   const char* ci = std::getenv("CI");
@@ -108,7 +97,7 @@ TEST_P(HfTokenizerReferenceTest, EqualsHuggingFaceTokenizers) {
   const std::string library =
       testing::NpmDir() + "/node_modules/tokenizers/package.json";
   const bool have_node =
-      RunCommand("command -v node >/dev/null 2>&1").has_value();
+      testing::RunCommand("command -v node >/dev/null 2>&1").has_value();
   if (!testing::Exists(original) || !testing::Exists(library) || !have_node) {
     const std::string why =
         !have_node ? "node is not on PATH"
@@ -199,8 +188,8 @@ TEST_P(HfTokenizerReferenceTest, EqualsHuggingFaceTokenizers) {
       ::testing::TempDir() + "/" + family.name + "_reference.json";
   std::ofstream(in, std::ios::binary) << json(strings).dump();
   const std::string script = testing::NpmDir() + "/hf_tokenize.js";
-  ASSERT_TRUE(RunCommand("node '" + script + "' '" + path + "' '" + in + "' '" +
-                         out + "'")
+  ASSERT_TRUE(testing::RunCommand("node '" + script + "' '" + path + "' '" +
+                                  in + "' '" + out + "'")
                   .has_value())
       << "node " << script << " failed";
   auto reference_text = ReadFileToString(out);

@@ -334,9 +334,7 @@ TEST_F(Llama2cErrorsTest, NewerExportVersionsAreRecognized) {
 
 TEST(LoadModelTest, FindsTheTokenizerBesideALlama2cCheckpoint) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "llama2c_load_model";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = testing::FreshTempDir("llama2c_load_model");
   const Llama2c model = Llama2c::Random({16, 20, 1, 4, 2, 11, 8}, 3);
   testing::WriteFile((dir / "m.bin").string(), model.Serialize());
 

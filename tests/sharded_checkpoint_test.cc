@@ -31,11 +31,9 @@ constexpr char kGolden[] = "qwen2_bias";
 class ShardedCheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           (std::string("shards_") +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::FreshTempDir(
+        std::string("shards_") +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::copy_file(fs::path(testing::GoldenDir(kGolden)) / "config.json",
                   dir_ / "config.json");
   }

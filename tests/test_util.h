@@ -1,17 +1,25 @@
-// Helpers shared by the tests: building safetensors bytes by hand and locating
-// golden data.
+// Helpers shared by the tests: building safetensors bytes by hand, locating
+// golden data, fresh temporary directories and loading a decoder.
 #ifndef TEXTGEN_TESTS_TEST_UTIL_H_
 #define TEXTGEN_TESTS_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/checkpoint.h"
+#include "model/decoder.h"
 
 namespace textgen::testing {
 
@@ -93,6 +101,38 @@ inline void WriteCharVocab97(const std::filesystem::path& dir) {
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// An empty directory `name` under the test's temporary directory (whatever a
+// previous run left there is removed); returns its path.
+inline std::string FreshTempDir(const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// The decoder of the checkpoint in `dir`; null, with a test failure naming
+// the error, if it does not load.
+inline std::unique_ptr<Decoder> LoadDecoder(const std::string& dir) {
+  auto checkpoint = LoadCheckpoint(dir);
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+  if (!checkpoint.ok()) return nullptr;
+  return std::make_unique<Decoder>(*std::move(checkpoint));
+}
+
+// Runs a shell command; returns its stdout, or nullopt if it failed.
+inline std::optional<std::string> RunCommand(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    out.append(buffer, n);
+  if (pclose(pipe) != 0) return std::nullopt;
+  return out;
 }
 
 }  // namespace textgen::testing

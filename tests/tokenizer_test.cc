@@ -28,15 +28,6 @@ using ::testing::HasSubstr;
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the test's temporary directory.
-std::string MakeTempDir(const std::string& name) {
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("tokenizer_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 // Feeds `ids` one at a time; checks that every emitted piece is well-formed
 // UTF-8 and that the pieces concatenate to Decode(ids). Returns the pieces.
 std::vector<std::string> StreamPieces(const Tokenizer& t,
@@ -469,7 +460,7 @@ TEST(SentencePieceTokenizerTest, BadFilesAreClearErrors) {
 // The factory
 
 TEST(LoadTokenizerTest, FindsEachKindInADirectoryOrAsAFile) {
-  const std::string dir = MakeTempDir("factory");
+  const std::string dir = testing::FreshTempDir("tokenizer_test_factory");
   const std::string char_dir = JoinPath(dir, "char");
   const std::string bpe_dir = JoinPath(dir, "bpe");
   const std::string openai_dir = JoinPath(dir, "openai");
