@@ -96,6 +96,20 @@ inline Vec LoadWeights(const uint16_t* p) {
 // stream per panel leaves the hardware prefetcher short of full bandwidth.
 constexpr int kPrefetchSteps = 16;
 
+// Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
+// k. The one body PanelTile and PanelSteps share, so their sums are formed in
+// the same order and agree bit for bit.
+template <int R, typename W>
+inline void PanelStep(const float* x, int x_stride, const W* wk, int k,
+                      Vec (&acc)[R][kPanelVecs]) {
+  Vec b[kPanelVecs];
+  for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
+  for (int r = 0; r < R; ++r) {
+    const float a = x[static_cast<long>(r) * x_stride + k];
+    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = MulAdd(a, b[c], acc[r][c]);
+  }
+}
+
 // Rows [0, R) × one panel of x · W, accumulated in registers over the whole
 // depth in increasing k. Writes the first `valid` columns of the panel.
 template <int R, typename W>
@@ -111,13 +125,7 @@ inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
         __builtin_prefetch(wk + kPrefetchSteps * PackedWeights::kPanel + e);
       }
     }
-    Vec b[kPanelVecs];
-    for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
-    for (int r = 0; r < R; ++r) {
-      const float a = x[static_cast<long>(r) * x_stride + k];
-      for (int c = 0; c < kPanelVecs; ++c)
-        acc[r][c] = MulAdd(a, b[c], acc[r][c]);
-    }
+    PanelStep<R>(x, x_stride, wk, k, acc);
   }
   for (int r = 0; r < R; ++r) {
     float* out = y + static_cast<long>(r) * y_stride;
@@ -155,13 +163,7 @@ inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
       __builtin_prefetch(*prefetch, 0, 2);
       *prefetch += 64;
     }
-    Vec b[kPanelVecs];
-    for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
-    for (int r = 0; r < R; ++r) {
-      const float a = x[static_cast<long>(r) * x_stride + k];
-      for (int c = 0; c < kPanelVecs; ++c)
-        acc[r][c] = MulAdd(a, b[c], acc[r][c]);
-    }
+    PanelStep<R>(x, x_stride, wk, k, acc);
   }
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < kPanelVecs; ++c) partial[r][c] = acc[r][c];
