@@ -25,9 +25,10 @@ absl::StatusOr<std::vector<int>> Indices(
   // A layer or head listed twice is computed and sent once: repeats would
   // multiply the work and the reply without adding information.
   std::vector<char> seen(count, 0);
-  indices.erase(std::remove_if(indices.begin(), indices.end(),
-                               [&](int i) { return seen[i]++ > 0; }),
-                indices.end());
+  indices.erase(
+      std::remove_if(indices.begin(), indices.end(),
+                     [&](int i) { return std::exchange(seen[i], 1) != 0; }),
+      indices.end());
   if (indices.empty()) {
     for (int i = 0; i < count; ++i) indices.push_back(i);
   }

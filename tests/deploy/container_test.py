@@ -120,7 +120,7 @@ def test_images(args, podman: Podman) -> None:
     # No compiler, Python or npm in the runtime stage: not on PATH, not installed by dpkg.
     probe = ("for c in cc gcc g++ c++ clang cmake python python3 node nodejs npm; do "
              "command -v $c; done; dpkg-query -W -f='${Package}\\n' | "
-             "grep -E '^(gcc|g\\+\\+|cpp|clang|python3|libpython3|nodejs|npm)' || true")
+             "grep -E '^(gcc|g\\+\\+|cpp|clang)(-[0-9]+)?$|^(python3|libpython3|nodejs|npm)' || true")
     out = podman.run("run", "--rm", "--network=none", "--entrypoint", "sh", SERVER_IMAGE,
                      "-c", probe)
     check(out.stdout.strip() == "", f"no compiler, Python or npm in the server image: "
