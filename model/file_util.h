@@ -45,6 +45,10 @@ class MappedFile {
 // Joins a directory and a file name with exactly one '/'.
 std::string JoinPath(const std::string& dir, const std::string& name);
 
+// Whether `path` names a regular file (following symlinks); false on any
+// error. For finding files beside a model; reading still checks (above).
+bool IsRegularFile(const std::string& path);
+
 }  // namespace textgen
 
 #endif  // TEXTGEN_MODEL_FILE_UTIL_H_

@@ -14,16 +14,8 @@
 #include "model/tokenizer_factory.h"
 
 namespace textgen {
-namespace {
 
 namespace fs = std::filesystem;
-
-bool IsFile(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
-}
-
-}  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
                                       const std::string& tokenizer_path,
@@ -64,7 +56,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
          {absl::StrCat("tok", model.checkpoint.config.vocab_size, ".bin"),
           std::string("tokenizer.bin")}) {
       if (!found_tokenizer.empty()) break;
-      if (IsFile(JoinPath(dir, name))) found_tokenizer = JoinPath(dir, name);
+      if (IsRegularFile(JoinPath(dir, name)))
+        found_tokenizer = JoinPath(dir, name);
     }
   } else {
     return absl::NotFoundError(absl::StrCat(

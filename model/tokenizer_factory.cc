@@ -21,11 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsFile(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
-}
-
 // A tokenizer file's kind, from the files beside it or its contents.
 struct Found {
   TokenizerKind kind = TokenizerKind::kChar;
@@ -35,18 +30,19 @@ struct Found {
 
 // The first tokenizer in `dir`, in the order LoadTokenizer documents.
 std::optional<Found> FindInDirectory(const std::string& dir) {
-  if (std::string p = JoinPath(dir, "char_vocab.json"); IsFile(p)) {
+  if (std::string p = JoinPath(dir, "char_vocab.json"); IsRegularFile(p)) {
     return Found{TokenizerKind::kChar, p};
   }
-  if (std::string p = JoinPath(dir, "tokenizer.json"); IsFile(p)) {
+  if (std::string p = JoinPath(dir, "tokenizer.json"); IsRegularFile(p)) {
     return Found{TokenizerKind::kBpe, p};
   }
   for (auto [vocab, merges] : {std::pair{"vocab.json", "merges.txt"},
                                std::pair{"encoder.json", "vocab.bpe"}}) {
     const std::string v = JoinPath(dir, vocab), m = JoinPath(dir, merges);
-    if (IsFile(v) && IsFile(m)) return Found{TokenizerKind::kGpt2Bpe, v, m};
+    if (IsRegularFile(v) && IsRegularFile(m))
+      return Found{TokenizerKind::kGpt2Bpe, v, m};
   }
-  if (std::string p = JoinPath(dir, "tokenizer.bin"); IsFile(p)) {
+  if (std::string p = JoinPath(dir, "tokenizer.bin"); IsRegularFile(p)) {
     return Found{TokenizerKind::kSentencePiece, p};
   }
   return std::nullopt;
@@ -70,7 +66,7 @@ absl::StatusOr<Found> ClassifyFile(const std::string& path) {
   const fs::path dir = fs::path(path).parent_path();
   for (const char* merges : {"merges.txt", "vocab.bpe"}) {
     const std::string m = (dir / merges).string();
-    if (IsFile(m)) return Found{TokenizerKind::kGpt2Bpe, path, m};
+    if (IsRegularFile(m)) return Found{TokenizerKind::kGpt2Bpe, path, m};
   }
   return absl::NotFoundError(absl::StrCat(
       path,
