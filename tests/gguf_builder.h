@@ -71,7 +71,8 @@ class GgufBuilder {
   GgufBuilder& TensorF32(const std::string& name, std::vector<uint64_t> dims,
                          const std::vector<float>& values) {
     std::string data(values.size() * 4, '\0');
-    std::memcpy(data.data(), values.data(), data.size());
+    // An empty tensor's vector may have no storage (memcpy from null is UB).
+    if (!values.empty()) std::memcpy(data.data(), values.data(), data.size());
     return Tensor(name, std::move(dims), 0, data);
   }
 
