@@ -134,13 +134,13 @@ def main() -> int:
               "CMake's TEXTGEN_NATIVE option exists (default ON, hence the explicit OFF)")
     targets = re.search(r"--target ([\w ]+?) &&", cmake_run).group(1).split()
     help_out = subprocess.run(["cmake", "--build", args.build_dir, "--target", "help"],
-                              capture_output=True, text=True, timeout=60).stdout
+                              capture_output=True, text=True, timeout=300).stdout
     known = {line.split(":")[0] for line in help_out.splitlines()}
     check(targets and all(t in known for t in targets), f"the targets it builds exist: {targets}")
 
     # --- Runtime packages: what the binaries load, and nothing for building. ---
     out = subprocess.run([os.path.join(args.repo, "deploy", "docker", "runtime-packages.sh"),
-                          args.server, args.cli], capture_output=True, text=True, timeout=60)
+                          args.server, args.cli], capture_output=True, text=True, timeout=300)
     check(out.returncode == 0, f"runtime-packages.sh resolves every library {out.stderr}")
     packages = out.stdout.split()
     print(f"     runtime packages: {' '.join(packages)}")
@@ -161,7 +161,7 @@ def main() -> int:
         shutil.copy(lib, tmp)
         out = subprocess.run(
             [os.path.join(args.repo, "deploy", "docker", "runtime-packages.sh"), args.server],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=300,
             env=dict(os.environ, LD_LIBRARY_PATH=tmp))
         check(out.returncode != 0 and "no Debian package owns" in out.stderr,
               f"runtime-packages.sh refuses a library no package owns: {out.stderr.strip()}")
@@ -213,7 +213,7 @@ def main() -> int:
                                         timeout=10) as r:
                 check(b"textgen_kv_slots_total" in r.read(), "its metrics port serves metrics")
             proc.send_signal(signal.SIGTERM)
-            check(proc.wait(timeout=60) == 0, "SIGTERM drains and exits 0")
+            check(proc.wait(timeout=300) == 0, "SIGTERM drains and exits 0")
             h = subprocess.run(health, capture_output=True, text=True, timeout=30)
             check(h.returncode != 0, f"the HEALTHCHECK fails once it is gone ({h.returncode})")
         finally:
