@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(std::isfinite(total) && total > 0);
     const absl::Status s = textgen::CheckMemoryBudget(
         *config, type, /*kv_slots=*/9, /*budget_bytes=*/1 << 30, "fuzz");
-    FUZZ_CHECK(s.ok() ||
-               s.code() == absl::StatusCode::kResourceExhausted);
+    FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kResourceExhausted);
   }
   return 0;
 }

@@ -95,7 +95,8 @@ void ReadEveryTensor(const textgen::GgufFile& file) {
 // stream of 16-bit ids to decode (first byte odd).
 const std::string& EncodeInput() {
   static const std::string input =
-      std::string(1, '\0') + "Hello wor\xC3\xB6ld, the \xE4\xB8\xAD <s> 12 \xFF";
+      std::string(1, '\0') +
+      "Hello wor\xC3\xB6ld, the \xE4\xB8\xAD <s> 12 \xFF";
   return input;
 }
 const std::string& DecodeInput() {

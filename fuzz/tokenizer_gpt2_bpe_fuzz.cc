@@ -1,8 +1,8 @@
 // GPT-2's byte-level BPE on a vocabulary of the 256 bytes plus merges that
 // build words, emoji prefixes and CJK prefixes (as tests/tokenizer_test.cc's),
 // fuzzed as tokenizer_fuzz.h describes. Byte-level BPE is lossless.
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +25,9 @@ std::string Spell(const std::string& bytes) {
 
 std::unique_ptr<textgen::Tokenizer> SmallBpe() {
   const std::vector<std::pair<std::string, std::string>> merges = {
-      {"h", "e"},       {" ", "t"},       {" t", "he"},   {"l", "l"},
-      {"\xF0", "\x9F"}, {"\xE4", "\xB8"}, {"a", "a"},     {"aa", "aa"},
-      {"1", "2"},       {" ", " "},       {"\r", "\n"},   {"'", "s"}};
+      {"h", "e"},       {" ", "t"},       {" t", "he"}, {"l", "l"},
+      {"\xF0", "\x9F"}, {"\xE4", "\xB8"}, {"a", "a"},   {"aa", "aa"},
+      {"1", "2"},       {" ", " "},       {"\r", "\n"}, {"'", "s"}};
   nlohmann::json vocab = nlohmann::json::object();
   for (int b = 0; b < 256; ++b) vocab[Spell(std::string(1, char(b)))] = b;
   std::string text = "#version: 0.2\n";

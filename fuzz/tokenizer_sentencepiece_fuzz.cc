@@ -41,13 +41,12 @@ std::unique_ptr<textgen::Tokenizer> SmallSentencePiece() {
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
     pieces.push_back({name, 0});
   }
-  for (const Piece& p : std::vector<Piece>{
-           {" t", -1}, {"he", -2}, {" the", -3}, {"ll", -4}, {" ", -10},
-           {"t", -11}, {"h", -12}, {"e", -13}, {"l", -14}, {"o", -15},
-           {"é", -16}, {"ab", -5}, {"bc", -5}, {"a", -17}, {"b", -18},
-           {"c", -19}, {"中", -20}, {"  ", -6}}) {
-    pieces.push_back(p);
-  }
+  const std::vector<Piece> words = {
+      {" t", -1}, {"he", -2},  {" the", -3}, {"ll", -4}, {" ", -10},
+      {"t", -11}, {"h", -12},  {"e", -13},   {"l", -14}, {"o", -15},
+      {"é", -16}, {"ab", -5},  {"bc", -5},   {"a", -17}, {"b", -18},
+      {"c", -19}, {"中", -20}, {"  ", -6}};
+  pieces.insert(pieces.end(), words.begin(), words.end());
   auto t = textgen::SentencePieceTokenizer::FromBytes(TokenizerBin(pieces),
                                                       "tokenizer.bin");
   FUZZ_CHECK(t.ok());
@@ -57,7 +56,8 @@ std::unique_ptr<textgen::Tokenizer> SmallSentencePiece() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::unique_ptr<textgen::Tokenizer> tokenizer = SmallSentencePiece();
+  static const std::unique_ptr<textgen::Tokenizer> tokenizer =
+      SmallSentencePiece();
   textgen::FuzzTokenizer(*tokenizer, /*lossless=*/false, data, size);
   return 0;
 }

@@ -253,8 +253,7 @@ absl::Status ParseLlamaLike(const json& root, const std::string& source,
         keys.OptionalBool("use_sliding_window", use_sliding_window));
     int window = 4096, first_layer = 28;  // Qwen2Config's defaults.
     TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("sliding_window", window));
-    TEXTGEN_RETURN_IF_ERROR(
-        keys.OptionalInt("max_window_layers", first_layer));
+    TEXTGEN_RETURN_IF_ERROR(keys.OptionalInt("max_window_layers", first_layer));
     if (use_sliding_window && first_layer < c.n_layers) {
       c.sliding_window = window;
     }

@@ -173,11 +173,10 @@ int Run() {
   load_options.memory_budget_bytes =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
   // The engine's slots, and DebugAttention's one.
-  load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) +
-                                (absl::GetFlag(FLAGS_debug_attention) !=
-                                         DebugAttentionMode::kOff
-                                     ? 1
-                                     : 0);
+  load_options.kv_cache_slots =
+      absl::GetFlag(FLAGS_num_slots) +
+      (absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff ? 1
+                                                                        : 0);
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);

@@ -45,7 +45,8 @@ class SafetensorsBuilder {
                              const std::vector<int64_t>& shape,
                              const std::vector<float>& values) {
     std::string bytes(values.size() * 4, '\0');
-    // A zero-element tensor's vector may have no storage (memcpy from null is UB).
+    // A zero-element tensor's vector may have no storage (memcpy from null is
+    // UB).
     if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
     return Add(name, "F32", shape, bytes);
   }
