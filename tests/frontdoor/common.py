@@ -26,11 +26,14 @@ MAKE_CERTS = os.path.join(REPO, "tests", "make_test_certs.sh")
 
 
 def parse_args():
-    """--server_bin, --model, --cli; the rest goes to unittest."""
+    """--server_bin, --model, --cli, --time_scale; the rest goes to unittest."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--server_bin", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--cli", help="the textgen command line (build/client/textgen)")
+    parser.add_argument("--time_scale", type=float, default=1.0,
+                        help="how much slower than a Release build the server runs "
+                             "(a sanitizer build: 3); scales durations sized for speed")
     args, rest = parser.parse_known_args()
     return args, [sys.argv[0]] + rest
 

@@ -32,9 +32,10 @@ def port_accepts(port):
 
 
 STREAMS = 16
-DRAIN_SECONDS = 1
+DRAIN_SECONDS = 1  # Times --time_scale (DrainTest.drain_seconds).
 # The long streams' reading takes at least 250 x 5 ms (the model's context ends them at 250
-# tokens), past the drain; what they have not read when it ends is at most the window's
+# tokens), past the drain (a sanitizer build's longer drain is matched by its slower
+# generation: ~40 tokens/s a stream with 16 running under ASan); what they have not read when it ends is at most the window's
 # ~45 messages (~0.25 s of reading), within the 0.5 s gRPC gives final statuses.
 SHORT_TOKENS, LONG_TOKENS, LONG_READ_PAUSE = 60, 300, 0.005
 WAIT = 60  # Bound on waits for things that take a second or two (against hangs only).
@@ -42,8 +43,10 @@ WAIT = 60  # Bound on waits for things that take a second or two (against hangs 
 
 class DrainTest(unittest.TestCase):
     def test_sigterm_drains_running_streams_and_exits_zero(self):
+        # Under a sanitizer the short streams need a few times longer to finish.
+        drain_seconds = DRAIN_SECONDS * ARGS.time_scale
         server = LiveServer(ARGS.server_bin, ARGS.model, f"--num_slots={STREAMS}",
-                            f"--drain_seconds={DRAIN_SECONDS}", "--max_new_tokens_limit=1024")
+                            f"--drain_seconds={drain_seconds}", "--max_new_tokens_limit=1024")
         client = TextgenClient(server.target, timeout=WAIT, options=[
             ("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 1024)])
         try:
@@ -115,8 +118,8 @@ class DrainTest(unittest.TestCase):
                 t.join(WAIT)
                 self.assertFalse(t.is_alive(), "a stream never ended")
             self.assertEqual(rc, 0, server.log())
-            self.assertLess(exited, DRAIN_SECONDS + 1,
-                            f"exit {exited:.2f} s after SIGTERM; drain_seconds={DRAIN_SECONDS}")
+            self.assertLess(exited, drain_seconds + 1,
+                            f"exit {exited:.2f} s after SIGTERM; drain_seconds={drain_seconds}")
 
             finished = [o for o in outcomes if o[0] == "OK"]
             cut = [o for o in outcomes if o[0] != "OK"]
