@@ -39,7 +39,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +60,7 @@
 #include "model/decoder.h"
 #include "model/kernels.h"
 #include "model/model_loader.h"
+#include "model/resident_memory.h"
 #include "model/weights.h"
 #include "server/engine.h"
 #include "textgen/v1/textgen.grpc.pb.h"
@@ -322,19 +322,6 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-// VmRSS of `pid` (0 = this process) in MiB, or -1 if unreadable.
-double ResidentMiB(int pid) {
-  std::ifstream status(pid == 0 ? std::string("/proc/self/status")
-                                : absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    long kb = 0;
-    if (std::sscanf(line.c_str(), "VmRSS: %ld kB", &kb) == 1)
-      return kb / 1024.0;
-  }
-  return -1;
-}
-
 std::string GitCommit() {
   const std::string flag = absl::GetFlag(FLAGS_commit);
   if (!flag.empty()) return flag;
@@ -529,11 +516,12 @@ int Run() {
   }
   const double wall_s =
       std::chrono::duration<double>(Clock::now() - start).count();
-  const double rss_mib =
-      in_process ? ResidentMiB(0)
-                 : (absl::GetFlag(FLAGS_server_pid) > 0
-                        ? ResidentMiB(absl::GetFlag(FLAGS_server_pid))
-                        : -1);
+  // Resident memory of whatever ran the model: this process, or the server
+  // named by --server_pid (0 bytes: not known).
+  const int model_pid = in_process ? 0 : absl::GetFlag(FLAGS_server_pid);
+  const double rss_mib = in_process || model_pid > 0
+                             ? ResidentMemoryBytes(model_pid) / 1048576.0
+                             : 0;
   if (engine) engine->Shutdown();
 
   std::vector<double> ttft, tpot;
@@ -572,7 +560,7 @@ int Run() {
       streams * requests, prompt_tokens, max_new_tokens, facts.num_slots, ok,
       rejections, errors, tokens, wall_s, tokens / wall_s, Percentile(ttft, 50),
       Percentile(ttft, 99), Percentile(tpot, 50), Percentile(tpot, 99));
-  if (rss_mib >= 0) {
+  if (rss_mib > 0) {
     absl::StrAppendFormat(&line, " rss_mib=%.1f", rss_mib);
     if (facts.num_parameters > 0) {
       absl::StrAppendFormat(

@@ -7,7 +7,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "model/resident_memory.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
@@ -247,17 +247,8 @@ class SoakStream {
   std::unique_ptr<pb::TextGeneration::Stub> stub_;
 };
 
-// VmRSS of `pid` in MiB, or -1 if unreadable.
-double ResidentMiB(int pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    long kb = 0;
-    if (std::sscanf(line.c_str(), "VmRSS: %ld kB", &kb) == 1)
-      return kb / 1024.0;
-  }
-  return -1;
-}
+// VmRSS of `pid` in MiB; 0 if unreadable.
+double ResidentMiB(int pid) { return ResidentMemoryBytes(pid) / 1048576.0; }
 
 // The value of an unlabelled gauge in a Prometheus text page, or -1.
 double Gauge(const std::string& page, const std::string& name) {
@@ -332,7 +323,7 @@ int RunSoak(const SoakOptions& o) {
     if (now >= next_report) {
       std::printf("soak: t=%.0fs rss_mib=%.1f %s\n",
                   std::chrono::duration<double>(now - start).count(),
-                  o.server_pid > 0 ? ResidentMiB(o.server_pid) : -1.0,
+                  o.server_pid > 0 ? ResidentMiB(o.server_pid) : 0.0,
                   tally.Summary().c_str());
       std::fflush(stdout);
       next_report += std::chrono::milliseconds(

@@ -6,8 +6,9 @@
 
 namespace textgen {
 
-uint64_t ResidentMemoryBytes() {
-  std::ifstream status("/proc/self/status");
+uint64_t ResidentMemoryBytes(int pid) {
+  std::ifstream status(pid == 0 ? std::string("/proc/self/status")
+                                : "/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
     unsigned long long kib = 0;

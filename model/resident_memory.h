@@ -8,9 +8,10 @@
 
 namespace textgen {
 
-// This process's resident set size in bytes, from /proc/self/status; 0 where
-// that cannot be read (not Linux).
-uint64_t ResidentMemoryBytes();
+// The resident set size in bytes of process `pid` (0: this process), from
+// /proc/<pid>/status; 0 where that cannot be read (no such process, not
+// Linux). The benchmarks read a server's this way.
+uint64_t ResidentMemoryBytes(int pid = 0);
 
 }  // namespace textgen
 
