@@ -7,62 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/proto_convert.h"
+#include "server/write_reactors.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
 namespace {
 
 namespace pb = ::textgen::v1;
-
-// Ends a call at once with `status` (a refused request).
-template <typename Response>
-class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
- public:
-  explicit FailedWriteReactor(const grpc::Status& status) {
-    this->Finish(status);
-  }
-  void OnDone() override { delete this; }
-};
-
-// Writes a fixed list of messages, one at a time, then OK. Holds the call's
-// per-client stream count until done.
-template <typename Response>
-class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
- public:
-  // `permit` (the client's stream count) and `hold` (DebugAttention's
-  // admission ticket: the reply's memory counts until it is written) are
-  // kept until the call is done.
-  ListWriteReactor(std::vector<Response> responses,
-                   ClientLimiter::StreamPermit permit,
-                   std::shared_ptr<const void> hold = nullptr)
-      : responses_(std::move(responses)),
-        permit_(std::move(permit)),
-        hold_(std::move(hold)) {
-    Next();
-  }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {  // Cancelled or broken: nothing more will be delivered.
-      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
-      return;
-    }
-    Next();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void Next() {
-    if (next_ == responses_.size()) {
-      this->Finish(grpc::Status::OK);
-      return;
-    }
-    this->StartWrite(&responses_[next_++]);
-  }
-
-  std::vector<Response> responses_;
-  const ClientLimiter::StreamPermit permit_;
-  const std::shared_ptr<const void> hold_;
-  size_t next_ = 0;
-};
 
 // One Generate call. Events come from the engine thread (on_ready) and
 // completed writes from gRPC's threads; both go through Pump, which decides
@@ -214,14 +165,12 @@ absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
 }
 
 absl::Status TextGenerationService::CheckTextSize(
-    const pb::Prompt& prompt) const {
-  if (prompt.text().size() <= options_.max_tokenize_bytes) {
-    return absl::OkStatus();
-  }
+    absl::string_view text, absl::string_view field) const {
+  if (text.size() <= options_.max_tokenize_bytes) return absl::OkStatus();
   // Tokenizing costs time and memory in proportion to the bytes, before the
   // prompt's token limit could refuse it.
   return absl::InvalidArgumentError(
-      absl::StrCat("prompt.text is ", prompt.text().size(), " bytes; at most ",
+      absl::StrCat(field, " is ", text.size(), " bytes; at most ",
                    options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
 }
 
@@ -235,7 +184,8 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpcStatus(pass.status()));
   }
-  const absl::Status text_size = CheckTextSize(request->prompt());
+  const absl::Status text_size =
+      CheckTextSize(request->prompt().text(), "prompt.text");
   absl::StatusOr<GenerationRequest> engine_request =
       text_size.ok() ? ToEngineRequest(*request, tokenizer_)
                      : absl::StatusOr<GenerationRequest>(text_size);
@@ -276,7 +226,8 @@ TextGenerationService::DebugAttention(
                      "DebugAttention is disabled on this server "
                      "(--debug_attention)"));
   }
-  if (absl::Status s = CheckTextSize(request->prompt()); !s.ok()) {
+  if (absl::Status s = CheckTextSize(request->prompt().text(), "prompt.text");
+      !s.ok()) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(ToGrpcStatus(s));
   }
   absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
@@ -343,11 +294,8 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
                                  "this model has no tokenizer"));
     return reactor;
   }
-  if (request->text().size() > options_.max_tokenize_bytes) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("text is ", request->text().size(), " bytes; at most ",
-                     options_.max_tokenize_bytes, " (--max_tokenize_bytes)")));
+  if (absl::Status s = CheckTextSize(request->text(), "text"); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
   absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request->text());

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "model/decoder.h"
 #include "model/tokenizer.h"
 #include "server/debug_attention.h"
@@ -84,8 +85,9 @@ class TextGenerationService final
       const textgen::v1::TokenizeRequest* request,
       textgen::v1::TokenizeResponse* response) override;
 
-  // INVALID_ARGUMENT if the prompt's text is over max_tokenize_bytes.
-  absl::Status CheckTextSize(const textgen::v1::Prompt& prompt) const;
+  // INVALID_ARGUMENT naming `field` if `text` is over max_tokenize_bytes.
+  absl::Status CheckTextSize(absl::string_view text,
+                             absl::string_view field) const;
 
  private:
   // front_door_->Admit, or a pass for everyone without a front door.

@@ -1,0 +1,71 @@
+// Two small write reactors for server-streaming calls whose replies are
+// known when the call starts: one that ends the call at once with a status
+// (a refused request) and one that writes a fixed list of messages. gRPC owns
+// both once returned from a method handler and deletes them in OnDone.
+#ifndef TEXTGEN_SERVER_WRITE_REACTORS_H_
+#define TEXTGEN_SERVER_WRITE_REACTORS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "server/client_limits.h"
+
+namespace textgen {
+
+// Ends a call at once with `status` (a refused request).
+template <typename Response>
+class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
+ public:
+  explicit FailedWriteReactor(const grpc::Status& status) {
+    this->Finish(status);
+  }
+  void OnDone() override { delete this; }
+};
+
+// Writes a fixed list of messages, one at a time, then OK. Holds the call's
+// per-client stream count until done.
+template <typename Response>
+class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
+ public:
+  // `permit` (the client's stream count) and `hold` (DebugAttention's
+  // admission ticket: the reply's memory counts until it is written) are
+  // kept until the call is done.
+  ListWriteReactor(std::vector<Response> responses,
+                   ClientLimiter::StreamPermit permit,
+                   std::shared_ptr<const void> hold = nullptr)
+      : responses_(std::move(responses)),
+        permit_(std::move(permit)),
+        hold_(std::move(hold)) {
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // Cancelled or broken: nothing more will be delivered.
+      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (next_ == responses_.size()) {
+      this->Finish(grpc::Status::OK);
+      return;
+    }
+    this->StartWrite(&responses_[next_++]);
+  }
+
+  std::vector<Response> responses_;
+  const ClientLimiter::StreamPermit permit_;
+  const std::shared_ptr<const void> hold_;
+  size_t next_ = 0;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_WRITE_REACTORS_H_
