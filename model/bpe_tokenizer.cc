@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <queue>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/gpt2_bpe_tokenizer.h"
+#include "model/pair_merge.h"
 #include "model/pcre2_regex.h"
 #include "model/status_macros.h"
 #include "model/utf8.h"
@@ -853,27 +854,6 @@ absl::StatusOr<std::vector<int>> BpeTokenizer::Encode(
   return ids;
 }
 
-namespace {
-
-// Scratch for merging one word: the symbols as a linked list (merged
-// symbols are unlinked) and a min-heap of candidate merges.
-struct Symbol {
-  int id;
-  int prev;
-  int next;
-  bool alive;
-};
-struct Candidate {
-  int rank;
-  int pos;     // Index of the left symbol.
-  int result;  // The merged token when the candidate was made.
-  bool operator>(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
-};
-
-}  // namespace
-
 void BpeTokenizer::EncodeWord(std::string_view word,
                               std::vector<int>& ids) const {
   if (ignore_merges_) {
@@ -920,44 +900,13 @@ void BpeTokenizer::EncodeWord(std::string_view word,
   }
   if (unk_pending >= 0) initial.push_back(unk_pending);
 
-  const int n = static_cast<int>(initial.size());
-  if (n <= 1) {
-    ids.insert(ids.end(), initial.begin(), initial.end());
-    return;
-  }
-  std::vector<Symbol> symbols(n);
-  for (int i = 0; i < n; ++i) {
-    symbols[i] = {initial[i], i - 1, i + 1 < n ? i + 1 : -1, true};
-  }
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-  auto consider = [&](int pos) {
-    if (pos < 0) return;
-    const int next = symbols[pos].next;
-    if (next < 0) return;
-    if (const Merge* m = FindMerge(symbols[pos].id, symbols[next].id)) {
-      heap.push({m->rank, pos, m->result});
-    }
-  };
-  for (int i = 0; i + 1 < n; ++i) consider(i);
-  // The library's Word::merge_all: lowest rank first, leftmost on a tie; an
-  // entry is stale when the pair now at its place merges to another token.
-  while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    Symbol& left = symbols[c.pos];
-    if (!left.alive || left.next < 0) continue;
-    Symbol& right = symbols[left.next];
-    const Merge* m = FindMerge(left.id, right.id);
-    if (m == nullptr || m->result != c.result) continue;
-    left.id = c.result;
-    const int after = right.next;
-    right.alive = false;
-    left.next = after;
-    if (after >= 0) symbols[after].prev = c.pos;
-    consider(left.prev);
-    consider(c.pos);
-  }
-  for (int i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
+  // The library's Word::merge_all.
+  MergeAdjacentPairs<int>(initial, [this](int left, int right) {
+    const Merge* m = FindMerge(left, right);
+    return m == nullptr ? std::nullopt
+                        : std::optional(PairMerge<int>{m->rank, m->result});
+  });
+  ids.insert(ids.end(), initial.begin(), initial.end());
 }
 
 }  // namespace textgen

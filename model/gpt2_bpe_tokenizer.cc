@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <queue>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/file_util.h"
+#include "model/pair_merge.h"
 #include "model/pcre2_regex.h"
 #include "model/status_macros.h"
 #include "model/utf8.h"
@@ -212,27 +213,6 @@ std::string Gpt2BpeTokenizer::Describe() const {
                       " merges");
 }
 
-namespace {
-
-// Scratch for merging one piece: the symbols as a linked list (merged symbols
-// are unlinked), and a min-heap of candidate adjacent pairs.
-struct Symbol {
-  int id;
-  int prev;
-  int next;
-};
-struct Candidate {
-  int rank;
-  int pos;    // Index of the left symbol.
-  int left;   // Ids at the time the candidate was made; a candidate whose
-  int right;  // symbols have changed since is stale and skipped.
-  bool operator>(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
-};
-
-}  // namespace
-
 void Gpt2BpeTokenizer::EncodePiece(std::string_view piece,
                                    std::vector<int>& ids) const {
   const int n = static_cast<int>(piece.size());
@@ -240,42 +220,18 @@ void Gpt2BpeTokenizer::EncodePiece(std::string_view piece,
     ids.push_back(byte_token_[static_cast<unsigned char>(piece[0])]);
     return;
   }
-  std::vector<Symbol> symbols(n);
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-  auto consider = [&](int pos) {
-    if (pos < 0) return;
-    const int next = symbols[pos].next;
-    if (next < 0) return;
-    if (const Merge* m = FindMerge(symbols[pos].id, symbols[next].id)) {
-      heap.push({m->rank, pos, symbols[pos].id, symbols[next].id});
-    }
-  };
+  std::vector<int> word(n);
   for (int i = 0; i < n; ++i) {
-    symbols[i] = {byte_token_[static_cast<unsigned char>(piece[i])], i - 1,
-                  i + 1 < n ? i + 1 : -1};
+    word[i] = byte_token_[static_cast<unsigned char>(piece[i])];
   }
-  for (int i = 0; i + 1 < n; ++i) consider(i);
-
-  // Lowest rank first, leftmost on a tie. GPT-2 merges every occurrence of
-  // the best pair in one sweep, left to right; merging them one at a time is
-  // the same, since a pair made by a merge always ranks after that merge.
-  while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    Symbol& left = symbols[c.pos];
-    if (left.id != c.left || left.next < 0) continue;
-    Symbol& right = symbols[left.next];
-    if (right.id != c.right) continue;
-    // A token's id changes only to a longer token's, so equal ids mean the
-    // pair is still the one the candidate saw.
-    left.id = FindMerge(c.left, c.right)->result;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = c.pos;
-    right.id = -1;
-    consider(left.prev);
-    consider(c.pos);
-  }
-  for (int i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
+  // GPT-2 merges every occurrence of the best pair in one sweep; one at a
+  // time in MergeAdjacentPairs' order is the same (model/pair_merge.h).
+  MergeAdjacentPairs<int>(word, [this](int left, int right) {
+    const Merge* m = FindMerge(left, right);
+    return m == nullptr ? std::nullopt
+                        : std::optional(PairMerge<int>{m->rank, m->result});
+  });
+  ids.insert(ids.end(), word.begin(), word.end());
 }
 
 absl::StatusOr<std::vector<int>> Gpt2BpeTokenizer::Encode(

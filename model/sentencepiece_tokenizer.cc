@@ -3,12 +3,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <queue>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/file_util.h"
+#include "model/pair_merge.h"
 #include "model/status_macros.h"
 #include "model/utf8.h"
 
@@ -147,31 +148,11 @@ std::string_view SentencePieceTokenizer::TokenBytes(int id,
   return bytes;
 }
 
-namespace {
-
-struct Symbol {
-  int id;
-  int prev;
-  int next;
-};
-struct Candidate {
-  float score;
-  int pos;   // Index of the left symbol.
-  int left;  // Ids when the candidate was made; stale candidates are skipped.
-  int right;
-  // Highest score first, then leftmost: std::priority_queue pops the largest.
-  bool operator<(const Candidate& o) const {
-    return score != o.score ? score < o.score : pos > o.pos;
-  }
-};
-
-}  // namespace
-
 absl::StatusOr<std::vector<int>> SentencePieceTokenizer::Encode(
     std::string_view text) const {
   TEXTGEN_RETURN_IF_ERROR(CheckUtf8(text));
-  std::vector<Symbol> symbols;
-  if (text.empty()) return std::vector<int>();
+  std::vector<int> ids;
+  if (text.empty()) return ids;
   auto add_bytes = [&](std::string_view chars) -> absl::Status {
     for (unsigned char b : chars) {
       if (byte_piece_[b] < 0) {
@@ -180,12 +161,12 @@ absl::StatusOr<std::vector<int>> SentencePieceTokenizer::Encode(
             "to fall back on",
             std::string(chars), b));
       }
-      symbols.push_back({byte_piece_[b], 0, 0});
+      ids.push_back(byte_piece_[b]);
     }
     return absl::OkStatus();
   };
   if (const int space = Find(" "); space >= 0) {
-    symbols.push_back({space, 0, 0});
+    ids.push_back(space);
   } else {
     TEXTGEN_RETURN_IF_ERROR(add_bytes(" "));
   }
@@ -195,50 +176,22 @@ absl::StatusOr<std::vector<int>> SentencePieceTokenizer::Encode(
     NextCodePoint(text, pos);
     scratch.assign(text.substr(start, pos - start));
     if (const int id = Find(scratch); id >= 0) {
-      symbols.push_back({id, 0, 0});
+      ids.push_back(id);
     } else {
       TEXTGEN_RETURN_IF_ERROR(add_bytes(scratch));
     }
   }
 
-  const int n = static_cast<int>(symbols.size());
-  for (int i = 0; i < n; ++i) {
-    symbols[i].prev = i - 1;
-    symbols[i].next = i + 1 < n ? i + 1 : -1;
-  }
-  std::priority_queue<Candidate> heap;
-  auto merged_id = [&](int left, int right) {
+  // Highest score first (negated: MergeAdjacentPairs takes the lowest),
+  // then leftmost, as sentencepiece's bpe_model.cc.
+  MergeAdjacentPairs<float>(ids, [&](int left, int right) {
     scratch.assign(pieces_[left]);
     scratch += pieces_[right];
-    return Find(scratch);
-  };
-  auto consider = [&](int pos) {
-    if (pos < 0 || symbols[pos].next < 0) return;
-    const int left = symbols[pos].id, right = symbols[symbols[pos].next].id;
-    const int id = merged_id(left, right);
-    if (id >= 0 && scores_[id] > kNoScore) {
-      heap.push({scores_[id], pos, left, right});
-    }
-  };
-  for (int i = 0; i + 1 < n; ++i) consider(i);
-  while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    Symbol& left = symbols[c.pos];
-    if (left.id != c.left || left.next < 0) continue;
-    Symbol& right = symbols[left.next];
-    if (right.id != c.right) continue;
-    // A merge makes a longer piece, hence another id: equal ids mean the pair
-    // is unchanged since the candidate was made.
-    left.id = merged_id(c.left, c.right);
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = c.pos;
-    right.id = -1;
-    consider(left.prev);
-    consider(c.pos);
-  }
-  std::vector<int> ids;
-  for (int i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
+    const int id = Find(scratch);
+    return id >= 0 && scores_[id] > kNoScore
+               ? std::optional(PairMerge<float>{-scores_[id], id})
+               : std::nullopt;
+  });
   return ids;
 }
 
