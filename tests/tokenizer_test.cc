@@ -7,7 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,6 +18,7 @@
 #include "model/tokenizer_factory.h"
 #include "model/utf8.h"
 #include "tests/test_util.h"
+#include "tests/tokenizer_files.h"
 
 namespace textgen {
 namespace {
@@ -114,47 +114,9 @@ TEST(CharTokenizerTest, BadVocabularyFilesAreClearErrors) {
 // ---------------------------------------------------------------------------
 // GPT-2 byte-level BPE, on a vocabulary of the 256 bytes plus a few merges.
 
-// A token's bytes spelled the way vocab.json and merges.txt spell them.
-std::string Spell(const std::string& bytes) {
-  std::string out;
-  for (unsigned char b : bytes) AppendUtf8(Gpt2ByteToUnicode()[b], out);
-  return out;
-}
-
-struct BpeFiles {
-  std::string vocab_json;
-  std::string merges;
-};
-
-// Ids 0..255 are the bytes in byte order; each merge adds the next id.
-BpeFiles MakeBpe(const std::vector<std::pair<std::string, std::string>>& merges,
-                 bool with_end_of_text = true) {
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int b = 0; b < 256; ++b) vocab[Spell(std::string(1, char(b)))] = b;
-  std::string text = "#version: 0.2\n";
-  int next = 256;
-  for (const auto& [a, b] : merges) {
-    const std::string merged = Spell(a + b);
-    if (!vocab.contains(merged)) vocab[merged] = next++;
-    text += Spell(a) + " " + Spell(b) + "\n";
-  }
-  if (with_end_of_text) vocab["<|endoftext|>"] = next++;
-  return {vocab.dump(), text};
-}
-
-const std::vector<std::pair<std::string, std::string>> kMerges = {
-    {"h", "e"},        // 256 "he"
-    {" ", "t"},        // 257 " t"
-    {" t", "he"},      // 258 " the"
-    {"l", "l"},        // 259 "ll"
-    {"\xF0", "\x9F"},  // 260: the first half of most emoji
-    {"\xE4", "\xB8"},  // 261: the first two bytes of 中 (E4 B8 AD)
-    {"a", "a"},        // 262 "aa"
-    {"1", "2"},        // 263 "12"
-};
-
 std::unique_ptr<Gpt2BpeTokenizer> SmallBpe() {
-  const BpeFiles f = MakeBpe(kMerges);
+  const testing::Gpt2BpeFiles f =
+      testing::MakeGpt2BpeFiles(testing::kSmallGpt2Merges);
   auto t = Gpt2BpeTokenizer::FromStrings(f.vocab_json, "vocab.json", f.merges,
                                          "merges.txt");
   EXPECT_TRUE(t.ok()) << t.status();
@@ -263,7 +225,8 @@ TEST(Gpt2BpeTokenizerTest, LongRunsAreNotQuadratic) {
 }
 
 TEST(Gpt2BpeTokenizerTest, BadFilesAreClearErrors) {
-  const BpeFiles good = MakeBpe(kMerges);
+  const testing::Gpt2BpeFiles good =
+      testing::MakeGpt2BpeFiles(testing::kSmallGpt2Merges);
   auto load = [](const std::string& vocab, const std::string& merges) {
     return Gpt2BpeTokenizer::FromStrings(vocab, "vocab.json", merges,
                                          "merges.txt")
@@ -289,14 +252,14 @@ TEST(Gpt2BpeTokenizerTest, BadFilesAreClearErrors) {
   }
   {
     auto v = vocab;
-    v.erase(Spell("A"));
-    v[Spell("AB")] = 'A';
+    v.erase(testing::SpellGpt2Bytes("A"));
+    v[testing::SpellGpt2Bytes("AB")] = 'A';
     EXPECT_THAT(load(v.dump(), good.merges).message(),
                 HasSubstr("vocab.json: has no token for byte 0x41"));
   }
   {
     auto v = vocab;
-    v[Spell("he")] = "256";
+    v[testing::SpellGpt2Bytes("he")] = "256";
     EXPECT_THAT(load(v.dump(), good.merges).message(),
                 HasSubstr("has id \"256\", not an integer"));
   }
@@ -322,59 +285,15 @@ TEST(Gpt2BpeTokenizerTest, BadFilesAreClearErrors) {
 // ---------------------------------------------------------------------------
 // SentencePiece BPE with byte fallback (llama2.c tokenizer.bin)
 
-struct Piece {
-  std::string text;
-  float score;
-};
-
-std::string MakeTokenizerBin(const std::vector<Piece>& pieces,
-                             int32_t max_len = 16) {
-  std::string out(4, '\0');
-  std::memcpy(out.data(), &max_len, 4);
-  for (const Piece& p : pieces) {
-    char rec[8];
-    const int32_t len = static_cast<int32_t>(p.text.size());
-    std::memcpy(rec, &p.score, 4);
-    std::memcpy(rec + 4, &len, 4);
-    out.append(rec, 8);
-    out += p.text;
-  }
-  return out;
-}
-
-// llama2.c's layout: <unk>, BOS, EOS, 256 byte pieces, then merged pieces.
-std::vector<Piece> SmallPieces() {
-  std::vector<Piece> p = {{"<unk>", 0}, {"\n<s>\n", 0}, {"\n</s>\n", 0}};
-  for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-    p.push_back({buf, 0});
-  }
-  // Ids 259...: higher score merges first.
-  for (const Piece& q : std::vector<Piece>{{" t", -1},
-                                           {"he", -2},
-                                           {" the", -3},
-                                           {"ll", -4},
-                                           {" ", -10},
-                                           {"t", -11},
-                                           {"h", -12},
-                                           {"e", -13},
-                                           {"l", -14},
-                                           {"o", -15},
-                                           {"é", -16},
-                                           {"ab", -5},
-                                           {"bc", -5},
-                                           {"a", -17},
-                                           {"b", -18},
-                                           {"c", -19}}) {
-    p.push_back(q);
-  }
-  return p;
+// The small SentencePiece vocabulary (ids 259 on; a higher score merges
+// first), shared with fuzz/tokenizer_sentencepiece_fuzz.cc.
+std::vector<testing::Piece> SmallPieces() {
+  return testing::Llama2cPieces(testing::kSmallSentencePieceMerges);
 }
 
 std::unique_ptr<SentencePieceTokenizer> SmallSentencePiece() {
-  auto t = SentencePieceTokenizer::FromBytes(MakeTokenizerBin(SmallPieces()),
-                                             "tokenizer.bin");
+  auto t = SentencePieceTokenizer::FromBytes(
+      testing::MakeTokenizerBin(SmallPieces()), "tokenizer.bin");
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? *std::move(t) : nullptr;
 }
@@ -416,7 +335,7 @@ TEST(SentencePieceTokenizerTest, DecodesBytePiecesAndDropsTheDummyPrefix) {
 }
 
 TEST(SentencePieceTokenizerTest, BadFilesAreClearErrors) {
-  const std::string good = MakeTokenizerBin(SmallPieces());
+  const std::string good = testing::MakeTokenizerBin(SmallPieces());
   auto error = [](const std::string& bytes, int vocab = 0) {
     return std::string(
         SentencePieceTokenizer::FromBytes(bytes, "tok.bin", vocab)
@@ -433,14 +352,15 @@ TEST(SentencePieceTokenizerTest, BadFilesAreClearErrors) {
               HasSubstr("needs 1 bytes but the file has 0 left"));
   EXPECT_THAT(error(good.substr(0, 4 + 5)),
               HasSubstr("token 0 at byte offset 4 is truncated"));
-  EXPECT_THAT(error(MakeTokenizerBin({{"<unk>", 0}, {"toolong", 0}}, 5)),
-              HasSubstr("token 1 at byte offset 17 has length 7, outside "
-                        "1..max_token_length (5)"));
-  EXPECT_THAT(error(MakeTokenizerBin({{"<unk>", 0}}, 0)),
+  EXPECT_THAT(
+      error(testing::MakeTokenizerBin({{"<unk>", 0}, {"toolong", 0}}, 5)),
+      HasSubstr("token 1 at byte offset 17 has length 7, outside "
+                "1..max_token_length (5)"));
+  EXPECT_THAT(error(testing::MakeTokenizerBin({{"<unk>", 0}}, 0)),
               HasSubstr("max_token_length 0 is out of range"));
-  EXPECT_THAT(error(MakeTokenizerBin({{"<unk>", 0}, {"a", 0}})),
+  EXPECT_THAT(error(testing::MakeTokenizerBin({{"<unk>", 0}, {"a", 0}})),
               HasSubstr("it has 2 tokens; llama2.c needs at least"));
-  EXPECT_THAT(error(MakeTokenizerBin(
+  EXPECT_THAT(error(testing::MakeTokenizerBin(
                   {{"<unk>", 0}, {"<s>", 0}, {"</s>", std::nanf("")}})),
               HasSubstr("token 2 at byte offset 28 has score nan"));
   EXPECT_THAT(error(good, 512),
@@ -448,7 +368,8 @@ TEST(SentencePieceTokenizerTest, BadFilesAreClearErrors) {
                         "has 512"));
   // A vocabulary without byte pieces cannot encode unknown characters.
   auto no_bytes = SentencePieceTokenizer::FromBytes(
-      MakeTokenizerBin({{"<unk>", 0}, {"<s>", 0}, {"</s>", 0}, {" ", 0}}),
+      testing::MakeTokenizerBin(
+          {{"<unk>", 0}, {"<s>", 0}, {"</s>", 0}, {" ", 0}}),
       "tok.bin");
   ASSERT_TRUE(no_bytes.ok());
   EXPECT_THAT((*no_bytes)->Encode("x").status().message(),
@@ -471,16 +392,17 @@ TEST(LoadTokenizerTest, FindsEachKindInADirectoryOrAsAFile) {
   testing::WriteFile(char_dir + "/char_vocab.json", kCharVocab);
   // GPT-2's real vocabulary has a token "type", as a character vocabulary has
   // a key "type": the two must not be confused.
-  auto merges = kMerges;
+  auto merges = testing::kSmallGpt2Merges;
   merges.insert(merges.end(), {{"t", "y"}, {"ty", "p"}, {"typ", "e"}});
-  const BpeFiles bpe = MakeBpe(merges);
+  const testing::Gpt2BpeFiles bpe = testing::MakeGpt2BpeFiles(merges);
   testing::WriteFile(bpe_dir + "/vocab.json", bpe.vocab_json);
   testing::WriteFile(bpe_dir + "/merges.txt", bpe.merges);
   testing::WriteFile(openai_dir + "/encoder.json", bpe.vocab_json);
   testing::WriteFile(openai_dir + "/vocab.bpe", bpe.merges);
   testing::WriteFile(sp_dir + "/tokenizer.bin",
-                     MakeTokenizerBin(SmallPieces()));
-  testing::WriteFile(sp_dir + "/tok275.bin", MakeTokenizerBin(SmallPieces()));
+                     testing::MakeTokenizerBin(SmallPieces()));
+  testing::WriteFile(sp_dir + "/tok275.bin",
+                     testing::MakeTokenizerBin(SmallPieces()));
 
   struct Case {
     std::string path;
