@@ -13,7 +13,8 @@ Against the shipped model (6 layers x 4 heads, context 256), with a health check
     served.
 (NaN weights are refused at start-up: tests/server_loading_test.py.)
 Resident memory must stay under RSS_BOUND_MIB and health must answer within
---health_bound_ms (default 100) throughout. ctest passes 1000: CI machines are shared and
+--health_bound_ms (default 100) throughout. ctest passes 1000 (3000 in a sanitizer build,
+which saw 1.4 s under ASan with other tests beside it): CI machines are shared and
 this machine, with other builds running, saw 1.6 s stalls of the whole process; 1000 ms still
 catches the 9 s health checks of issue 14. Run it with the default on a quiet machine.
 
