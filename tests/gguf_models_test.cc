@@ -62,13 +62,7 @@ bool RequireFile(const std::string& path) {
 
 Activations Logits(Checkpoint checkpoint, const std::vector<int>& ids) {
   Decoder decoder(std::move(checkpoint));
-  KvCache cache(decoder.config(), 1);
-  ForwardResult result;
-  const SequenceChunk seq{0, ids};
-  EXPECT_TRUE(
-      decoder.Forward({seq}, cache, {LogitsMode::kAllTokens, false}, result)
-          .ok());
-  return result.logits;
+  return testing::AllTokenLogits(decoder, ids);
 }
 
 std::vector<int> GoldenIds(const std::string& name) {

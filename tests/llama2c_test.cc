@@ -195,20 +195,14 @@ class ReferenceLlama2c {
 // reference's, token by token.
 double MaxLogitDifference(const Llama2c& model, Decoder& decoder,
                           const std::vector<int>& tokens) {
-  KvCache cache(decoder.config(), 1);
-  ForwardResult result;
-  const SequenceChunk seq{0, tokens};
-  EXPECT_TRUE(
-      decoder.Forward({seq}, cache, {LogitsMode::kAllTokens, false}, result)
-          .ok());
+  const Activations logits = testing::AllTokenLogits(decoder, tokens);
   ReferenceLlama2c reference(model);
   double max_diff = 0;
   for (size_t t = 0; t < tokens.size(); ++t) {
     const std::vector<double> expected =
         reference.Forward(tokens[t], static_cast<int>(t));
     for (size_t v = 0; v < expected.size(); ++v) {
-      max_diff =
-          std::max(max_diff, std::abs(expected[v] - result.logits(t, v)));
+      max_diff = std::max(max_diff, std::abs(expected[v] - logits(t, v)));
     }
   }
   return max_diff;

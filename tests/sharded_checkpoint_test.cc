@@ -95,15 +95,9 @@ Activations Logits(const std::string& dir) {
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
   if (!checkpoint.ok()) return Activations();
   Decoder decoder(*std::move(checkpoint));
-  KvCache cache(decoder.config(), 1);
   std::vector<int> ids;
   for (int t = 0; t < 40; ++t) ids.push_back((t * 37 + 11) % 83);
-  ForwardResult result;
-  const SequenceChunk seq{0, ids};
-  EXPECT_TRUE(
-      decoder.Forward({seq}, cache, {LogitsMode::kAllTokens, false}, result)
-          .ok());
-  return result.logits;
+  return testing::AllTokenLogits(decoder, ids);
 }
 
 TEST_F(ShardedCheckpointTest, ShardsLoadToTheSameModelBitForBit) {

@@ -124,6 +124,19 @@ inline std::unique_ptr<Decoder> LoadDecoder(const std::string& dir) {
   return std::make_unique<Decoder>(*std::move(checkpoint));
 }
 
+// The logits of every position of `ids`, one full pass from an empty cache
+// (slot 0); a test failure if the pass fails.
+inline Activations AllTokenLogits(Decoder& decoder,
+                                  const std::vector<int>& ids) {
+  KvCache cache(decoder.config(), 1);
+  ForwardResult result;
+  const SequenceChunk seq{0, ids};
+  const absl::Status status =
+      decoder.Forward({seq}, cache, {LogitsMode::kAllTokens, false}, result);
+  EXPECT_TRUE(status.ok()) << status;
+  return result.logits;
+}
+
 // Runs a shell command; returns its stdout, or nullopt if it failed.
 inline std::optional<std::string> RunCommand(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
