@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
@@ -298,6 +299,20 @@ absl::Status ModelConfig::Validate() const {
     return fail("norm epsilon must be positive, got ", norm_eps);
   if (!(rope_theta > 0.0f))
     return fail("rope_theta must be positive, got ", rope_theta);
+  if (rope_scaling.kind == RopeScaling::Kind::kFrequencyFactors) {
+    const std::vector<float>& factors = rope_scaling.frequency_factors;
+    if (positions != PositionKind::kRotary ||
+        static_cast<int>(factors.size()) != head_dim() / 2) {
+      return fail("RoPE frequency factors: ", factors.size(),
+                  " given, the rotary head needs ", head_dim() / 2);
+    }
+    for (size_t i = 0; i < factors.size(); ++i) {
+      if (!(factors[i] > 0.0f) || !std::isfinite(factors[i])) {
+        return fail("RoPE frequency factor ", i, " is ", factors[i],
+                    "; factors must be positive and finite");
+      }
+    }
+  }
   if (sliding_window > 0 && sliding_window < context_length) {
     return fail("sliding_window ", sliding_window,
                 " is shorter than the served context of ", context_length,

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -46,14 +47,18 @@ enum class FeedForwardKind { kGeluMlp, kSwiGlu };
 // rope_scaling). kLlama3 is Llama 3.1's scheme: wavelengths longer than
 // original_context / low_freq_factor are slowed by `factor`, shorter than
 // original_context / high_freq_factor are kept, and those between are blended
-// (model/rope.h computes it).
+// (model/rope.h computes it). kFrequencyFactors is the same kind of scheme
+// given as one divisor per rotated pair: GGUF's `rope_freqs.weight` tensor
+// (llama.cpp's freq_factors; its converter writes Llama 3.1's scaling so).
 struct RopeScaling {
-  enum class Kind { kNone, kLlama3 };
+  enum class Kind { kNone, kLlama3, kFrequencyFactors };
   Kind kind = Kind::kNone;
   float factor = 1.0f;
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   int original_context = 0;  // original_max_position_embeddings
+  // kFrequencyFactors: head_dim / 2 positive divisors of inv_freq.
+  std::vector<float> frequency_factors;
 };
 
 struct ModelConfig {

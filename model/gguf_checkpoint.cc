@@ -67,6 +67,8 @@ class ArchKeys {
   const std::string arch_;
 };
 
+constexpr char kRopeFreqs[] = "rope_freqs.weight";
+
 absl::Status FileError(const GgufFile& file, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(file.source(), ": ", problem));
 }
@@ -91,11 +93,6 @@ absl::Status RefuseUnsupported(const GgufFile& file, const ArchKeys& keys,
       return keys.Unsupported(
           scale, absl::StrCat("RoPE scale ", s, " is not supported"));
     }
-  }
-  if (file.FindTensor("rope_freqs.weight") != nullptr) {
-    return FileError(file,
-                     "tensor 'rope_freqs.weight' (per-frequency RoPE scaling, "
-                     "e.g. Llama 3.1's) is not supported");
   }
   if (keys.Has("expert_count")) {
     TEXTGEN_ASSIGN_OR_RETURN(const uint64_t experts,
@@ -213,6 +210,9 @@ class TensorMapper {
 absl::Status MapLlama(const ModelConfig& c, TensorMapper& m) {
   const int64_t C = c.d_model, F = c.d_ff, V = c.vocab_size, D = c.head_dim();
   const int64_t Q = c.n_heads * D, KV = c.n_kv_heads * D;
+  if (m.Has(kRopeFreqs)) {  // Read into the config by GgufModelConfig.
+    TEXTGEN_RETURN_IF_ERROR(m.Find(kRopeFreqs, {D / 2}).status());
+  }
   using L = TensorMapper::Layout;
   TEXTGEN_RETURN_IF_ERROR(
       m.Map("token_embd.weight", {V, C}, "model.embed_tokens.weight"));
@@ -419,6 +419,17 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
   }
   c.tied_lm_head =
       c.family == Family::kGpt2 || file.FindTensor("output.weight") == nullptr;
+  // Per-frequency RoPE divisors: how llama.cpp's converter stores Llama 3.1's
+  // rope_scaling (the keys carry no scaling type then).
+  if (const GgufTensorInfo* t = file.FindTensor(kRopeFreqs)) {
+    if (t->dims.size() != 1) {
+      return FileError(file, absl::StrCat("tensor '", kRopeFreqs, "': shape ",
+                                          ShapeToString(t->Shape()),
+                                          " is not [head_dim / 2]"));
+    }
+    c.rope_scaling.kind = RopeScaling::Kind::kFrequencyFactors;
+    c.rope_scaling.frequency_factors = file.ReadFloats(*t);
+  }
   if (absl::Status s = c.Validate(); !s.ok()) {
     return FileError(file, std::string(s.message()));
   }

@@ -26,10 +26,11 @@
 // (gpt2), rope.freq_base (optional, 10000), rope.dimension_count (must be the
 // head size: partial rotary is not supported). The vocabulary size is the
 // row count of token_embd (and <arch>.vocab_size must agree if present).
-// What the decoder cannot run is refused by name, never ignored: RoPE scaling
-// (`rope.scaling.type` other than "none", `rope_freqs`, which is how
-// llama.cpp stores Llama 3.1's scaling), experts, keys and values of
-// different head sizes, partial rotary.
+// `rope_freqs.weight`, how llama.cpp stores Llama 3.1's RoPE scaling (one
+// divisor per rotated pair), is read into the config's rope_scaling. What the
+// decoder cannot run is refused by name, never ignored: other RoPE scaling
+// (`rope.scaling.type` other than "none", a linear scale), experts, keys and
+// values of different head sizes, partial rotary.
 //
 // Every tensor is checked by its GGUF name (present, shape as the keys say,
 // none left over) before the decoder's loader sees it. Tensors are widened to

@@ -12,6 +12,10 @@ std::vector<double> RotaryInverseFrequencies(const ModelConfig& config) {
                            -2.0 * i / static_cast<double>(d));
   }
   const RopeScaling& s = config.rope_scaling;
+  if (s.kind == RopeScaling::Kind::kFrequencyFactors) {
+    for (int i = 0; i < d / 2; ++i) inv_freq[i] /= s.frequency_factors[i];
+    return inv_freq;
+  }
   if (s.kind != RopeScaling::Kind::kLlama3) return inv_freq;
 
   const double factor = s.factor, low = s.low_freq_factor,

@@ -11,6 +11,8 @@
 //   between: (1 - s) · inv_freq[i] / factor + s · inv_freq[i],
 //            s = (original_context / wavelen - low_freq_factor)
 //                / (high_freq_factor - low_freq_factor).
+// For kFrequencyFactors (GGUF's rope_freqs tensor), inv_freq[i] is divided by
+// frequency_factors[i], as llama.cpp does.
 // Computed in double: the tables built from it are rounded to float once.
 #ifndef TEXTGEN_MODEL_ROPE_H_
 #define TEXTGEN_MODEL_ROPE_H_

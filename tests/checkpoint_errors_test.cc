@@ -361,12 +361,14 @@ TEST_F(CheckpointErrorsTest, GgufRopeScalingIsRefusedNotIgnored) {
                 "supported"));
 }
 
-TEST_F(CheckpointErrorsTest, GgufLlama3RopeFrequenciesAreRefusedNotIgnored) {
+// rope_freqs (Llama 3.1's scaling as llama.cpp stores it) is read, one divisor
+// per rotated pair: a count that does not fit the head is refused.
+TEST_F(CheckpointErrorsTest, GgufRopeFrequencyFactorsMustFitTheHead) {
   EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
-                e.extra_tensor = "rope_freqs.weight";
+                e.extra_tensor = "rope_freqs.weight";  // [4]; head_dim 12.
               }))).message(),
-              HasSubstr("tensor 'rope_freqs.weight' (per-frequency RoPE "
-                        "scaling, e.g. Llama 3.1's) is not supported"));
+              HasSubstr("RoPE frequency factors: 4 given, the rotary head "
+                        "needs 6"));
 }
 
 TEST_F(CheckpointErrorsTest, GgufUnsupportedTensorTypeIsNamed) {

@@ -2,7 +2,8 @@
 // by tools/make_gguf_test_files.py from tests/golden/, as the ctest fixture
 // `gguf_files` does) load into the same model as the safetensors:
 //   - F32, and BF16 or F16 where the golden stores that: logits bit for bit
-//     equal to the safetensors checkpoint's;
+//     equal to the safetensors checkpoint's (Llama 3.1's RoPE scaling too,
+//     stored as rope_freqs.weight);
 //   - otherwise F16, BF16 and Q8_0 within stated tolerances of them, as a
 //     fraction of the logits' range (the per-config figures are printed as
 //     "[gguf] ..." lines);
@@ -84,8 +85,12 @@ std::string StoredType(const std::string& golden) {
 }
 
 constexpr const char* kGoldens[] = {
-    "gpt2_learned", "llama_gqa",     "llama_tied_mha",   "llama_bias_head_dim",
-    "qwen2_bias",   "qwen3_qk_norm", "mistral_no_window"};
+    "gpt2_learned", "llama_gqa",     "llama_tied_mha",    "llama_bias_head_dim",
+    "qwen2_bias",   "qwen3_qk_norm", "mistral_no_window", "llama3_scaled"};
+// llama3_scaled's rope_scaling travels as rope_freqs.weight, one float32
+// divisor per rotated pair, as llama.cpp stores it; the safetensors checkpoint
+// computes the same from config.json. Its divisors are 1 and 8 (no pair falls
+// in the blended band), exact in float32, so its F32 file is bit-exact too.
 
 struct Case {
   std::string golden;
@@ -115,6 +120,10 @@ TEST_P(GgufParityTest, LogitsMatchTheSafetensorsCheckpoint) {
             DescribeConfig(b));
   EXPECT_EQ(a.norm_eps, b.norm_eps);
   EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(b.rope_scaling.kind,
+            a.rope_scaling.kind == RopeScaling::Kind::kLlama3
+                ? RopeScaling::Kind::kFrequencyFactors
+                : RopeScaling::Kind::kNone);
 
   const std::vector<int> ids = GoldenIds(golden);
   const Activations expected = Logits(*std::move(reference), ids);

