@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/status_macros.h"
 #include "server/proto_convert.h"
 #include "server/write_reactors.h"
 #include "spdlog/spdlog.h"
@@ -260,22 +261,7 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context,
     const pb::GetModelInfoRequest* /*request*/, pb::ModelInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::StatusOr<FrontDoor::Pass> pass =
-          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
-      !pass.ok()) {
-    reactor->Finish(ToGrpcStatus(pass.status()));
-    return reactor;
-  }
-  DescribeModel(engine_->config(), tokenizer_, *response);
-  response->set_name(options_.model_name);
-  pb::Limits* limits = response->mutable_limits();
-  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
-  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
-  limits->set_max_concurrent_streams(engine_->options().num_slots);
-  limits->set_max_queue(engine_->options().max_queue);
-  limits->set_max_attention_tokens(options_.max_attention_tokens);
-  limits->set_debug_attention_enabled(attention_ != nullptr);
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(AnswerGetModelInfo(*context, *response)));
   return reactor;
 }
 
@@ -283,31 +269,42 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     grpc::CallbackServerContext* context, const pb::TokenizeRequest* request,
     pb::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::StatusOr<FrontDoor::Pass> pass =
-          Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary);
-      !pass.ok()) {
-    reactor->Finish(ToGrpcStatus(pass.status()));
-    return reactor;
-  }
-  if (tokenizer_ == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "this model has no tokenizer"));
-    return reactor;
-  }
-  if (absl::Status s = CheckTextSize(request->text(), "text"); !s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
-  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request->text());
-  if (!ids.ok()) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                     absl::StrCat("text: ", ids.status().message())));
-    return reactor;
-  }
-  AppendPromptTokens(*ids, tokenizer_, *response->mutable_tokens());
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(AnswerTokenize(*context, *request, *response)));
   return reactor;
+}
+
+absl::Status TextGenerationService::AnswerGetModelInfo(
+    const grpc::CallbackServerContext& context, pb::ModelInfo& response) {
+  TEXTGEN_RETURN_IF_ERROR(
+      Admit(context, Need::kGenerate, FrontDoor::CallKind::kUnary).status());
+  DescribeModel(engine_->config(), tokenizer_, response);
+  response.set_name(options_.model_name);
+  pb::Limits* limits = response.mutable_limits();
+  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
+  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
+  limits->set_max_concurrent_streams(engine_->options().num_slots);
+  limits->set_max_queue(engine_->options().max_queue);
+  limits->set_max_attention_tokens(options_.max_attention_tokens);
+  limits->set_debug_attention_enabled(attention_ != nullptr);
+  return absl::OkStatus();
+}
+
+absl::Status TextGenerationService::AnswerTokenize(
+    const grpc::CallbackServerContext& context,
+    const pb::TokenizeRequest& request, pb::TokenizeResponse& response) {
+  TEXTGEN_RETURN_IF_ERROR(
+      Admit(context, Need::kGenerate, FrontDoor::CallKind::kUnary).status());
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError("this model has no tokenizer");
+  }
+  TEXTGEN_RETURN_IF_ERROR(CheckTextSize(request.text(), "text"));
+  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request.text());
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text: ", ids.status().message()));
+  }
+  AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
+  return absl::OkStatus();
 }
 
 }  // namespace textgen

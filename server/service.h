@@ -90,6 +90,13 @@ class TextGenerationService final
                              absl::string_view field) const;
 
  private:
+  // The unary calls' work; their status is the call's.
+  absl::Status AnswerGetModelInfo(const grpc::CallbackServerContext& context,
+                                  textgen::v1::ModelInfo& response);
+  absl::Status AnswerTokenize(const grpc::CallbackServerContext& context,
+                              const textgen::v1::TokenizeRequest& request,
+                              textgen::v1::TokenizeResponse& response);
+
   // front_door_->Admit, or a pass for everyone without a front door.
   absl::StatusOr<FrontDoor::Pass> Admit(
       const grpc::CallbackServerContext& context, Need need,
