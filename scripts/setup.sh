@@ -31,7 +31,8 @@ build_packages=(
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
   # The server's Prometheus metrics over HTTP.
   libcpp-httplib-dev
-  # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha).
+  # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha)
+  # and the health-check proto the clients are generated from.
   grpc-proto
   # GPT-2's pre-tokenizer regex (Unicode properties, lookahead).
   libpcre2-dev

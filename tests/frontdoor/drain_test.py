@@ -22,6 +22,7 @@ import time
 import unittest
 
 from common import LiveServer, TextgenClient, grpc, health_pb2, parse_args
+from grpc_health.v1 import health_pb2_grpc
 
 ARGS = None
 
@@ -51,12 +52,8 @@ class DrainTest(unittest.TestCase):
             ("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 1024)])
         try:
             # The Watch: its first message is SERVING; the next is the drain's.
-            # (The repository's health.proto has Check only; Watch is called by name.)
-            watch_method = client._channel.unary_stream(
-                "/grpc.health.v1.Health/Watch",
-                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
-                response_deserializer=health_pb2.HealthCheckResponse.FromString)
-            watch = watch_method(health_pb2.HealthCheckRequest(service=""), timeout=WAIT)
+            watch = health_pb2_grpc.HealthStub(client._channel).Watch(
+                health_pb2.HealthCheckRequest(service=""), timeout=WAIT)
             statuses = iter(watch)
             self.assertEqual(next(statuses).status, health_pb2.HealthCheckResponse.SERVING)
 
