@@ -235,23 +235,9 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpcStatus(pass.status()));
   }
-  const absl::Status text_size = CheckTextSize(request->prompt());
-  absl::StatusOr<GenerationRequest> engine_request =
-      text_size.ok() ? ToEngineRequest(*request, tokenizer_)
-                     : absl::StatusOr<GenerationRequest>(text_size);
-  if (!engine_request.ok()) {
-    if (metrics_ != nullptr) {
-      metrics_->RecordRequest(engine_request.status().code());
-    }
-    return new FailedWriteReactor<pb::GenerateResponse>(
-        ToGrpcStatus(engine_request.status()));
-  }
-  engine_request->deadline = DeadlineOf(*context);
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      engine_->Submit(*std::move(engine_request));
+      SubmitGenerate(*request, DeadlineOf(*context));
   if (!stream.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
-    spdlog::debug("Generate refused: {}", stream.status().ToString());
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpcStatus(stream.status()));
   }
@@ -270,21 +256,6 @@ TextGenerationService::DebugAttention(
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
         ToGrpcStatus(pass.status()));
   }
-  if (attention_ == nullptr) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                     "DebugAttention is disabled on this server "
-                     "(--debug_attention)"));
-  }
-  if (absl::Status s = CheckTextSize(request->prompt()); !s.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(ToGrpcStatus(s));
-  }
-  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
-      attention_->Admit();
-  if (!ticket.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(ticket.status()));
-  }
   const absl::Time deadline = DeadlineOf(*context);
   auto check = [context, deadline]() -> absl::Status {
     if (context->IsCancelled()) {
@@ -295,14 +266,14 @@ TextGenerationService::DebugAttention(
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
-      attention_->Run(*request, check);
-  if (!responses.ok()) {
+  absl::StatusOr<AttentionReply> reply = RunDebugAttention(*request, check);
+  if (!reply.ok()) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(responses.status()));
+        ToGrpcStatus(reply.status()));
   }
   return new ListWriteReactor<pb::DebugAttentionResponse>(
-      *std::move(responses), std::move(pass->stream), *std::move(ticket));
+      std::move(reply->responses), std::move(pass->stream),
+      std::move(reply->ticket));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
@@ -315,15 +286,7 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     reactor->Finish(ToGrpcStatus(pass.status()));
     return reactor;
   }
-  DescribeModel(engine_->config(), tokenizer_, *response);
-  response->set_name(options_.model_name);
-  pb::Limits* limits = response->mutable_limits();
-  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
-  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
-  limits->set_max_concurrent_streams(engine_->options().num_slots);
-  limits->set_max_queue(engine_->options().max_queue);
-  limits->set_max_attention_tokens(options_.max_attention_tokens);
-  limits->set_debug_attention_enabled(attention_ != nullptr);
+  *response = DescribeServer();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -338,28 +301,88 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     reactor->Finish(ToGrpcStatus(pass.status()));
     return reactor;
   }
-  if (tokenizer_ == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "this model has no tokenizer"));
+  absl::StatusOr<pb::TokenizeResponse> reply = TokenizeText(*request);
+  if (!reply.ok()) {
+    reactor->Finish(ToGrpcStatus(reply.status()));
     return reactor;
   }
-  if (request->text().size() > options_.max_tokenize_bytes) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("text is ", request->text().size(), " bytes; at most ",
-                     options_.max_tokenize_bytes, " (--max_tokenize_bytes)")));
-    return reactor;
-  }
-  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request->text());
-  if (!ids.ok()) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                     absl::StrCat("text: ", ids.status().message())));
-    return reactor;
-  }
-  AppendPromptTokens(*ids, tokenizer_, *response->mutable_tokens());
+  *response = *std::move(reply);
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>>
+TextGenerationService::SubmitGenerate(const pb::GenerateRequest& request,
+                                      absl::Time deadline) {
+  absl::Status status = CheckTextSize(request.prompt());
+  absl::StatusOr<GenerationRequest> engine_request =
+      status.ok() ? ToEngineRequest(request, tokenizer_)
+                  : absl::StatusOr<GenerationRequest>(status);
+  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+      absl::UnknownError("not submitted");
+  if (engine_request.ok()) {
+    engine_request->deadline = deadline;
+    stream = engine_->Submit(*std::move(engine_request));
+  } else {
+    stream = engine_request.status();
+  }
+  if (!stream.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
+    spdlog::debug("Generate refused: {}", stream.status().ToString());
+  }
+  return stream;
+}
+
+pb::ModelInfo TextGenerationService::DescribeServer() const {
+  pb::ModelInfo info;
+  DescribeModel(engine_->config(), tokenizer_, info);
+  info.set_name(options_.model_name);
+  pb::Limits* limits = info.mutable_limits();
+  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
+  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
+  limits->set_max_concurrent_streams(engine_->options().num_slots);
+  limits->set_max_queue(engine_->options().max_queue);
+  limits->set_max_attention_tokens(options_.max_attention_tokens);
+  limits->set_debug_attention_enabled(attention_ != nullptr);
+  return info;
+}
+
+absl::StatusOr<pb::TokenizeResponse> TextGenerationService::TokenizeText(
+    const pb::TokenizeRequest& request) const {
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError("this model has no tokenizer");
+  }
+  if (request.text().size() > options_.max_tokenize_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text is ", request.text().size(), " bytes; at most ",
+                     options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+  }
+  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request.text());
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text: ", ids.status().message()));
+  }
+  pb::TokenizeResponse response;
+  AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
+  return response;
+}
+
+absl::StatusOr<TextGenerationService::AttentionReply>
+TextGenerationService::RunDebugAttention(
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
+  if (attention_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "DebugAttention is disabled on this server (--debug_attention)");
+  }
+  if (absl::Status s = CheckTextSize(request.prompt()); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
+      attention_->Admit();
+  if (!ticket.ok()) return ticket.status();
+  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
+      attention_->Run(request, check);
+  if (!responses.ok()) return responses.status();
+  return AttentionReply{*std::move(responses), *std::move(ticket)};
 }
 
 }  // namespace textgen
