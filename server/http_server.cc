@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/explorer_page.h"
 #include "server/metrics_http.h"
 #include "server/openai_convert.h"
 #include "spdlog/spdlog.h"
@@ -176,6 +177,13 @@ void HttpServer::AddRoutes() {
         code = "http_error";
     }
     response.set_content(ErrorJson(response.status, message, code), kJson);
+  });
+
+  // The attention explorer (server/explorer_page.h): static, so no token; its
+  // API calls send one.
+  http_->Get("/", [](const httplib::Request&, httplib::Response& response) {
+    const absl::string_view page = ExplorerPage();
+    response.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
 
   http_->Get(

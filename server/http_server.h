@@ -7,6 +7,7 @@
 //   POST /v1/completions   OpenAI's completions; `stream: true` answers with
 //                          server-sent events (`data: {...}` per token, then
 //                          `data: [DONE]`)
+//   GET  /                 the attention explorer (server/explorer_page.h)
 //   GET  /v1/models        the one model served
 //   POST /tokenize         {"prompt": text} -> ids and their texts
 //   POST /v1/attention     DebugAttention's maps as JSON

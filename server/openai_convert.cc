@@ -544,6 +544,11 @@ std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
                 // vLLM's name for the context, which clients read.
                 {"max_model_len", info.context_length()},
                 {"architecture", info.architecture()},
+                // For the attention explorer (and any client that draws maps).
+                {"num_layers", info.num_layers()},
+                {"num_heads", info.num_heads()},
+                {"max_attention_tokens", info.limits().max_attention_tokens()},
+                {"debug_attention", info.limits().debug_attention_enabled()},
                 {"tokenizer", info.tokenizer()}};
   Json out = {{"object", "list"}, {"data", {std::move(model)}}};
   return out.dump();

@@ -359,6 +359,21 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
                   for d in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", json.dumps(raw["maps"]))]
         self.assertLessEqual(max(digits), 4)
 
+    def test_explorer_page_is_served_self_contained(self):
+        status, headers, page = call(self.port, "GET", "/")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers.get("Content-Type"), "text/html; charset=utf-8")
+        self.assertIn("<title>textgen attention explorer</title>", page)
+        # Nothing from elsewhere: no src or href with a scheme or a //host (no CDN).
+        self.assertIsNone(re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page))
+        # What it reads from /v1/models to lay out its grid.
+        status, _, models = call(self.port, "GET", "/v1/models")
+        info = self.client.info()
+        model = models["data"][0]
+        self.assertEqual((model["num_layers"], model["num_heads"]),
+                         (info.num_layers, info.num_heads))
+        self.assertEqual(model["max_attention_tokens"], info.limits.max_attention_tokens)
+
     def test_readme_curl_example_works_as_printed(self):
         if shutil.which("curl") is None:
             self.skipTest("curl is not on PATH")
