@@ -34,7 +34,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NPM_DIR = os.path.join(REPO, "tests", "npm")
 OPENAI_JS = os.path.join(NPM_DIR, "openai_completion.js")
 sys.path.insert(0, os.path.join(REPO, "tests", "frontdoor"))
-from common import LiveServer, TextgenClient, grpc, parse_args, temp_dir, write  # noqa: E402
+from common import (LiveServer, TextgenClient, grpc, make_certs, parse_args,  # noqa: E402
+                    temp_dir, write)
 
 ARGS = None
 WAIT = 60  # Bound on waits for things that take a second or two (against hangs only).
@@ -484,6 +485,46 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
             self.assertEqual(error["type"], "rate_limit_error")
             # Probes need no token.
             self.assertEqual(call(port, "GET", "/health")[0], 200)
+        finally:
+            server.stop()
+
+    def test_https_with_the_grpc_ports_certificate(self):
+        import ssl
+        certs = make_certs(temp_dir("textgen_http_tls_"))
+        server, port = start(f"--tls_cert={certs['server.pem']}",
+                             f"--tls_key={certs['server.key']}")
+        try:
+            self.assertIn(f"HTTP API on https://127.0.0.1:{port}/v1", server.log())
+            context = ssl.create_default_context(cafile=certs["ca.pem"])
+            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=WAIT,
+                                               context=context)
+            conn.request("POST", "/v1/completions",
+                         body=json.dumps({"prompt": "ROMEO:", "max_tokens": 5,
+                                          "temperature": 0}),
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            body = json.loads(response.read())
+            conn.close()
+            self.assertEqual(response.status, 200, body)
+            self.assertEqual(body["usage"]["completion_tokens"], 5)
+            # Plain HTTP on the TLS port gets no answer.
+            with self.assertRaises((http.client.HTTPException, ConnectionError, OSError)):
+                status, _, _ = call(port, "GET", "/health")
+                if status:
+                    raise http.client.HTTPException(f"plain HTTP answered {status}")
+        finally:
+            server.stop()
+
+    def test_metrics_token_applies_on_the_http_port(self):
+        token_file = write(os.path.join(temp_dir("textgen_http_"), "metrics-token"),
+                           "scrape-me\n")
+        server, port = start(f"--metrics_token_file={token_file}")
+        try:
+            self.assertEqual(call(port, "GET", "/metrics")[0], 401)
+            status, _, text = call(port, "GET", "/metrics",
+                                   headers={"Authorization": "Bearer scrape-me"})
+            self.assertEqual(status, 200)
+            self.assertIn("textgen_kv_cache_usage_perc", text)
         finally:
             server.stop()
 
