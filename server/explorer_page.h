@@ -6,12 +6,19 @@
 #ifndef TEXTGEN_SERVER_EXPLORER_PAGE_H_
 #define TEXTGEN_SERVER_EXPLORER_PAGE_H_
 
+#include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace textgen {
 
 // The page's bytes (UTF-8 HTML).
 absl::string_view ExplorerPage();
+
+// The page with `attention_json` (server/attention_json.h's form) embedded, so
+// that it shows those maps with no server: what `textgen attention --html`
+// writes, the same renderer as the live page.
+std::string ExplorerPageWithData(absl::string_view attention_json);
 
 }  // namespace textgen
 

@@ -11,6 +11,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/attention_json.h"
 
 namespace textgen {
 namespace {
@@ -122,17 +123,14 @@ absl::Status ParsePrompt(const Json& json, pb::Prompt& prompt) {
   return Invalid("prompt", "must be a string or an array of token ids");
 }
 
-// 4 significant digits, printed by nlohmann::json as the shortest decimal
-// that reads back as the same double ("0.1235", not 17 digits).
-double Round4(float value) {
-  if (value == 0 || !std::isfinite(value)) return value;
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4g", static_cast<double>(value));
-  return std::strtod(text, nullptr);
+// Token texts are whole UTF-8 (or U+FFFD), but a stray byte must not throw
+// in a handler: it is written as U+FFFD.
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string DataEvent(const Json& json) {
-  return absl::StrCat("data: ", json.dump(), "\n\n");
+  return absl::StrCat("data: ", Dump(json), "\n\n");
 }
 
 const char* ErrorType(int http_status) {
@@ -413,7 +411,7 @@ std::string CompletionBuilder::Event(const TokenEvent& token) const {
     Json rows = Json::array();
     for (const AttentionRow& row : token.attention) {
       Json weights = Json::array();
-      for (float w : row.weights) weights.push_back(Round4(w));
+      for (float w : row.weights) weights.push_back(RoundWeight(w));
       rows.push_back({{"layer", row.layer},
                       {"head", row.head},
                       {"weights", std::move(weights)}});
@@ -476,7 +474,7 @@ std::string CompletionBuilder::Response(const FinishEvent& finish) const {
                    {"seed", finish.seed},
                    {"choices", {std::move(choice)}},
                    {"usage", UsageJson(finish.usage)}};
-  return response.dump();
+  return Dump(response);
 }
 
 const char* OpenAiFinishReason(FinishReason reason) {
@@ -494,46 +492,37 @@ const char* OpenAiFinishReason(FinishReason reason) {
 std::string AttentionJson(
     const std::vector<pb::DebugAttentionResponse>& responses,
     absl::string_view model) {
-  Json tokens = Json::array();
-  int num_layers = 0, num_heads = 0;
-  // (layer, head) -> rows, in the order the maps came.
-  std::map<std::pair<int, int>, Json> maps;
-  std::vector<std::pair<int, int>> order;
+  AttentionData data;
+  data.model = std::string(model);
   for (const pb::DebugAttentionResponse& response : responses) {
     for (const pb::PromptToken& token : response.tokens()) {
-      tokens.push_back({{"id", token.id()}, {"text", token.text()}});
+      data.token_ids.push_back(token.id());
+      data.token_texts.push_back(token.text());
     }
-    if (response.num_layers() != 0) num_layers = response.num_layers();
-    if (response.num_heads() != 0) num_heads = response.num_heads();
+    if (response.num_layers() != 0) data.num_layers = response.num_layers();
+    if (response.num_heads() != 0) data.num_heads = response.num_heads();
   }
-  const size_t n = tokens.size();
+  // The pieces (whole rows from first_query on) into one T×T map per
+  // (layer, head), in the order the maps came.
+  const size_t n = data.token_ids.size();
+  std::map<std::pair<int, int>, size_t> index;
   for (const pb::DebugAttentionResponse& response : responses) {
     for (const pb::AttentionMap& map : response.maps()) {
-      const std::pair<int, int> key(map.layer(), map.head());
-      auto [it, inserted] = maps.try_emplace(key, Json::array());
-      if (inserted) order.push_back(key);
-      if (n == 0) continue;
-      const size_t rows = map.weights_size() / n;
-      for (size_t r = 0; r < rows; ++r) {
-        const size_t query = map.first_query() + r;
-        Json row = Json::array();
-        for (size_t k = 0; k <= query && k < n; ++k) {
-          row.push_back(Round4(map.weights(r * n + k)));
-        }
-        it->second.push_back(std::move(row));
+      auto [it, inserted] =
+          index.try_emplace({map.layer(), map.head()}, data.maps.size());
+      if (inserted) {
+        data.maps.push_back(
+            {map.layer(), map.head(), std::vector<float>(n * n)});
+      }
+      std::vector<float>& weights = data.maps[it->second].weights;
+      const size_t offset = static_cast<size_t>(map.first_query()) * n;
+      for (int i = 0; i < map.weights_size() && offset + i < weights.size();
+           ++i) {
+        weights[offset + i] = map.weights(i);
       }
     }
   }
-  Json out_maps = Json::array();
-  for (const auto& key : order) {
-    out_maps.push_back({{"layer", key.first},
-                        {"head", key.second},
-                        {"weights", std::move(maps[key])}});
-  }
-  Json out = {{"object", "attention"},       {"model", model},
-              {"num_layers", num_layers},    {"num_heads", num_heads},
-              {"tokens", std::move(tokens)}, {"maps", std::move(out_maps)}};
-  return out.dump();
+  return AttentionDataJson(data);
 }
 
 std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
@@ -551,7 +540,7 @@ std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
                 {"debug_attention", info.limits().debug_attention_enabled()},
                 {"tokenizer", info.tokenizer()}};
   Json out = {{"object", "list"}, {"data", {std::move(model)}}};
-  return out.dump();
+  return Dump(out);
 }
 
 std::string TokenizeJson(const pb::TokenizeResponse& response,
@@ -566,7 +555,7 @@ std::string TokenizeJson(const pb::TokenizeResponse& response,
               {"max_model_len", max_model_len},
               {"tokens", std::move(ids)},
               {"token_strs", std::move(texts)}};
-  return out.dump();
+  return Dump(out);
 }
 
 int HttpStatusOf(absl::StatusCode code) {
@@ -620,7 +609,7 @@ std::string ErrorJson(int http_status, absl::string_view message,
                 {"type", ErrorType(http_status)},
                 {"param", param.empty() ? Json(nullptr) : Json(param)},
                 {"code", code}};
-  return Json{{"error", std::move(error)}}.dump();
+  return Dump(Json{{"error", std::move(error)}});
 }
 
 }  // namespace textgen

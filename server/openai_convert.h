@@ -91,9 +91,9 @@ class CompletionBuilder {
 // token limit or the model's context).
 const char* OpenAiFinishReason(FinishReason reason);
 
-// The DebugAttention replies as one JSON object: the prompt's tokens and, per
-// (layer, head), the causal map as rows of growing length (row q holds keys
-// 0..q: the masked upper triangle is left out), weights rounded to 4
+// The DebugAttention replies as one JSON object (server/attention_json.h):
+// the prompt's tokens and, per (layer, head), the causal map as rows of
+// growing length (the masked upper triangle left out), weights rounded to 4
 // significant digits.
 std::string AttentionJson(
     const std::vector<textgen::v1::DebugAttentionResponse>& responses,
