@@ -1,12 +1,14 @@
-// A self-contained HTML page for attention maps: the data is inlined as JSON
-// and a few lines of script draw it, so the file opens anywhere with no network
-// and no other files.
+// A self-contained HTML page for attention maps: the server's attention
+// explorer (server/explorer_page.h, the page GET / serves) with the maps
+// embedded in the JSON form POST /v1/attention returns
+// (server/attention_json.h: lower triangle, 4 significant digits), so the file
+// opens anywhere with no network and no other files, and the file and the live
+// page are one renderer.
 //
-// The page shows the prompt's tokens twice, as queries (left) and keys (right),
-// with a layer and head picker. Hovering a query token shades every key by how
-// much that query attends to it (the same white-to-blue ramp as the PNG,
-// client/heatmap.h); hovering a key shades the queries that attend to it.
-// Below, the selected head's map as a table.
+// It shows the prompt's tokens as wrapping text with layer and head pickers
+// (arrow keys step through them): hovering a token shades every earlier token
+// by how much it attends to it; every layer x head as small multiples; click
+// one for its T x T map, whose cells mark their query and key tokens.
 #ifndef TEXTGEN_CLIENT_ATTENTION_HTML_H_
 #define TEXTGEN_CLIENT_ATTENTION_HTML_H_
 
@@ -16,8 +18,7 @@
 
 namespace textgen {
 
-// The page for these maps; title goes in <title> and the heading
-// (HTML-escaped).
+// The page for these maps; `title` is the page's title.
 std::string RenderAttentionHtml(const AttentionMaps& maps,
                                 const std::string& title);
 

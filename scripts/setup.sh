@@ -29,7 +29,7 @@ build_packages=(
   # C++ libraries (see README "Dependencies").
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
-  # The server's Prometheus metrics over HTTP.
+  # The server's HTTP API and Prometheus metrics over HTTP (built with OpenSSL: HTTPS).
   libcpp-httplib-dev
   # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha)
   # and the health-check proto the clients are generated from.

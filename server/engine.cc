@@ -503,7 +503,13 @@ void Engine::WaitForWork() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& seq : queue_) wake_at = std::min(wake_at, seq->deadline());
-    if (stopping_) wake_at = std::min(wake_at, abort_at_);
+    if (stopping_) {
+      // Draining and nothing left (Reap may just have retired the last
+      // request, cancelled by its client): Admit ends the loop at once
+      // rather than after the rest of the grace.
+      if (queue_.empty() && running_.empty()) return;
+      wake_at = std::min(wake_at, abort_at_);
+    }
   }
   std::unique_lock<std::mutex> lock(wakeup_->mu);
   auto woken = [this] { return wakeup_->pending; };

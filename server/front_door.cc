@@ -19,17 +19,22 @@ absl::StatusOr<std::unique_ptr<FrontDoor>> FrontDoor::Create(
 
 absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
     const grpc::ServerContextBase& context, Need need, CallKind kind) {
-  if (draining_) {
-    return absl::UnavailableError(
-        "the server is draining (shutting down); retry on another replica");
-  }
   absl::string_view authorization;
   const auto& metadata = context.client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
-  absl::StatusOr<Caller> caller =
-      auth_->Check(authorization, context.peer(), need);
+  return Admit(authorization, context.peer(), need, kind);
+}
+
+absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
+    absl::string_view authorization, absl::string_view peer, Need need,
+    CallKind kind) {
+  if (draining_) {
+    return absl::UnavailableError(
+        "the server is draining (shutting down); retry on another replica");
+  }
+  absl::StatusOr<Caller> caller = auth_->Check(authorization, peer, need);
   if (!caller.ok()) return caller.status();
   Pass pass;
   if (kind == CallKind::kStream) {

@@ -1,5 +1,6 @@
 // The front door: the one check every TextGeneration call passes before any
-// work (server/service.cc calls Admit first thing in each method).
+// work (server/service.cc calls Admit first thing in each method, and the
+// HTTP API, server/http_server.h, before each of its calls).
 //
 // In order:
 //   1. Draining (SIGTERM): UNAVAILABLE, so the client retries elsewhere.
@@ -48,11 +49,17 @@ class FrontDoor {
   // See above. `context` gives the authorization metadata and the peer.
   absl::StatusOr<Pass> Admit(const grpc::ServerContextBase& context, Need need,
                              CallKind kind);
+  // The same for any transport: `authorization` is the header's value (empty
+  // if absent), `peer` the caller in gRPC's form ("ipv4:10.0.0.7:51234"), so
+  // that a client is the same client over gRPC and HTTP.
+  absl::StatusOr<Pass> Admit(absl::string_view authorization,
+                             absl::string_view peer, Need need, CallKind kind);
 
   // The tokens file again (SIGHUP); on error the old table stays.
   absl::Status ReloadTokens() { return auth_->Reload(); }
   // From now on every call is UNAVAILABLE.
   void StartDrain() { draining_ = true; }
+  bool draining() const { return draining_; }
 
   const Authorizer& auth() const { return *auth_; }
   ClientLimiter& limits() { return limits_; }

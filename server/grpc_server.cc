@@ -149,6 +149,31 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
     spdlog::info("metrics on http://{}:{}/metrics", host,
                  server->metrics_http_->port());
   }
+  if (options.http_port >= 0) {
+    HttpServerOptions http_options;
+    http_options.host = options.http_host;
+    http_options.port = options.http_port;
+    http_options.tls = options.tls;
+    // Each streamed completion holds a thread: enough for every slot and
+    // queue place, and a few for quick calls beside them.
+    http_options.threads =
+        options.engine.num_slots + options.engine.max_queue + 4;
+    http_options.max_body_bytes =
+        static_cast<size_t>(options.max_receive_message_bytes);
+    http_options.write_timeout = options.engine.stream_idle_timeout;
+    GrpcServer* self = server.get();
+    http_options.render_metrics = [self] {
+      return self->metrics_.Render(self->engine_->stats());
+    };
+    http_options.metrics_token = options.metrics_token;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        http_options, server->service_.get(), server->front_door_.get());
+    if (!http.ok()) return http.status();
+    server->http_ = *std::move(http);
+    spdlog::info("HTTP API on {}://{}:{}/v1",
+                 options.tls.enabled() ? "https" : "http", options.http_host,
+                 server->http_->port());
+  }
   health->SetServingStatus(true);
   const std::string host =
       options.address.substr(0, options.address.rfind(':'));
@@ -205,6 +230,8 @@ void GrpcServer::Drain(absl::Duration grace) {
     });
   }
   if (engine_ != nullptr) engine_->Shutdown(grace);
+  // The engine has ended every stream, so the HTTP threads are finishing.
+  if (http_ != nullptr) http_->Stop();
   if (grpc_shutdown.joinable()) grpc_shutdown.join();
   spdlog::info("drained");
 }

@@ -1,7 +1,8 @@
 // A running textgen server: the engine, the TextGeneration service, the
 // standard health service (grpc.health.v1) and server reflection (v1 and
-// v1alpha) on one gRPC port. server/main.cc wraps it in flags and signals; the
-// e2e tests run it in-process.
+// v1alpha) on one gRPC port, and optionally the HTTP API on another.
+// server/main.cc wraps it in flags and signals; the e2e tests run it
+// in-process.
 //
 // Life cycle:
 //   Start: the engine thread starts, the port opens, health says SERVING
@@ -14,7 +15,9 @@
 //          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
 //          and balancers move to other replicas. Running and queued streams go
 //          on for up to `grace`; those still running then end with UNAVAILABLE
-//          and a message saying the drain time ran out.
+//          and a message saying the drain time ran out. The HTTP API answers
+//          503 to new calls (and GET /health) from the start, and its port
+//          closes once the engine has ended its streams.
 //
 // The front door (server/front_door.h: tokens, per-client limits), the
 // transport (server/tls.h) and the connection settings below are set here;
@@ -34,6 +37,7 @@
 #include "model/tokenizer.h"
 #include "server/engine.h"
 #include "server/front_door.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/service.h"
@@ -54,6 +58,12 @@ struct GrpcServerOptions {
   std::string metrics_host = "127.0.0.1";
   // Non-empty: GET /metrics needs `Authorization: Bearer <metrics_token>`.
   std::string metrics_token;
+
+  // The HTTP API (server/http_server.h) on host:http_port, on the same
+  // engine, front door and TLS; 0 picks a free port (see http_port()), -1
+  // serves none. Its GET /metrics follows metrics_token.
+  int http_port = -1;
+  std::string http_host = "127.0.0.1";
 
   FrontDoorOptions front_door;
   TlsOptions tls;
@@ -96,6 +106,8 @@ class GrpcServer {
   int metrics_port() const {
     return metrics_http_ ? metrics_http_->port() : -1;
   }
+  // The HTTP API's port, or -1 if none.
+  int http_port() const { return http_ ? http_->port() : -1; }
   Engine& engine() { return *engine_; }
   FrontDoor& front_door() { return *front_door_; }
 
@@ -114,6 +126,7 @@ class GrpcServer {
   Metrics metrics_;
   std::unique_ptr<TextGenerationService> service_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<HttpServer> http_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::mutex drain_mu_;

@@ -1,5 +1,6 @@
 // textgen_server: serves a model over gRPC (textgen.v1.TextGeneration, plus
-// grpc.health.v1 and server reflection).
+// grpc.health.v1 and server reflection) and, with --http_port, over HTTP
+// (OpenAI-compatible completions, server/http_server.h).
 //
 //   build/server/textgen_server --model models/shakespeare-char --port 50051
 //   build/server/textgen_server --model stories260K.bin --tokenizer tok512.bin
@@ -95,6 +96,11 @@ ABSL_FLAG(int64_t, memory_budget_mb, 0,
           "Memory the model may need (weights, position table, a full-context "
           "KV cache per slot), checked from its config before loading; 0 = "
           "the machine's physical memory");
+ABSL_FLAG(int, http_port, 0,
+          "Port for the HTTP API (OpenAI-compatible /v1/completions, "
+          "/v1/models, /tokenize, /v1/attention, /health, /metrics; "
+          "server/README.md \"HTTP API\"), on --host with the same tokens, "
+          "limits and TLS as gRPC; 0 = off");
 ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics over HTTP (GET /metrics); 0 = off");
 ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
@@ -240,6 +246,9 @@ int Run() {
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
   options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
+  options.http_port =
+      absl::GetFlag(FLAGS_http_port) > 0 ? absl::GetFlag(FLAGS_http_port) : -1;
+  options.http_host = absl::GetFlag(FLAGS_host);
   if (const std::string file = absl::GetFlag(FLAGS_metrics_token_file);
       !file.empty()) {
     absl::StatusOr<std::string> token = ReadFileToString(file);

@@ -107,6 +107,27 @@ std::string Metrics::Render(const EngineStats& stats) const {
          out);
   Scalar("textgen_batch_size", "gauge", "Sequences in the last engine step.",
          stats.last_batch_size, out);
+  // The Gateway API Inference Extension's model-server protocol: queued
+  // requests, running requests and KV-cache utilisation (0-1), which its
+  // endpoint picker scrapes to choose a replica (deploy/README.md). The same
+  // numbers as above under names with those semantics, so the picker's
+  // flags name them directly.
+  Scalar("textgen_num_requests_waiting", "gauge",
+         "Requests queued for a KV slot (inference extension: "
+         "TotalQueuedRequests).",
+         stats.queue_depth, out);
+  Scalar("textgen_num_requests_running", "gauge",
+         "Requests generating (inference extension: TotalRunningRequests).",
+         stats.slots_in_use, out);
+  absl::StrAppend(
+      &out,
+      "# HELP textgen_kv_cache_usage_perc KV-cache utilisation, 0 to 1 "
+      "(inference extension: KVCacheUtilization).\n"
+      "# TYPE textgen_kv_cache_usage_perc gauge\ntextgen_kv_cache_usage_perc ",
+      stats.num_slots > 0
+          ? static_cast<double>(stats.slots_in_use) / stats.num_slots
+          : 0.0,
+      "\n");
   return out;
 }
 

@@ -8,6 +8,8 @@
 //   textgen_queue_depth                       requests waiting for a slot
 //   textgen_kv_slots_in_use / _total          KV-cache slots
 //   textgen_batch_size                        sequences in the last step
+//   textgen_num_requests_waiting, _running    the Gateway API Inference
+//   textgen_kv_cache_usage_perc (0-1)         Extension's model-server gauges
 //   textgen_time_to_first_token_seconds       histogram, finished requests
 //   textgen_time_per_output_token_seconds     histogram, finished requests
 //

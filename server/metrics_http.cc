@@ -14,10 +14,9 @@ namespace textgen {
 MetricsHttpServer::MetricsHttpServer()
     : http_(std::make_unique<httplib::Server>()) {}
 
-absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
-    const std::string& host, int port, std::function<std::string()> render,
-    const std::string& bearer_token) {
-  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+absl::Status AddMetricsRoute(httplib::Server& http,
+                             std::function<std::string()> render,
+                             const std::string& bearer_token) {
   // Compared as digests, in constant time (server/auth.h).
   std::optional<TokenTable> allowed;
   if (!bearer_token.empty()) {
@@ -26,7 +25,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     if (!table.ok()) return table.status();
     allowed = *std::move(table);
   }
-  server->http_->Get(
+  http.Get(
       "/metrics",
       [render = std::move(render), allowed = std::move(allowed)](
           const httplib::Request& request, httplib::Response& response) {
@@ -44,6 +43,18 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
         }
         response.set_content(render(), "text/plain; version=0.0.4");
       });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
+    const std::string& host, int port, std::function<std::string()> render,
+    const std::string& bearer_token) {
+  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  if (absl::Status s =
+          AddMetricsRoute(*server->http_, std::move(render), bearer_token);
+      !s.ok()) {
+    return s;
+  }
   if (port == 0) {
     server->port_ = server->http_->bind_to_any_port(host);
   } else if (server->http_->bind_to_port(host, port)) {

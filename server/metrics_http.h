@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace httplib {
@@ -16,6 +17,14 @@ class Server;
 }
 
 namespace textgen {
+
+// Adds GET /metrics to `http`, answered with `render()`; with a
+// `bearer_token`, only for requests that send `Authorization: Bearer
+// <bearer_token>` (others get 401). Shared by the metrics port and the HTTP
+// API's port (server/http_server.h).
+absl::Status AddMetricsRoute(httplib::Server& http,
+                             std::function<std::string()> render,
+                             const std::string& bearer_token);
 
 class MetricsHttpServer {
  public:

@@ -185,24 +185,9 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpcStatus(pass.status()));
   }
-  const absl::Status text_size =
-      CheckTextSize(request->prompt().text(), "prompt.text");
-  absl::StatusOr<GenerationRequest> engine_request =
-      text_size.ok() ? ToEngineRequest(*request, tokenizer_)
-                     : absl::StatusOr<GenerationRequest>(text_size);
-  if (!engine_request.ok()) {
-    if (metrics_ != nullptr) {
-      metrics_->RecordRequest(engine_request.status().code());
-    }
-    return new FailedWriteReactor<pb::GenerateResponse>(
-        ToGrpcStatus(engine_request.status()));
-  }
-  engine_request->deadline = DeadlineOf(*context);
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      engine_->Submit(*std::move(engine_request));
+      SubmitGenerate(*request, DeadlineOf(*context));
   if (!stream.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
-    spdlog::debug("Generate refused: {}", stream.status().ToString());
     return new FailedWriteReactor<pb::GenerateResponse>(
         ToGrpcStatus(stream.status()));
   }
@@ -221,22 +206,6 @@ TextGenerationService::DebugAttention(
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
         ToGrpcStatus(pass.status()));
   }
-  if (attention_ == nullptr) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                     "DebugAttention is disabled on this server "
-                     "(--debug_attention)"));
-  }
-  if (absl::Status s = CheckTextSize(request->prompt().text(), "prompt.text");
-      !s.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(ToGrpcStatus(s));
-  }
-  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
-      attention_->Admit();
-  if (!ticket.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(ticket.status()));
-  }
   const absl::Time deadline = DeadlineOf(*context);
   auto check = [context, deadline]() -> absl::Status {
     if (context->IsCancelled()) {
@@ -247,21 +216,24 @@ TextGenerationService::DebugAttention(
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
-      attention_->Run(*request, check);
-  if (!responses.ok()) {
+  absl::StatusOr<AttentionReply> reply = RunDebugAttention(*request, check);
+  if (!reply.ok()) {
     return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(responses.status()));
+        ToGrpcStatus(reply.status()));
   }
   return new ListWriteReactor<pb::DebugAttentionResponse>(
-      *std::move(responses), std::move(pass->stream), *std::move(ticket));
+      std::move(reply->responses), std::move(pass->stream),
+      std::move(reply->ticket));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context,
     const pb::GetModelInfoRequest* /*request*/, pb::ModelInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(AnswerGetModelInfo(*context, *response)));
+  const absl::Status status =
+      Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
+  if (status.ok()) *response = DescribeServer();
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -269,31 +241,55 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     grpc::CallbackServerContext* context, const pb::TokenizeRequest* request,
     pb::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(AnswerTokenize(*context, *request, *response)));
+  absl::Status status =
+      Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
+  if (status.ok()) {
+    absl::StatusOr<pb::TokenizeResponse> reply = TokenizeText(*request);
+    status = reply.status();
+    if (reply.ok()) *response = *std::move(reply);
+  }
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
-absl::Status TextGenerationService::AnswerGetModelInfo(
-    const grpc::CallbackServerContext& context, pb::ModelInfo& response) {
-  TEXTGEN_RETURN_IF_ERROR(
-      Admit(context, Need::kGenerate, FrontDoor::CallKind::kUnary).status());
-  DescribeModel(engine_->config(), tokenizer_, response);
-  response.set_name(options_.model_name);
-  pb::Limits* limits = response.mutable_limits();
+absl::StatusOr<std::shared_ptr<RequestStream>>
+TextGenerationService::SubmitGenerate(const pb::GenerateRequest& request,
+                                      absl::Time deadline) {
+  absl::Status status = CheckTextSize(request.prompt().text(), "prompt.text");
+  absl::StatusOr<GenerationRequest> engine_request =
+      status.ok() ? ToEngineRequest(request, tokenizer_)
+                  : absl::StatusOr<GenerationRequest>(status);
+  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+      absl::UnknownError("not submitted");
+  if (engine_request.ok()) {
+    engine_request->deadline = deadline;
+    stream = engine_->Submit(*std::move(engine_request));
+  } else {
+    stream = engine_request.status();
+  }
+  if (!stream.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
+    spdlog::debug("Generate refused: {}", stream.status().ToString());
+  }
+  return stream;
+}
+
+pb::ModelInfo TextGenerationService::DescribeServer() const {
+  pb::ModelInfo info;
+  DescribeModel(engine_->config(), tokenizer_, info);
+  info.set_name(options_.model_name);
+  pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
   limits->set_max_concurrent_streams(engine_->options().num_slots);
   limits->set_max_queue(engine_->options().max_queue);
   limits->set_max_attention_tokens(options_.max_attention_tokens);
   limits->set_debug_attention_enabled(attention_ != nullptr);
-  return absl::OkStatus();
+  return info;
 }
 
-absl::Status TextGenerationService::AnswerTokenize(
-    const grpc::CallbackServerContext& context,
-    const pb::TokenizeRequest& request, pb::TokenizeResponse& response) {
-  TEXTGEN_RETURN_IF_ERROR(
-      Admit(context, Need::kGenerate, FrontDoor::CallKind::kUnary).status());
+absl::StatusOr<pb::TokenizeResponse> TextGenerationService::TokenizeText(
+    const pb::TokenizeRequest& request) const {
   if (tokenizer_ == nullptr) {
     return absl::FailedPreconditionError("this model has no tokenizer");
   }
@@ -303,8 +299,29 @@ absl::Status TextGenerationService::AnswerTokenize(
     return absl::InvalidArgumentError(
         absl::StrCat("text: ", ids.status().message()));
   }
+  pb::TokenizeResponse response;
   AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
-  return absl::OkStatus();
+  return response;
+}
+
+absl::StatusOr<TextGenerationService::AttentionReply>
+TextGenerationService::RunDebugAttention(
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
+  if (attention_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "DebugAttention is disabled on this server (--debug_attention)");
+  }
+  if (absl::Status s = CheckTextSize(request.prompt().text(), "prompt.text");
+      !s.ok())
+    return s;
+  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
+      attention_->Admit();
+  if (!ticket.ok()) return ticket.status();
+  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
+      attention_->Run(request, check);
+  if (!responses.ok()) return responses.status();
+  return AttentionReply{*std::move(responses), *std::move(ticket)};
 }
 
 }  // namespace textgen

@@ -29,7 +29,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "model/decoder.h"
 #include "model/tokenizer.h"
 #include "server/debug_attention.h"
@@ -89,14 +91,38 @@ class TextGenerationService final
   absl::Status CheckTextSize(absl::string_view text,
                              absl::string_view field) const;
 
- private:
-  // The unary calls' work; their status is the call's.
-  absl::Status AnswerGetModelInfo(const grpc::CallbackServerContext& context,
-                                  textgen::v1::ModelInfo& response);
-  absl::Status AnswerTokenize(const grpc::CallbackServerContext& context,
-                              const textgen::v1::TokenizeRequest& request,
-                              textgen::v1::TokenizeResponse& response);
+  // The work of each method apart from its transport, shared with the HTTP
+  // API (server/http_server.h), which translates its JSON into the same
+  // messages: one validation, one set of limits and messages for both.
+  // Callers pass the front door first.
 
+  // Generate's engine request (CheckTextSize, then ToEngineRequest) with
+  // `deadline`, submitted: its stream, or INVALID_ARGUMENT naming the field,
+  // or Engine::Submit's refusals (counted in the metrics).
+  absl::StatusOr<std::shared_ptr<RequestStream>> SubmitGenerate(
+      const textgen::v1::GenerateRequest& request, absl::Time deadline);
+  // GetModelInfo's reply: the model, its name and the server's limits.
+  textgen::v1::ModelInfo DescribeServer() const;
+  // Tokenize's reply, or FAILED_PRECONDITION (no tokenizer),
+  // INVALID_ARGUMENT (too long, or text the tokenizer refuses).
+  absl::StatusOr<textgen::v1::TokenizeResponse> TokenizeText(
+      const textgen::v1::TokenizeRequest& request) const;
+  // DebugAttention's replies, with the admission ticket to keep until they
+  // are written; FAILED_PRECONDITION when it is off, RESOURCE_EXHAUSTED
+  // (calls at once), AttentionDebugger::Run's errors. `check` as there.
+  struct AttentionReply {
+    std::vector<textgen::v1::DebugAttentionResponse> responses;
+    std::shared_ptr<const void> ticket;
+  };
+  absl::StatusOr<AttentionReply> RunDebugAttention(
+      const textgen::v1::DebugAttentionRequest& request,
+      absl::FunctionRef<absl::Status()> check);
+
+  Engine& engine() const { return *engine_; }
+  Metrics* metrics() const { return metrics_; }
+  const ServiceOptions& options() const { return options_; }
+
+ private:
   // front_door_->Admit, or a pass for everyone without a front door.
   absl::StatusOr<FrontDoor::Pass> Admit(
       const grpc::CallbackServerContext& context, Need need,

@@ -252,11 +252,16 @@ TEST(AttentionHtmlTest, SelfContainedWithTheDataInlined) {
   AttentionMaps maps = MakeMaps(1, 2, 3);
   maps.tokens[0] = "</script><b>";
   const std::string html = RenderAttentionHtml(maps, "Attention of <x>");
-  EXPECT_THAT(html, HasSubstr("<title>Attention of &lt;x&gt;</title>"));
-  EXPECT_THAT(html, HasSubstr("\"heads\":[1,3]"));
+  // The server's explorer page, the maps embedded in its JSON form.
+  EXPECT_THAT(html, HasSubstr("<title>textgen attention explorer</title>"));
+  EXPECT_THAT(html,
+              HasSubstr("<script type=\"application/json\" id=\"data\">"));
+  EXPECT_THAT(html, HasSubstr("\"model\":\"Attention of \\u003cx>\""));
+  EXPECT_THAT(html, HasSubstr("\"head\":1,"));
+  EXPECT_THAT(html, HasSubstr("\"head\":3,"));
   // The token cannot close the data's <script> early; nothing is fetched from
   // elsewhere.
-  EXPECT_THAT(html, HasSubstr("<\\/script><b>"));
+  EXPECT_THAT(html, HasSubstr("\\u003c/script>\\u003cb>"));
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
   EXPECT_EQ(html.find("http"), std::string::npos);

@@ -146,7 +146,7 @@ def test_server(args, podman: Podman) -> None:
                    "--cap-drop=ALL", "--security-opt=no-new-privileges",
                    f'--health-cmd=["textgen", "--server", "{target}", "health"]', SERVER_IMAGE,
                    "--host=127.0.0.1", f"--port={port}", f"--metrics_port={metrics_port}",
-                   "--drain_seconds=20")
+                   f"--http_port={free_port()}", "--drain_seconds=20")
         waited = wait_serving(args.cli, target, "the server container")
         print(f"container SERVING after {waited:.1f} s")
         tokens = cli_generate(args.cli, target)

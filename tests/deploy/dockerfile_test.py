@@ -190,14 +190,16 @@ def main() -> int:
           "arguments after the image name are appended and keep the model")
 
     # --- Run the image's command line and health check here. ---
-    port, metrics_port = free_port(), free_port()
+    port, metrics_port, http_port = free_port(), free_port(), free_port()
     image_port = next(a for a in entrypoint if a.startswith("--port=")).split("=")[1]
     image_metrics = next(a for a in entrypoint if a.startswith("--metrics_port=")).split("=")[1]
+    image_http = next(a for a in entrypoint if a.startswith("--http_port=")).split("=")[1]
     mapped = [args.server] + [
         a.replace("--host=0.0.0.0", "--host=127.0.0.1")
          .replace("--metrics_host=0.0.0.0", "--metrics_host=127.0.0.1")
          .replace(f"--port={image_port}", f"--port={port}")
          .replace(f"--metrics_port={image_metrics}", f"--metrics_port={metrics_port}")
+         .replace(f"--http_port={image_http}", f"--http_port={http_port}")
          .replace(model_in_image, os.path.join(args.repo, "models", "shakespeare-char"))
         for a in entrypoint[1:] + cmd]
     health = [args.cli] + [a.replace(f":{image_port}", f":{port}") for a in health_cmd[1:]]
@@ -212,6 +214,9 @@ def main() -> int:
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
                                         timeout=10) as r:
                 check(b"textgen_kv_slots_total" in r.read(), "its metrics port serves metrics")
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/health",
+                                        timeout=10) as r:
+                check(b"SERVING" in r.read(), "its HTTP port answers GET /health")
             proc.send_signal(signal.SIGTERM)
             check(proc.wait(timeout=300) == 0, "SIGTERM drains and exits 0")
             h = subprocess.run(health, capture_output=True, text=True, timeout=30)
