@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "model/kernel_dispatch.h"
 
 namespace textgen {
 namespace {
@@ -107,6 +108,14 @@ std::string Metrics::Render(const EngineStats& stats) const {
          out);
   Scalar("textgen_batch_size", "gauge", "Sequences in the last engine step.",
          stats.last_batch_size, out);
+  // Prometheus' info-metric idiom: the value is 1, the label is the fact.
+  absl::StrAppend(&out,
+                  "# HELP textgen_cpu_kernels_info The build of the kernels "
+                  "in use (model/kernel_dispatch.h).\n# TYPE "
+                  "textgen_cpu_kernels_info gauge\ntextgen_cpu_kernels_info{"
+                  "family=\"",
+                  kernels::KernelFamilyName(kernels::ActiveKernelFamily()),
+                  "\"} 1\n");
   return out;
 }
 

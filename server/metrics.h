@@ -8,6 +8,7 @@
 //   textgen_queue_depth                       requests waiting for a slot
 //   textgen_kv_slots_in_use / _total          KV-cache slots
 //   textgen_batch_size                        sequences in the last step
+//   textgen_cpu_kernels_info{family="avx512"} 1: the kernels in use
 //   textgen_time_to_first_token_seconds       histogram, finished requests
 //   textgen_time_per_output_token_seconds     histogram, finished requests
 //

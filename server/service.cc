@@ -317,6 +317,7 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
   }
   DescribeModel(engine_->config(), tokenizer_, *response);
   response->set_name(options_.model_name);
+  response->set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
   pb::Limits* limits = response->mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
