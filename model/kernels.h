@@ -39,8 +39,9 @@
 // (model/kernels_family.cc compiled for generic x86-64-v2, AVX2 + FMA, and
 // AVX-512 + VNNI), chosen once at start-up by CPUID (model/kernel_dispatch.h).
 // The contract above holds within a family; families may differ in the last
-// bits of f32 and bf16 results (only some fuse multiply-adds), and give the
-// same kInt8 results.
+// bits of f32 and bf16 results (only some fuse multiply-adds), so a model's
+// logits differ between families by a few ulps, even with kInt8 weights,
+// whose products alone are the same in every family.
 #ifndef TEXTGEN_MODEL_KERNELS_H_
 #define TEXTGEN_MODEL_KERNELS_H_
 
