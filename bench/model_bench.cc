@@ -11,8 +11,11 @@
 //                               the attention-heavy end of generation
 //
 // Each reports tokens/s as items_per_second (decode: B tokens per step).
-// --threads is the decoder's (DecoderOptions); an entry DIR:bf16 holds the
-// weight matrices as bf16 (LoadOptions) and names its benchmarks <model>-bf16.
+// --threads is the decoder's (DecoderOptions); an entry DIR:bf16 or DIR:int8
+// holds the weight matrices as bf16 or int8 (LoadOptions) and names its
+// benchmarks <model>-bf16 or <model>-int8. --cpu_kernels picks the build of
+// the kernels (model/kernel_dispatch.h), auto by default; the one in use is
+// printed before the run and recorded in the benchmark context.
 // Token ids are fixed pseudo-random ids, so no tokenizer is needed; the model
 // itself may be random (bench/make_gpt2_small.py). Timings are never asserted
 // anywhere: tests/bench only checks that this binary runs and names its
@@ -39,6 +42,7 @@
 #include "absl/strings/str_split.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
+#include "model/kernel_dispatch.h"
 #include "model/kernels.h"
 #include "model/kv_cache.h"
 #include "model/status_macros.h"
@@ -46,18 +50,21 @@
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",
           "Comma-separated checkpoint directories (config.json + "
-          "model.safetensors), each optionally DIR:f32 or DIR:bf16 for how "
+          "model.safetensors), each optionally DIR:f32, DIR:bf16 or DIR:int8 "
+          "for how "
           "its weights are held in memory (default --weights_dtype)");
 ABSL_FLAG(int, threads, 1, "Threads of the forward pass (DecoderOptions)");
 ABSL_FLAG(std::string, weights_dtype, "f32",
-          "Weights in memory for --models entries without :f32/:bf16");
+          "Weights in memory for --models entries without :f32/:bf16/:int8");
+ABSL_FLAG(std::string, cpu_kernels, "auto",
+          "Which build of the kernels runs: auto|generic|avx2|avx512");
 ABSL_FLAG(int, decode_context, 128,
           "Positions already cached in each sequence of a decode step");
 
 namespace textgen {
 namespace {
 
-// One --models entry: DIR, DIR:f32 or DIR:bf16.
+// One --models entry: DIR, DIR:f32, DIR:bf16 or DIR:int8.
 struct ModelEntry {
   std::string dir;
   kernels::WeightType type = kernels::WeightType::kF32;
@@ -79,15 +86,18 @@ absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
 }
 
 // The benchmark's name for an entry: the directory's last component, with
-// "-bf16" appended for bf16 weights unless the name already says so.
+// "-bf16" or "-int8" appended for those weights unless the name already says
+// so.
 std::string ModelName(const std::string& entry) {
   ModelEntry m = *ParseEntry(entry);  // Checked by LoadDecoder first.
   std::string d = m.dir;
   while (!d.empty() && d.back() == '/') d.pop_back();
   const size_t slash = d.rfind('/');
   std::string name = slash == std::string::npos ? d : d.substr(slash + 1);
-  if (m.type == kernels::WeightType::kBF16 && !absl::EndsWith(name, "-bf16")) {
-    name += "-bf16";
+  if (m.type != kernels::WeightType::kF32) {
+    const std::string suffix =
+        absl::StrCat("-", kernels::WeightTypeName(m.type));
+    if (!absl::EndsWith(name, suffix)) name += suffix;
   }
   return name;
 }
@@ -249,9 +259,20 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::SetProgramUsageMessage(
       "Model-core micro-benchmarks: textgen_model_bench "
-      "--models=DIR[:bf16][,...] "
-      "[--threads=N] [--weights_dtype=f32|bf16] [--benchmark_* flags]");
+      "--models=DIR[:bf16|:int8][,...] "
+      "[--threads=N] [--weights_dtype=f32|bf16|int8] "
+      "[--cpu_kernels=auto|generic|avx2|avx512] [--benchmark_* flags]");
   absl::ParseCommandLine(argc, argv);
+  const absl::StatusOr<textgen::kernels::KernelFamily> cpu_kernels =
+      textgen::kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
+  if (!cpu_kernels.ok()) {
+    std::fprintf(stderr, "model_bench: --cpu_kernels: %s\n",
+                 std::string(cpu_kernels.status().message()).c_str());
+    return 2;
+  }
+  const char* family = textgen::kernels::KernelFamilyName(*cpu_kernels);
+  std::fprintf(stderr, "model_bench: %s kernels\n", family);
+  benchmark::AddCustomContext("cpu_kernels", family);
   const int threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1) {
     std::fprintf(stderr, "model_bench: --threads must be >= 1, got %d\n",

@@ -21,8 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(config->Validate().ok());
   (void)textgen::DescribeConfig(*config);
-  for (auto type : {textgen::kernels::WeightType::kF32,
-                    textgen::kernels::WeightType::kBF16}) {
+  for (auto type :
+       {textgen::kernels::WeightType::kF32, textgen::kernels::WeightType::kBF16,
+        textgen::kernels::WeightType::kInt8}) {
     const textgen::ModelMemory m = textgen::EstimateModelMemory(*config, type);
     const double total = m.Total(/*kv_slots=*/9);
     FUZZ_CHECK(std::isfinite(total) && total > 0);

@@ -1,255 +1,30 @@
+// The family-independent half of the kernels: packing weights, quantizing
+// activations, and calling the selected family's code (model/kernel_table.h).
 #include "model/kernels.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
 
+#include "model/kernel_table.h"
+
 namespace textgen::kernels {
-namespace {
-
-// Folds the lanes pairwise: (0+8, 1+9, ...), then (0+4, ...), ...: one fixed
-// order.
-inline float FoldLanes(float* acc) {
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
-  }
-  return acc[0];
-}
-
-}  // namespace
 
 float Dot(const float* a, const float* b, int n) {
-  float acc[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
-  }
-  for (int l = 0; i + l < n; ++l) acc[l] += a[i + l] * b[i + l];
-  return FoldLanes(acc);
+  return ActiveKernelTable().dot(a, b, n);
 }
 
-float Sum(const float* a, int n) {
-  float acc[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l];
-  }
-  for (int l = 0; i + l < n; ++l) acc[l] += a[i + l];
-  return FoldLanes(acc);
-}
-
-namespace {
-
-// One vector of output columns. GCC's vector extension compiles to the widest
-// registers the target has (AVX-512, AVX2 or SSE), always with the same
-// per-lane arithmetic.
-constexpr int kVec = 16;
-typedef float Vec __attribute__((vector_size(kVec * sizeof(float))));
-
-inline Vec Load(const float* p) {
-  Vec v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void Store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
-
-constexpr int kPanelVecs = PackedWeights::kPanel / kVec;
-
-// acc + a · b, fused into one rounding where the target has FMA. Used only by
-// kernels without a scalar tail (see kernels.h), so a given output is always
-// computed the same way within a build.
-inline Vec MulAdd(float a, Vec b, Vec acc) {
-#if defined(__AVX512F__)
-  return _mm512_fmadd_ps(_mm512_set1_ps(a), b, acc);
-#elif defined(__FMA__)
-  __m256 b2[2], acc2[2];
-  __builtin_memcpy(b2, &b, sizeof(b));
-  __builtin_memcpy(acc2, &acc, sizeof(acc));
-  const __m256 a8 = _mm256_set1_ps(a);
-  acc2[0] = _mm256_fmadd_ps(a8, b2[0], acc2[0]);
-  acc2[1] = _mm256_fmadd_ps(a8, b2[1], acc2[1]);
-  __builtin_memcpy(&acc, acc2, sizeof(acc));
-  return acc;
-#else
-  return acc + a * b;
-#endif
-}
-
-// Widens 16 bf16 values to floats: exact (the low 16 bits become zero).
-typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
-typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
-inline Vec LoadWeights(const float* p) { return Load(p); }
-inline Vec LoadWeights(const uint16_t* p) {
-  Vec16 h;
-  __builtin_memcpy(&h, p, sizeof(h));
-  const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
-  Vec v;
-  __builtin_memcpy(&v, &bits, sizeof(v));
-  return v;
-}
-
-// How far ahead (in k steps) the one-row kernel prefetches its panel: decode
-// streams every weight from memory once per step, and a single sequential
-// stream per panel leaves the hardware prefetcher short of full bandwidth.
-constexpr int kPrefetchSteps = 16;
-
-// Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
-// k. The one body PanelTile and PanelSteps share, so their sums are formed in
-// the same order and agree bit for bit.
-template <int R, typename W>
-inline void PanelStep(const float* x, int x_stride, const W* wk, int k,
-                      Vec (&acc)[R][kPanelVecs]) {
-  Vec b[kPanelVecs];
-  for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
-  for (int r = 0; r < R; ++r) {
-    const float a = x[static_cast<long>(r) * x_stride + k];
-    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = MulAdd(a, b[c], acc[r][c]);
-  }
-}
-
-// Rows [0, R) × one panel of x · W, accumulated in registers over the whole
-// depth in increasing k. Writes the first `valid` columns of the panel.
-template <int R, typename W>
-inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
-                      float* y, int y_stride, int valid, bool accumulate) {
-  Vec acc[R][kPanelVecs] = {};
-  constexpr int kLineElems = 64 / sizeof(W);
-  for (int k = 0; k < depth; ++k) {
-    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
-    if (R == 1) {
-      // Prefetching past the panel's end is harmless (a hint, never a fault).
-      for (int e = 0; e < PackedWeights::kPanel; e += kLineElems) {
-        __builtin_prefetch(wk + kPrefetchSteps * PackedWeights::kPanel + e);
-      }
-    }
-    PanelStep<R>(x, x_stride, wk, k, acc);
-  }
-  for (int r = 0; r < R; ++r) {
-    float* out = y + static_cast<long>(r) * y_stride;
-    if (valid == PackedWeights::kPanel) {
-      for (int c = 0; c < kPanelVecs; ++c) {
-        Store(out + c * kVec,
-              accumulate ? Load(out + c * kVec) + acc[r][c] : acc[r][c]);
-      }
-    } else {
-      float sums[PackedWeights::kPanel];
-      __builtin_memcpy(sums, acc[r], sizeof(sums));
-      for (int j = 0; j < valid; ++j)
-        out[j] = accumulate ? out[j] + sums[j] : sums[j];
-    }
-  }
-}
-
-// Steps [k0, k1) of PanelTile for R rows, continuing from and returning to
-// `acc` in memory: storing a float accumulator and loading it back is exact, so
-// a product computed in k-chunks has PanelTile's values bit for bit.
-// Meanwhile, one cache line per step from [*prefetch, prefetch_end) is
-// requested into L2: the group's next chunk streams in from memory while this
-// one is computed from L1.
-template <int R, typename W>
-inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
-                       int k1, Vec (*partial)[kPanelVecs],
-                       const char** prefetch, const char* prefetch_end) {
-  Vec acc[R][kPanelVecs];
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = partial[r][c];
-  }
-  for (int k = k0; k < k1; ++k) {
-    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
-    if (*prefetch < prefetch_end) {
-      __builtin_prefetch(*prefetch, 0, 2);
-      *prefetch += 64;
-    }
-    PanelStep<R>(x, x_stride, wk, k, acc);
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < kPanelVecs; ++c) partial[r][c] = acc[r][c];
-  }
-}
-
-template <typename W>
-void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
-                    int depth, int cols, int panel_begin, int panel_end,
-                    float* y, int y_stride, bool accumulate) {
-  // Panel by panel, so each panel of W stays in cache while every row passes
-  // over it; four rows share each load from the panel.
-  constexpr int kRows = 4;
-  // More rows than one tile: groups of kGroup rows walk the panel together in
-  // chunks of kChunk steps (a chunk of panel is 32 KB of f32, in L1), so the
-  // panel streams from memory once per group rather than once per tile.
-  constexpr int kGroup = 16, kChunk = 128;
-  const size_t panel_size = static_cast<size_t>(depth) * PackedWeights::kPanel;
-  for (int p = panel_begin; p < panel_end; ++p) {
-    const W* panel = data + p * panel_size;
-    const int j0 = p * PackedWeights::kPanel;
-    const int valid = std::min(PackedWeights::kPanel, cols - j0);
-    if (rows <= kRows) {
-      // Decode: one pass, prefetching (PanelTile<1>) when there is one row.
-      if (rows == kRows) {
-        PanelTile<kRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
-                         accumulate);
-      } else {
-        for (int r = 0; r < rows; ++r) {
-          PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride,
-                       panel, y + static_cast<long>(r) * y_stride + j0,
-                       y_stride, valid, accumulate);
-        }
-      }
-      continue;
-    }
-    for (int g = 0; g < rows; g += kGroup) {
-      const int group_rows = std::min(kGroup, rows - g);
-      Vec partial[kGroup][kPanelVecs] = {};
-      for (int k0 = 0; k0 < depth; k0 += kChunk) {
-        const int k1 = std::min(depth, k0 + kChunk);
-        // The next chunk of this panel, or the next panel's first one.
-        const W* next =
-            k1 < depth ? panel + static_cast<long>(k1) * PackedWeights::kPanel
-                       : panel + panel_size;
-        const int next_steps =
-            k1 < depth ? std::min(kChunk, depth - k1)
-                       : (p + 1 < panel_end ? std::min(kChunk, depth) : 0);
-        const char* prefetch = reinterpret_cast<const char*>(next);
-        const char* prefetch_end = prefetch + static_cast<long>(next_steps) *
-                                                  PackedWeights::kPanel *
-                                                  sizeof(W);
-        int r = 0;
-        for (; r + kRows <= group_rows; r += kRows) {
-          PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                            panel, k0, k1, &partial[r], &prefetch,
-                            prefetch_end);
-        }
-        for (; r < group_rows; ++r) {
-          PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                        panel, k0, k1, &partial[r], &prefetch, prefetch_end);
-        }
-      }
-      for (int r = 0; r < group_rows; ++r) {
-        float* out = y + static_cast<long>(g + r) * y_stride + j0;
-        if (valid == PackedWeights::kPanel) {
-          for (int c = 0; c < kPanelVecs; ++c) {
-            Store(out + c * kVec, accumulate
-                                      ? Load(out + c * kVec) + partial[r][c]
-                                      : partial[r][c]);
-          }
-        } else {
-          float sums[PackedWeights::kPanel];
-          __builtin_memcpy(sums, partial[r], sizeof(sums));
-          for (int j = 0; j < valid; ++j)
-            out[j] = accumulate ? out[j] + sums[j] : sums[j];
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
+float Sum(const float* a, int n) { return ActiveKernelTable().sum(a, n); }
 
 const char* WeightTypeName(WeightType type) {
-  return type == WeightType::kBF16 ? "bf16" : "f32";
+  switch (type) {
+    case WeightType::kF32:
+      return "f32";
+    case WeightType::kBF16:
+      return "bf16";
+    case WeightType::kInt8:
+      return "int8";
+  }
+  return "?";
 }
 
 uint16_t FloatToBf16(float f) {
@@ -262,11 +37,104 @@ uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+namespace {
+
+constexpr int kBlock = PackedWeights::kInt8Block;
+
+// Q8_0's rounding of one block of n ≤ kBlock values (the rest are zero): q[i]
+// = round(v[i] / d), d = max|v| / 127, as llama.cpp's quantize_row_q8_0
+// (multiplying by 1 / d). Returns d.
+inline float QuantizeBlock(const float* v, int n, int8_t* q) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < kBlock; ++i) {
+    q[i] = i < n ? static_cast<int8_t>(std::lround(v[i] * id)) : 0;
+  }
+  return d;
+}
+
+// Byte of weight (k, jj) in its panel's block: quads of 4 steps, each holding
+// 4 bytes per column (model/kernels_family.cc).
+inline size_t Int8Offset(int k, int jj) {
+  return static_cast<size_t>(k / kBlock) * kBlock * PackedWeights::kPanel +
+         static_cast<size_t>((k % kBlock) / 4) * 4 * PackedWeights::kPanel +
+         jj * 4 + k % 4;
+}
+
+// Per-thread scratch for quantized activations: a product's rows are
+// quantized by every thread that computes some of its panels (a few
+// multiplies per row element, against one per weight of a panel).
+struct ActivationScratch {
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> sum;
+};
+
+QuantizedRows QuantizeRows(const float* x, int rows, int x_stride, int depth) {
+  thread_local ActivationScratch scratch;
+  const int blocks = (depth + kBlock - 1) / kBlock;
+  const size_t n = static_cast<size_t>(rows) * blocks;
+  if (scratch.scale.size() < n) {
+    scratch.q.resize(n * kBlock);
+    scratch.scale.resize(n);
+    scratch.sum.resize(n);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<long>(r) * x_stride;
+    for (int b = 0; b < blocks; ++b) {
+      const size_t i = static_cast<size_t>(r) * blocks + b;
+      int8_t* q = scratch.q.data() + i * kBlock;
+      scratch.scale[i] = QuantizeBlock(row + b * kBlock,
+                                       std::min(kBlock, depth - b * kBlock), q);
+      int32_t s = 0;
+      for (int k = 0; k < kBlock; ++k) s += q[k];
+      scratch.sum[i] = s;
+    }
+  }
+  QuantizedRows out;
+  out.q = scratch.q.data();
+  out.scale = scratch.scale.data();
+  out.sum = scratch.sum.data();
+  out.rows = rows;
+  out.blocks = blocks;
+  return out;
+}
+
+}  // namespace
+
 template <typename Get>
 void PackedWeights::Pack(int depth, int cols, WeightType type, Get get) {
   type_ = type;
   depth_ = depth;
   cols_ = cols;
+  if (type == WeightType::kInt8) {
+    const int blocks = int8_blocks();
+    const size_t panel_bytes = static_cast<size_t>(blocks) * kBlock * kPanel;
+    // Padding: zero weights (q = 0, stored as 128) with zero scales.
+    q8_.assign(panels() * panel_bytes, 128);
+    q8_scales_.assign(static_cast<size_t>(panels()) * blocks * kPanel, 0.0f);
+    float values[kBlock];
+    int8_t q[kBlock];
+    for (int p = 0; p < panels(); ++p) {
+      const int j0 = p * kPanel;
+      const int valid = std::min(kPanel, cols - j0);
+      for (int b = 0; b < blocks; ++b) {
+        const int n = std::min(kBlock, depth - b * kBlock);
+        for (int jj = 0; jj < valid; ++jj) {
+          for (int i = 0; i < n; ++i) values[i] = get(b * kBlock + i, j0 + jj);
+          q8_scales_[(static_cast<size_t>(p) * blocks + b) * kPanel + jj] =
+              QuantizeBlock(values, n, q);
+          for (int i = 0; i < kBlock; ++i) {
+            q8_[p * panel_bytes + Int8Offset(b * kBlock + i, jj)] =
+                static_cast<uint8_t>(q[i] + 128);
+          }
+        }
+      }
+    }
+    return;
+  }
   const size_t size = static_cast<size_t>(panels()) * depth * kPanel;
   if (type == WeightType::kF32) {
     f32_.assign(size, 0.0f);
@@ -307,12 +175,22 @@ PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
 }
 
 float PackedWeights::at(int k, int j) const {
-  const size_t i = static_cast<size_t>(j / kPanel) * depth_ * kPanel +
-                   static_cast<size_t>(k) * kPanel + j % kPanel;
+  const int p = j / kPanel, jj = j % kPanel;
+  if (type_ == WeightType::kInt8) {
+    const int q = int{panel_int8(p)[Int8Offset(k, jj)]} - 128;
+    return panel_int8_scales(p)[(k / kBlock) * kPanel + jj] *
+           static_cast<float>(q);
+  }
+  const size_t i = static_cast<size_t>(p) * depth_ * kPanel +
+                   static_cast<size_t>(k) * kPanel + jj;
   return type_ == WeightType::kF32 ? f32_[i] : Bf16ToFloat(bf16_[i]);
 }
 
 void PackedWeights::Column(int j, float* out) const {
+  if (type_ == WeightType::kInt8) {
+    for (int k = 0; k < depth_; ++k) out[k] = at(k, j);
+    return;
+  }
   const size_t base =
       static_cast<size_t>(j / kPanel) * depth_ * kPanel + j % kPanel;
   if (type_ == WeightType::kF32) {
@@ -327,12 +205,22 @@ void PackedWeights::Column(int j, float* out) const {
 void MatMulPanels(const float* x, int rows, int x_stride,
                   const PackedWeights& w, int panel_begin, int panel_end,
                   float* y, int y_stride, bool accumulate) {
-  if (w.type() == WeightType::kF32) {
-    MatMulPanelsOf(x, rows, x_stride, w.panel_f32(0), w.depth(), w.cols(),
-                   panel_begin, panel_end, y, y_stride, accumulate);
-  } else {
-    MatMulPanelsOf(x, rows, x_stride, w.panel_bf16(0), w.depth(), w.cols(),
-                   panel_begin, panel_end, y, y_stride, accumulate);
+  const KernelTable& table = ActiveKernelTable();
+  switch (w.type()) {
+    case WeightType::kF32:
+      table.matmul_f32(x, rows, x_stride, w.panel_f32(0), w.depth(), w.cols(),
+                       panel_begin, panel_end, y, y_stride, accumulate);
+      return;
+    case WeightType::kBF16:
+      table.matmul_bf16(x, rows, x_stride, w.panel_bf16(0), w.depth(), w.cols(),
+                        panel_begin, panel_end, y, y_stride, accumulate);
+      return;
+    case WeightType::kInt8:
+      if (panel_begin >= panel_end) return;
+      table.matmul_int8(QuantizeRows(x, rows, x_stride, w.depth()),
+                        w.panel_int8(0), w.panel_int8_scales(0), w.cols(),
+                        panel_begin, panel_end, y, y_stride, accumulate);
+      return;
   }
 }
 
@@ -344,147 +232,22 @@ void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
                      float* y, int y_stride, float* scratch) {
-  for (int j0 = 0; j0 < keys; j0 += kVec) {
-    const int valid = std::min(kVec, keys - j0);
-    // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
-    for (int jj = 0; jj < kVec; ++jj) {
-      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
-      // Keys are rows of the cache a stride apart, each its own cache lines:
-      // request the ones two blocks ahead (a hint; past the end is harmless).
-      for (int e = 0; e < depth; e += 16) {
-        __builtin_prefetch(kj + 2L * kVec * k_stride + e);
-      }
-      for (int d = 0; d < depth; ++d)
-        scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
-    }
-    // Row t sees key j0 once first_position + t >= j0.
-    int t = std::max(0, j0 - first_position);
-    auto store = [&](int row, Vec acc) {
-      float* out = y + static_cast<long>(row) * y_stride + j0;
-      if (valid == kVec) {
-        Store(out, acc);
-      } else {
-        float sums[kVec];
-        __builtin_memcpy(sums, &acc, sizeof(sums));
-        for (int jj = 0; jj < valid; ++jj) out[jj] = sums[jj];
-      }
-    };
-    for (; t + 4 <= rows; t += 4) {
-      Vec acc[4] = {};
-      for (int d = 0; d < depth; ++d) {
-        const Vec b = Load(scratch + d * kVec);
-        for (int r = 0; r < 4; ++r) {
-          acc[r] =
-              MulAdd(q[static_cast<long>(t + r) * q_stride + d], b, acc[r]);
-        }
-      }
-      for (int r = 0; r < 4; ++r) store(t + r, acc[r]);
-    }
-    for (; t < rows; ++t) {
-      Vec acc = {};
-      const float* qt = q + static_cast<long>(t) * q_stride;
-      for (int d = 0; d < depth; ++d) {
-        acc = MulAdd(qt[d], Load(scratch + d * kVec), acc);
-      }
-      store(t, acc);
-    }
-  }
+  ActiveKernelTable().attention_scores(q, rows, depth, q_stride, k, k_stride,
+                                       keys, first_position, y, y_stride,
+                                       scratch);
 }
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
                  float* out) {
-  // Up to 64 dimensions in registers at a time; element d always takes the
-  // same path (vector or scalar), whatever n is.
-  constexpr int kBlock = 4 * kVec;
-  int d0 = 0;
-  for (; d0 + kVec <= depth; d0 += kBlock) {
-    const int vecs = std::min(4, (depth - d0) / kVec);
-    Vec acc[4] = {};
-    for (int j = 0; j < n; ++j) {
-      const float* vj = v + static_cast<long>(j) * v_stride + d0;
-      // As in AttentionScores: rows a stride apart, fetched ahead.
-      for (int c = 0; c < vecs; ++c) {
-        __builtin_prefetch(vj + 16L * v_stride + c * kVec);
-      }
-      for (int c = 0; c < vecs; ++c) acc[c] += p[j] * Load(vj + c * kVec);
-    }
-    for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
-    if (vecs < 4) {
-      d0 += vecs * kVec;
-      break;
-    }
-  }
-  for (int d = d0; d < depth; ++d) {
-    float acc = 0.0f;
-    for (int j = 0; j < n; ++j)
-      acc += p[j] * v[static_cast<long>(j) * v_stride + d];
-    out[d] = acc;
-  }
+  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out);
 }
 
-void Softmax(float* x, int n) {
-  const float max = *std::max_element(x, x + n);  // max is exact in any order.
-  for (int i = 0; i < n; ++i) x[i] = std::exp(x[i] - max);
-  const float inv_sum = 1.0f / Sum(x, n);
-  for (int i = 0; i < n; ++i) x[i] *= inv_sum;
-}
+void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }
 
-namespace {
-
-typedef int32_t VecI32 __attribute__((vector_size(kVec * sizeof(int32_t))));
-
-// exp of 16 values clamped to [-87, 88] (so the result is a normal float):
-// range reduction x = n ln2 + r, |r| <= ln2 / 2, and a degree-7 Taylor
-// polynomial (truncation error 5e-9); within a few ulp of exp.
-inline Vec Exp16(Vec x) {
-  x = x < -87.0f ? Vec{} - 87.0f : x;
-  x = x > 88.0f ? Vec{} + 88.0f : x;
-  // n = round(x / ln2), by the 1.5 · 2^23 trick (|x / ln2| < 2^22).
-  constexpr float kRound = 12582912.0f;
-  const Vec n = (x * 1.44269504088896341f + kRound) - kRound;
-  // ln2 split in two so that n · ln2_hi is exact.
-  const Vec r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  Vec p = r * (1.0f / 5040) + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const VecI32 ni = __builtin_convertvector(n, VecI32);
-  const VecI32 scale_bits = (ni + 127) << 23;  // 2^n
-  Vec scale;
-  __builtin_memcpy(&scale, &scale_bits, sizeof(scale));
-  return p * scale;
-}
-
-// GPT-2's "gelu_new", 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715
-// v^3), written as v / (1 + exp(-2u)) (the same function: 0.5 (1 + tanh(u)) =
-// sigmoid(2u)), which has no cancellation for negative v and needs only exp.
-inline Vec Gelu16(Vec v) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  const Vec u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
-  return v / (1.0f + Exp16(-2.0f * u));
-}
-
-}  // namespace
-
-void GeluTanh(float* x, int n) {
-  int i = 0;
-  for (; i + kVec <= n; i += kVec) Store(x + i, Gelu16(Load(x + i)));
-  if (i < n) {
-    // The tail through the same vector routine, so every element is computed
-    // alike wherever it sits.
-    float tail[kVec] = {};
-    std::copy(x + i, x + n, tail);
-    Store(tail, Gelu16(Load(tail)));
-    std::copy(tail, tail + (n - i), x + i);
-  }
-}
+void GeluTanh(float* x, int n) { ActiveKernelTable().gelu_tanh(x, n); }
 
 void SiluMultiply(float* gate, const float* up, int n) {
-  for (int i = 0; i < n; ++i)
-    gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  ActiveKernelTable().silu_multiply(gate, up, n);
 }
 
 }  // namespace textgen::kernels

@@ -29,6 +29,19 @@
 // KV-cached decoding therefore equals full recomputation bit for bit, and a
 // sequence's logits do not depend on its batch; tests/parity_test.cc holds the
 // decoder to that.
+//
+// kInt8 weights (GGUF Q8_0's numerics) are multiplied by activations quantized
+// the same way on the fly, each row on its own: every block of 32 steps of k
+// gives an integer dot product, exact in any order, and the blocks' scaled
+// sums are added in increasing block order, never fused (see MatMul).
+//
+// Families. These functions run one of several builds of the same kernels
+// (model/kernels_family.cc compiled for generic x86-64-v2, AVX2 + FMA, and
+// AVX-512 + VNNI), chosen once at start-up by CPUID (model/kernel_dispatch.h).
+// The contract above holds within a family; families may differ in the last
+// bits of f32 and bf16 results (only some fuse multiply-adds), so a model's
+// logits differ between families by a few ulps, even with kInt8 weights,
+// whose products alone are the same in every family.
 #ifndef TEXTGEN_MODEL_KERNELS_H_
 #define TEXTGEN_MODEL_KERNELS_H_
 
@@ -53,18 +66,30 @@ float Sum(const float* a, int n);
 // exactly (a shift by 16) and accumulates in float, so a kBF16 product equals
 // the kF32 product of the bf16-rounded weights bit for bit, at half the bytes
 // streamed from memory.
-enum class WeightType { kF32, kBF16 };
+// kInt8 is GGUF Q8_0: each column's weights in blocks of kInt8Block steps of
+// k, one scale d = max|w| / 127 per block and w ≈ d · q, q = round(w / d) in
+// [-127, 127]. The scale is kept as a float, not Q8_0's fp16: a product needs
+// no conversion, the generic family needs no F16C, an fp16 scale from a Q8_0
+// file converts to it exactly, and 32 + 4 bytes per 32 weights is still 0.28×
+// f32.
+enum class WeightType { kF32, kBF16, kInt8 };
 
-// "f32" or "bf16".
+// "f32", "bf16" or "int8".
 const char* WeightTypeName(WeightType type);
 
 // A weight matrix W [depth, cols] (the [in, out] layout of GPT-2's Conv1D)
 // repacked for MatMul: cut into panels of kPanel consecutive columns, each
 // stored k-major, so the kernel streams through memory in order. The last panel
 // is zero-padded to kPanel columns.
+//
+// kInt8 panels go by blocks of kInt8Block steps: block b of panel p holds the
+// quants of its 64 columns (model/kernels_family.cc lays them out for the
+// dot-product instructions, as bytes q + 128), and 64 float scales. A depth
+// that is not a multiple of kInt8Block is padded with zero weights.
 class PackedWeights {
  public:
   static constexpr int kPanel = 64;
+  static constexpr int kInt8Block = 32;
 
   PackedWeights() = default;
   // `w` is row-major [depth, cols] with row stride `w_stride`.
@@ -88,13 +113,25 @@ class PackedWeights {
   const uint16_t* panel_bf16(int p) const {
     return bf16_.data() + static_cast<size_t>(p) * depth_ * kPanel;
   }
+  // kInt8: blocks of kInt8Block steps along the depth (the last one padded).
+  int int8_blocks() const { return (depth_ + kInt8Block - 1) / kInt8Block; }
+  // Panel p's quants (int8_blocks() × kInt8Block × kPanel bytes) and scales
+  // (int8_blocks() × kPanel floats, block-major).
+  const uint8_t* panel_int8(int p) const {
+    return q8_.data() +
+           static_cast<size_t>(p) * int8_blocks() * kInt8Block * kPanel;
+  }
+  const float* panel_int8_scales(int p) const {
+    return q8_scales_.data() + static_cast<size_t>(p) * int8_blocks() * kPanel;
+  }
   // W[k, j], for tests and debugging.
   float at(int k, int j) const;
   // out[k] = W[k, j], k < depth: one column (a token's row of a tied
   // embedding table stored as the packed LM head).
   void Column(int j, float* out) const;
   size_t MemoryBytes() const {
-    return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t);
+    return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
+           q8_.size() + q8_scales_.size() * sizeof(float);
   }
 
  private:
@@ -104,8 +141,10 @@ class PackedWeights {
   WeightType type_ = WeightType::kF32;
   int depth_ = 0;
   int cols_ = 0;
-  std::vector<float> f32_;      // kF32
-  std::vector<uint16_t> bf16_;  // kBF16
+  std::vector<float> f32_;        // kF32
+  std::vector<uint16_t> bf16_;    // kBF16
+  std::vector<uint8_t> q8_;       // kInt8 quants, q + 128
+  std::vector<float> q8_scales_;  // kInt8
 };
 
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
@@ -127,6 +166,12 @@ inline float Bf16ToFloat(uint16_t b) {
 // these values, so every path contracts alike), whatever rows is and whichever
 // panels are computed together.
 // Register-tiled like a GEMM micro-kernel, vectorized across columns.
+// kInt8: x's rows are first quantized like the weights (per row, per block of
+// kInt8Block, round(x / d) with d = max|x| / 127), then y[r, j] is the sum over
+// blocks b in increasing order of float(Σ_k qx · qw) · (dx_b · dw_b,j), each
+// multiply and add rounded on its own; the integer sums are exact. The rows
+// are quantized into per-thread scratch that grows to the largest product seen
+// (no allocation in the steady state).
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate);
 // The same for the columns of panels [panel_begin, panel_end) only: threads

@@ -312,8 +312,9 @@ Activations SinusoidalPositions(int context, int d_model) {
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name) {
   if (absl::EqualsIgnoreCase(name, "f32")) return kernels::WeightType::kF32;
   if (absl::EqualsIgnoreCase(name, "bf16")) return kernels::WeightType::kBF16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown weight type '", name, "' (expected f32 or bf16)"));
+  if (absl::EqualsIgnoreCase(name, "int8")) return kernels::WeightType::kInt8;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown weight type '", name, "' (expected f32, bf16 or int8)"));
 }
 
 void ModelWeights::EmbeddingRow(int token, float* out) const {

@@ -82,7 +82,7 @@ struct LoadOptions {
   int kv_cache_slots = 1;
 };
 
-// "f32" or "bf16" (any case), as --weights_dtype takes it; else
+// "f32", "bf16" or "int8" (any case), as --weights_dtype takes it; else
 // INVALID_ARGUMENT.
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 

@@ -109,6 +109,10 @@ class Engine {
   EngineStats stats() const;
 
   const ModelConfig& config() const { return decoder_->config(); }
+  // How the model's weight matrices are held (immutable; thread-safe).
+  kernels::WeightType weight_type() const {
+    return decoder_->weights().head.type();
+  }
   const EngineOptions& options() const { return options_; }
   // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
   int max_prompt_tokens() const;

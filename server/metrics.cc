@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "model/kernel_dispatch.h"
 
 namespace textgen {
 namespace {
@@ -128,6 +129,14 @@ std::string Metrics::Render(const EngineStats& stats) const {
           ? static_cast<double>(stats.slots_in_use) / stats.num_slots
           : 0.0,
       "\n");
+  // Prometheus' info-metric idiom: the value is 1, the label is the fact.
+  absl::StrAppend(&out,
+                  "# HELP textgen_cpu_kernels_info The build of the kernels "
+                  "in use (model/kernel_dispatch.h).\n# TYPE "
+                  "textgen_cpu_kernels_info gauge\ntextgen_cpu_kernels_info{"
+                  "family=\"",
+                  kernels::KernelFamilyName(kernels::ActiveKernelFamily()),
+                  "\"} 1\n");
   return out;
 }
 

@@ -10,6 +10,7 @@
 //   textgen_batch_size                        sequences in the last step
 //   textgen_num_requests_waiting, _running    the Gateway API Inference
 //   textgen_kv_cache_usage_perc (0-1)         Extension's model-server gauges
+//   textgen_cpu_kernels_info{family="avx512"} 1: the kernels in use
 //   textgen_time_to_first_token_seconds       histogram, finished requests
 //   textgen_time_per_output_token_seconds     histogram, finished requests
 //

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/kernel_dispatch.h"
 #include "model/status_macros.h"
 
 namespace textgen {
@@ -172,6 +173,8 @@ void DescribeModel(const ModelConfig& config, const Tokenizer* tokenizer,
   info.set_num_parameters(CountParameters(config));
   info.set_tokenizer(tokenizer != nullptr ? TokenizerKindName(tokenizer->kind())
                                           : "");
+  info.set_cpu_kernels(
+      kernels::KernelFamilyName(kernels::ActiveKernelFamily()));
 }
 
 }  // namespace textgen

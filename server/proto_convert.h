@@ -56,8 +56,9 @@ void AppendPromptTokens(
     absl::Span<const int> ids, const Tokenizer* tokenizer,
     google::protobuf::RepeatedPtrField<textgen::v1::PromptToken>& tokens);
 
-// The model's part of ModelInfo: architecture, shapes, parameter count and
-// tokenizer. The caller adds the name and the server's limits.
+// The model's part of ModelInfo: architecture, shapes, parameter count,
+// tokenizer and the CPU kernels in use. The caller adds the name, the weights'
+// dtype and the server's limits.
 void DescribeModel(const ModelConfig& config, const Tokenizer* tokenizer,
                    textgen::v1::ModelInfo& info);
 

@@ -278,6 +278,7 @@ pb::ModelInfo TextGenerationService::DescribeServer() const {
   pb::ModelInfo info;
   DescribeModel(engine_->config(), tokenizer_, info);
   info.set_name(options_.model_name);
+  info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);

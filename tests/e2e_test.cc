@@ -49,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "model/checkpoint.h"
 #include "model/generate.h"
+#include "model/kernel_dispatch.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
 #include "server/grpc_server.h"
@@ -727,6 +728,10 @@ TEST_F(E2eTest, ModelInfoAndTokenize) {
   // The sum of model.safetensors' tensor sizes (tied head).
   EXPECT_EQ(info.num_parameters(), 164480);
   EXPECT_EQ(info.tokenizer(), "char");
+  // The kernels this process chose at start-up, and the weights' storage.
+  EXPECT_EQ(info.cpu_kernels(),
+            kernels::KernelFamilyName(kernels::ActiveKernelFamily()));
+  EXPECT_EQ(info.weights_dtype(), "f32");
   EXPECT_EQ(info.limits().max_prompt_tokens(), 100);
   EXPECT_EQ(info.limits().max_new_tokens(), 200);
 
@@ -866,6 +871,10 @@ TEST_F(E2eTest, MetricsCountRequestsTokensAndSlots) {
   EXPECT_THAT(body, HasSubstr("textgen_kv_slots_total 8\n"));
   EXPECT_THAT(body, HasSubstr("textgen_queue_depth 0\n"));
   EXPECT_THAT(body, HasSubstr("textgen_batch_size "));
+  EXPECT_THAT(body, HasSubstr(absl::StrCat("textgen_cpu_kernels_info{family=\"",
+                                           kernels::KernelFamilyName(
+                                               kernels::ActiveKernelFamily()),
+                                           "\"} 1\n")));
   EXPECT_THAT(body, HasSubstr("textgen_time_to_first_token_seconds_count 3\n"));
   EXPECT_THAT(body,
               HasSubstr("textgen_time_per_output_token_seconds_bucket{le=\"+"

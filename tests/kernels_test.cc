@@ -2,6 +2,7 @@
 // bit-for-bit independent of batch size, tiling and where a row sits in memory.
 #include "model/kernels.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <Eigen/Core>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "model/kernel_dispatch.h"
 #include "model/tensor.h"
 
 namespace textgen {
@@ -197,6 +199,170 @@ TEST(KernelsTest, GeluTanhIsAccurateAndPositionIndependent) {
     kernels::GeluTanh(&one, 1);
     ASSERT_EQ(one, y[i]) << "x = " << x[i];
   }
+}
+
+// ---- kInt8 (Q8_0) and the CPU families ----
+
+// Q8_0 of one block, as the test sees it: d = max|v| / 127, q = round(v / d).
+float Q8Scale(const float* v, int n) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
+  return amax / 127.0f;
+}
+int Q8(float v, float d) {
+  return d == 0.0f ? 0 : static_cast<int>(std::lround(v * (1.0f / d)));
+}
+
+// Runs fn once under every family this CPU runs, restoring the best after.
+template <typename Fn>
+void ForEachFamily(Fn fn) {
+  for (kernels::KernelFamily f : kernels::RunnableKernelFamilies()) {
+    ASSERT_TRUE(kernels::UseKernelFamily(f).ok());
+    SCOPED_TRACE(kernels::KernelFamilyName(f));
+    fn(f);
+  }
+  ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
+}
+
+TEST(Int8KernelsTest, PackingIsQ8_0PerBlockOfColumn) {
+  const int depth = 70, cols = 70;  // A padded block, a partial panel.
+  const Activations w = Random(depth, cols, 11);
+  const kernels::PackedWeights packed(w.data(), depth, cols, cols,
+                                      kernels::WeightType::kInt8);
+  EXPECT_EQ(packed.type(), kernels::WeightType::kInt8);
+  EXPECT_EQ(packed.int8_blocks(), 3);
+  for (int j = 0; j < cols; ++j) {
+    for (int b = 0; b * 32 < depth; ++b) {
+      const int n = std::min(32, depth - b * 32);
+      std::vector<float> v(n);
+      for (int i = 0; i < n; ++i) v[i] = w(b * 32 + i, j);
+      const float d = Q8Scale(v.data(), n);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(packed.at(b * 32 + i, j), d * Q8(v[i], d))
+            << "k " << b * 32 + i << " j " << j;
+        ASSERT_LE(std::fabs(packed.at(b * 32 + i, j) - v[i]), d / 2 * 1.001f);
+      }
+    }
+  }
+  // 32 bytes and one float per 32 weights (two panels, three blocks).
+  EXPECT_EQ(packed.MemoryBytes(), 2u * 3 * 64 * (32 + 4));
+  std::vector<float> column(depth);
+  packed.Column(69, column.data());
+  for (int k = 0; k < depth; ++k) ASSERT_EQ(column[k], packed.at(k, 69));
+}
+
+// Every family computes exactly the documented sequence: exact integer block
+// sums, then acc + float(sum) · (dx · dw) in increasing block order.
+TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
+  for (int depth : {1, 31, 32, 77, 128}) {
+    const int rows = 6, cols = 130;
+    const Activations x = Random(rows, depth, depth + 5);
+    const Activations w = Random(depth, cols, depth + 6);
+    const kernels::PackedWeights packed(w.data(), depth, cols, cols,
+                                        kernels::WeightType::kInt8);
+    Activations expected(rows, cols);
+    for (int r = 0; r < rows; ++r) {
+      for (int j = 0; j < cols; ++j) {
+        float acc = 0.0f;
+        for (int b = 0; b * 32 < depth; ++b) {
+          const int n = std::min(32, depth - b * 32);
+          const float dx = Q8Scale(x.row(r).data() + b * 32, n);
+          std::vector<float> wv(n);
+          for (int i = 0; i < n; ++i) wv[i] = w(b * 32 + i, j);
+          const float dw = Q8Scale(wv.data(), n);
+          int32_t dot = 0;
+          for (int i = 0; i < n; ++i) {
+            dot += Q8(x(r, b * 32 + i), dx) * Q8(wv[i], dw);
+          }
+          const volatile float scale = dx * dw;  // Rounded on its own.
+          const volatile float term = static_cast<float>(dot) * scale;
+          acc = acc + term;
+        }
+        expected(r, j) = acc;
+      }
+    }
+    ForEachFamily([&](kernels::KernelFamily) {
+      Activations y(rows, cols);
+      kernels::MatMul(x.data(), rows, depth, packed, y.data(), cols, false);
+      ASSERT_EQ(y, expected) << "depth " << depth;
+      // Close to the f32 product: Q8_0 keeps ~7 bits per value.
+      const Activations exact = x * w;
+      EXPECT_LE((y - exact).cwiseAbs().maxCoeff(), 0.02f * std::sqrt(depth))
+          << depth;
+    });
+  }
+}
+
+// Within each family, for each weight type: a row's values are the same alone
+// or in any batch, and whichever panels a thread computes.
+TEST(KernelFamiliesTest, EveryFamilyIsBatchInvariantForEveryWeightType) {
+  const int depth = 100, cols = 150, rows = 23;
+  const Activations x = Random(rows, depth, 21);
+  const Activations w = Random(depth, cols, 22);
+  for (auto type : {kernels::WeightType::kF32, kernels::WeightType::kBF16,
+                    kernels::WeightType::kInt8}) {
+    SCOPED_TRACE(kernels::WeightTypeName(type));
+    const kernels::PackedWeights packed(w.data(), depth, cols, cols, type);
+    ForEachFamily([&](kernels::KernelFamily) {
+      Activations all(rows, cols);
+      kernels::MatMul(x.data(), rows, depth, packed, all.data(), cols, false);
+      std::vector<float> row(depth + 1), out(cols);
+      for (int r = 0; r < rows; ++r) {
+        std::memcpy(row.data() + 1, x.row(r).data(), depth * sizeof(float));
+        kernels::MatMul(row.data() + 1, 1, depth, packed, out.data(), cols,
+                        false);
+        for (int j = 0; j < cols; ++j) ASSERT_EQ(out[j], all(r, j)) << r;
+      }
+      for (int n : {2, 3, 5, 17}) {
+        Activations part(n, cols);
+        kernels::MatMul(x.data() + 3 * depth, n, depth, packed, part.data(),
+                        cols, false);
+        ASSERT_EQ(part, all.middleRows(3, n)) << n << " rows";
+      }
+      Activations split(rows, cols);
+      for (int p = 0; p < packed.panels(); ++p) {
+        kernels::MatMulPanels(x.data(), rows, depth, packed, p, p + 1,
+                              split.data(), cols, false);
+      }
+      ASSERT_EQ(split, all);
+    });
+  }
+}
+
+TEST(KernelDispatchTest, NamesAndAutoPickTheBestFamily) {
+  EXPECT_STREQ(kernels::KernelFamilyName(kernels::KernelFamily::kGeneric),
+               "generic");
+  EXPECT_STREQ(kernels::KernelFamilyName(kernels::KernelFamily::kAvx2), "avx2");
+  EXPECT_STREQ(kernels::KernelFamilyName(kernels::KernelFamily::kAvx512),
+               "avx512");
+  EXPECT_TRUE(kernels::CpuRuns(kernels::KernelFamily::kGeneric));
+  auto chosen = kernels::SelectKernelFamily("AUTO");
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(*chosen, kernels::BestKernelFamily());
+  EXPECT_EQ(kernels::ActiveKernelFamily(), kernels::BestKernelFamily());
+  EXPECT_EQ(kernels::RunnableKernelFamilies().back(),
+            kernels::BestKernelFamily());
+  EXPECT_EQ(kernels::SelectKernelFamily("avx1024").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A family the CPU cannot run is refused, naming what is missing, and the
+// family in use stays.
+TEST(KernelDispatchTest, ForcingAFamilyTheCpuCannotRunFails) {
+  const kernels::KernelFamily before = kernels::ActiveKernelFamily();
+  kernels::PretendCpuLacksForTesting("avx512vnni");
+  kernels::PretendCpuLacksForTesting("fma");
+  EXPECT_FALSE(kernels::CpuRuns(kernels::KernelFamily::kAvx512));
+  EXPECT_EQ(kernels::BestKernelFamily(), kernels::KernelFamily::kGeneric);
+  const auto forced = kernels::SelectKernelFamily("avx512");
+  EXPECT_EQ(forced.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(forced.status().message()),
+              ::testing::HasSubstr("avx512vnni"));
+  EXPECT_EQ(kernels::UseKernelFamily(kernels::KernelFamily::kAvx2).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kernels::ActiveKernelFamily(), before);
+  kernels::PretendCpuLacksForTesting("");
+  EXPECT_TRUE(kernels::CpuRuns(kernels::KernelFamily::kGeneric));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # textgen_server as a process: it loads a model, opens a port the system picks, logs it, and on
-# SIGTERM drains and exits 0; a model that does not load is exit 1 with the reason. The gRPC
+# SIGTERM drains and exits 0; it logs the CPU kernels it chose; a model that does not load, or
+# a --cpu_kernels value it cannot use, is exit 1 with the reason. The gRPC
 # behaviour itself is tests/e2e_test.cc's (the same GrpcServer, in-process).
 # Usage: tests/server_main_test.sh path/to/textgen_server path/to/a/checkpoint_dir
 set -euo pipefail
@@ -24,6 +25,15 @@ wait "$pid" || rc=$?
 cat "$log"
 [ "$rc" -eq 0 ] || { echo "FAIL: exit code $rc after SIGTERM"; exit 1; }
 grep -q "drained" "$log" || { echo "FAIL: no drain logged"; exit 1; }
+grep -q "CPU kernels: .* (--cpu_kernels=auto)" "$log" || { echo "FAIL: no kernels logged"; exit 1; }
+
+rc=0
+"$server" --model "$model" --port 0 --cpu_kernels=avx1024 >"$log" 2>&1 || rc=$?
+cat "$log"
+[ "$rc" -eq 1 ] || { echo "FAIL: --cpu_kernels=avx1024 gave exit code $rc, not 1"; exit 1; }
+grep -q "auto|generic|avx2|avx512" "$log" || { echo "FAIL: the error does not list the families"; exit 1; }
+help=$("$server" --helpfull 2>&1 || true)  # absl exits 1 after help.
+grep -q "auto|generic|avx2|avx512" <<<"$help" || { echo "FAIL: --helpfull lacks the families"; exit 1; }
 
 rc=0
 "$server" --model /nonexistent/model --port 0 >"$log" 2>&1 || rc=$?

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "model/decoder.h"
 #include "model/generate.h"
+#include "model/kernel_dispatch.h"
 #include "model/model_loader.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
@@ -54,8 +55,12 @@ ABSL_FLAG(uint64_t, seed, 0, "Seed of the sampler; same seed, same text.");
 ABSL_FLAG(int, threads, 1,
           "Threads of the forward pass (the results do not depend on it).");
 ABSL_FLAG(std::string, weights_dtype, "f32",
-          "How weight matrices are held in memory: f32, or bf16 (half the "
-          "bytes, f32 arithmetic), whatever the file stores.");
+          "How weight matrices are held in memory: f32, bf16 (half the "
+          "bytes, f32 arithmetic), or int8 (GGUF Q8_0, 0.28x the bytes), "
+          "whatever the file stores.");
+ABSL_FLAG(std::string, cpu_kernels, "auto",
+          "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
+          "the best this CPU runs; a family the CPU cannot run is refused).");
 
 namespace {
 
@@ -90,6 +95,12 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads),
                              ": must be at least 1"));
   }
+  auto cpu_kernels =
+      textgen::kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
+  if (!cpu_kernels.ok()) {
+    return Fail(
+        absl::StrCat("--cpu_kernels: ", cpu_kernels.status().message()));
+  }
   textgen::LoadOptions load_options;
   auto weight_type =
       textgen::ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
@@ -108,14 +119,15 @@ int main(int argc, char** argv) {
   textgen::Decoder decoder(std::move(loaded->checkpoint), decoder_options);
   std::fprintf(
       stderr,
-      "model: %s; weights %s, %.1f MiB, loaded in %.2f s; %d thread(s)\n",
+      "model: %s; weights %s, %.1f MiB, loaded in %.2f s; %d thread(s); "
+      "%s kernels\n",
       textgen::DescribeConfig(decoder.config()).c_str(),
       textgen::kernels::WeightTypeName(*weight_type),
       decoder.weights().MemoryBytes() / 1048576.0,
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                     load_start)
           .count(),
-      decoder.threads());
+      decoder.threads(), textgen::kernels::KernelFamilyName(*cpu_kernels));
   if (tokenizer) {
     std::fprintf(stderr, "tokenizer: %s (%s)\n", tokenizer->Describe().c_str(),
                  loaded->tokenizer_path.c_str());

@@ -1,0 +1,639 @@
+// The kernels of one CPU family (model/kernel_table.h). This file is compiled
+// once per family, each time with that family's -march and with
+// TEXTGEN_KERNEL_FAMILY naming the namespace it fills, so the same source
+// becomes the generic (x86-64-v2), avx2 (x86-64-v3: AVX2 + FMA) and avx512
+// (x86-64-v4 + VNNI) kernels; the preprocessor's view of the target
+// (__AVX512F__, __FMA__, __AVX512VNNI__, __AVX2__) picks the instructions.
+//
+// Code compiled for a wider target must never run on a CPU without it: an
+// inline function of a header (a std:: template, say) that the compiler emits
+// out of line here could be chosen by the linker for callers elsewhere. So
+// this file uses no std:: templates and no header code beyond the intrinsics
+// and libm's expf; everything else it defines is in an unnamed namespace or
+// the family's own.
+//
+// The arithmetic contract (the order of every sum, where multiplies and adds
+// fuse) is model/kernels.h's; this file is built with -ffp-contract=off.
+#include <math.h>
+
+#include <cstdint>
+
+#include "model/kernel_table.h"
+#include "model/kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#ifndef TEXTGEN_KERNEL_FAMILY
+#error "TEXTGEN_KERNEL_FAMILY (generic, avx2 or avx512) must be defined"
+#endif
+
+namespace textgen::kernels::TEXTGEN_KERNEL_FAMILY {
+namespace {
+
+inline int Min(int a, int b) { return a < b ? a : b; }
+inline int Max(int a, int b) { return a > b ? a : b; }
+
+// Folds the lanes pairwise: (0+8, 1+9, ...), then (0+4, ...), ...: one fixed
+// order.
+inline float FoldLanes(float* acc) {
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  }
+  return acc[0];
+}
+
+float Dot(const float* a, const float* b, int n) {
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int l = 0; i + l < n; ++l) acc[l] += a[i + l] * b[i + l];
+  return FoldLanes(acc);
+}
+
+float Sum(const float* a, int n) {
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l];
+  }
+  for (int l = 0; i + l < n; ++l) acc[l] += a[i + l];
+  return FoldLanes(acc);
+}
+
+// One vector of output columns. GCC's vector extension compiles to the widest
+// registers the target has (AVX-512, AVX2 or SSE), always with the same
+// per-lane arithmetic.
+constexpr int kVec = 16;
+typedef float Vec __attribute__((vector_size(kVec * sizeof(float))));
+
+inline Vec Load(const float* p) {
+  Vec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void Store(float* p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
+
+constexpr int kPanelVecs = PackedWeights::kPanel / kVec;
+
+// acc + a · b, fused into one rounding where the target has FMA. Used only by
+// kernels without a scalar tail (see kernels.h), so a given output is always
+// computed the same way within a build.
+inline Vec MulAdd(float a, Vec b, Vec acc) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(_mm512_set1_ps(a), b, acc);
+#elif defined(__FMA__)
+  __m256 b2[2], acc2[2];
+  __builtin_memcpy(b2, &b, sizeof(b));
+  __builtin_memcpy(acc2, &acc, sizeof(acc));
+  const __m256 a8 = _mm256_set1_ps(a);
+  acc2[0] = _mm256_fmadd_ps(a8, b2[0], acc2[0]);
+  acc2[1] = _mm256_fmadd_ps(a8, b2[1], acc2[1]);
+  __builtin_memcpy(&acc, acc2, sizeof(acc));
+  return acc;
+#else
+  return acc + a * b;
+#endif
+}
+
+// Widens 16 bf16 values to floats: exact (the low 16 bits become zero).
+typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
+typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
+inline Vec LoadWeights(const float* p) { return Load(p); }
+inline Vec LoadWeights(const uint16_t* p) {
+  Vec16 h;
+  __builtin_memcpy(&h, p, sizeof(h));
+  const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
+  Vec v;
+  __builtin_memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
+// How far ahead (in k steps) the one-row kernel prefetches its panel: decode
+// streams every weight from memory once per step, and a single sequential
+// stream per panel leaves the hardware prefetcher short of full bandwidth.
+constexpr int kPrefetchSteps = 16;
+
+// Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
+// k. The one body PanelTile and PanelSteps share, so their sums are formed in
+// the same order and agree bit for bit.
+template <int R, typename W>
+inline void PanelStep(const float* x, int x_stride, const W* wk, int k,
+                      Vec (&acc)[R][kPanelVecs]) {
+  Vec b[kPanelVecs];
+  for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
+  for (int r = 0; r < R; ++r) {
+    const float a = x[static_cast<long>(r) * x_stride + k];
+    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = MulAdd(a, b[c], acc[r][c]);
+  }
+}
+
+// Rows [0, R) × one panel of x · W, accumulated in registers over the whole
+// depth in increasing k. Writes the first `valid` columns of the panel.
+template <int R, typename W>
+inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
+                      float* y, int y_stride, int valid, bool accumulate) {
+  Vec acc[R][kPanelVecs] = {};
+  constexpr int kLineElems = 64 / sizeof(W);
+  for (int k = 0; k < depth; ++k) {
+    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    if (R == 1) {
+      // Prefetching past the panel's end is harmless (a hint, never a fault).
+      for (int e = 0; e < PackedWeights::kPanel; e += kLineElems) {
+        __builtin_prefetch(wk + kPrefetchSteps * PackedWeights::kPanel + e);
+      }
+    }
+    PanelStep<R>(x, x_stride, wk, k, acc);
+  }
+  for (int r = 0; r < R; ++r) {
+    float* out = y + static_cast<long>(r) * y_stride;
+    if (valid == PackedWeights::kPanel) {
+      for (int c = 0; c < kPanelVecs; ++c) {
+        Store(out + c * kVec,
+              accumulate ? Load(out + c * kVec) + acc[r][c] : acc[r][c]);
+      }
+    } else {
+      float sums[PackedWeights::kPanel];
+      __builtin_memcpy(sums, acc[r], sizeof(sums));
+      for (int j = 0; j < valid; ++j)
+        out[j] = accumulate ? out[j] + sums[j] : sums[j];
+    }
+  }
+}
+
+// Steps [k0, k1) of PanelTile for R rows, continuing from and returning to
+// `acc` in memory: storing a float accumulator and loading it back is exact, so
+// a product computed in k-chunks has PanelTile's values bit for bit.
+// Meanwhile, one cache line per step from [*prefetch, prefetch_end) is
+// requested into L2: the group's next chunk streams in from memory while this
+// one is computed from L1.
+template <int R, typename W>
+inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
+                       int k1, Vec (*partial)[kPanelVecs],
+                       const char** prefetch, const char* prefetch_end) {
+  Vec acc[R][kPanelVecs];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = partial[r][c];
+  }
+  for (int k = k0; k < k1; ++k) {
+    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
+    if (*prefetch < prefetch_end) {
+      __builtin_prefetch(*prefetch, 0, 2);
+      *prefetch += 64;
+    }
+    PanelStep<R>(x, x_stride, wk, k, acc);
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kPanelVecs; ++c) partial[r][c] = acc[r][c];
+  }
+}
+
+template <typename W>
+void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
+                    int depth, int cols, int panel_begin, int panel_end,
+                    float* y, int y_stride, bool accumulate) {
+  // Panel by panel, so each panel of W stays in cache while every row passes
+  // over it; four rows share each load from the panel.
+  constexpr int kRows = 4;
+  // More rows than one tile: groups of kGroup rows walk the panel together in
+  // chunks of kChunk steps (a chunk of panel is 32 KB of f32, in L1), so the
+  // panel streams from memory once per group rather than once per tile.
+  constexpr int kGroup = 16, kChunk = 128;
+  const size_t panel_size = static_cast<size_t>(depth) * PackedWeights::kPanel;
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const W* panel = data + p * panel_size;
+    const int j0 = p * PackedWeights::kPanel;
+    const int valid = Min(PackedWeights::kPanel, cols - j0);
+    if (rows <= kRows) {
+      // Decode: one pass, prefetching (PanelTile<1>) when there is one row.
+      if (rows == kRows) {
+        PanelTile<kRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
+                         accumulate);
+      } else {
+        for (int r = 0; r < rows; ++r) {
+          PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride,
+                       panel, y + static_cast<long>(r) * y_stride + j0,
+                       y_stride, valid, accumulate);
+        }
+      }
+      continue;
+    }
+    for (int g = 0; g < rows; g += kGroup) {
+      const int group_rows = Min(kGroup, rows - g);
+      Vec partial[kGroup][kPanelVecs] = {};
+      for (int k0 = 0; k0 < depth; k0 += kChunk) {
+        const int k1 = Min(depth, k0 + kChunk);
+        // The next chunk of this panel, or the next panel's first one.
+        const W* next =
+            k1 < depth ? panel + static_cast<long>(k1) * PackedWeights::kPanel
+                       : panel + panel_size;
+        const int next_steps =
+            k1 < depth ? Min(kChunk, depth - k1)
+                       : (p + 1 < panel_end ? Min(kChunk, depth) : 0);
+        const char* prefetch = reinterpret_cast<const char*>(next);
+        const char* prefetch_end = prefetch + static_cast<long>(next_steps) *
+                                                  PackedWeights::kPanel *
+                                                  sizeof(W);
+        int r = 0;
+        for (; r + kRows <= group_rows; r += kRows) {
+          PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
+                            panel, k0, k1, &partial[r], &prefetch,
+                            prefetch_end);
+        }
+        for (; r < group_rows; ++r) {
+          PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride,
+                        panel, k0, k1, &partial[r], &prefetch, prefetch_end);
+        }
+      }
+      for (int r = 0; r < group_rows; ++r) {
+        float* out = y + static_cast<long>(g + r) * y_stride + j0;
+        if (valid == PackedWeights::kPanel) {
+          for (int c = 0; c < kPanelVecs; ++c) {
+            Store(out + c * kVec, accumulate
+                                      ? Load(out + c * kVec) + partial[r][c]
+                                      : partial[r][c]);
+          }
+        } else {
+          float sums[PackedWeights::kPanel];
+          __builtin_memcpy(sums, partial[r], sizeof(sums));
+          for (int j = 0; j < valid; ++j)
+            out[j] = accumulate ? out[j] + sums[j] : sums[j];
+        }
+      }
+    }
+  }
+}
+
+// ---- kInt8: Q8_0 weights × Q8_0 activations ----
+//
+// A panel's block b (PackedWeights::kInt8Block = 32 steps of k) is 8 quads of
+// 4 steps; quad q holds, for each of the panel's 64 columns, the 4 weights of
+// steps 4q .. 4q + 3 as bytes w + 128 (offset binary, so that VNNI's
+// unsigned × signed product takes them as they are). A lane of 4 bytes is one
+// column: a 64-byte vector is 16 columns × 4 steps.
+//
+// The integer dot product of a column and a row's block is exact however it is
+// formed (each family forms it its own way); the float part is one fixed
+// sequence for every family, block by block in increasing b:
+//   acc = acc + float(Σ w·x) · (x_scale · w_scale)
+// (three roundings, never fused: -ffp-contract=off, and no FMA intrinsic
+// here). So every family gives the same kInt8 values, whatever the batch.
+constexpr int kQuadBytes = 4 * PackedWeights::kPanel;  // One quad of a panel.
+constexpr int kBlockBytes = PackedWeights::kInt8Block * PackedWeights::kPanel;
+
+typedef int32_t VecI __attribute__((vector_size(kVec * sizeof(int32_t))));
+
+inline int32_t LoadQuad(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+// Σ over the quad of (w + 128) · x, 16 columns: one vpdpbusd. The offset is
+// taken off once per block (OffsetCorrection).
+constexpr bool kOffsetWeights = true;
+typedef __m512i QuadWeights;
+inline QuadWeights LoadQuadWeights(const uint8_t* p) {
+  return _mm512_loadu_si512(p);
+}
+inline VecI DotQuad(VecI acc, QuadWeights w, int32_t x4) {
+  __m512i a;
+  __builtin_memcpy(&a, &acc, sizeof(a));
+  a = _mm512_dpbusd_epi32(a, w, _mm512_set1_epi32(x4));
+  __builtin_memcpy(&acc, &a, sizeof(a));
+  return acc;
+}
+#elif defined(__AVX2__)
+// llama.cpp's AVX2 form: |w| (unsigned) × x·sign(w) (signed) in vpmaddubsw,
+// whose pairs (at most 2 · 127 · 127) cannot saturate, then vpmaddwd by ones
+// adds the pairs into one 32-bit sum of 4 products per column.
+constexpr bool kOffsetWeights = false;
+struct QuadWeights {
+  __m256i abs[2], w[2];
+};
+inline QuadWeights LoadQuadWeights(const uint8_t* p) {
+  QuadWeights q;
+  const __m256i offset = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int h = 0; h < 2; ++h) {
+    // w + 128 xor 0x80 is w in two's complement.
+    q.w[h] = _mm256_xor_si256(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h)),
+        offset);
+    q.abs[h] = _mm256_abs_epi8(q.w[h]);
+  }
+  return q;
+}
+inline VecI DotQuad(VecI acc, const QuadWeights& w, int32_t x4) {
+  const __m256i x = _mm256_set1_epi32(x4);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i a[2];
+  __builtin_memcpy(a, &acc, sizeof(a));
+  for (int h = 0; h < 2; ++h) {
+    const __m256i pairs =
+        _mm256_maddubs_epi16(w.abs[h], _mm256_sign_epi8(x, w.w[h]));
+    a[h] = _mm256_add_epi32(a[h], _mm256_madd_epi16(pairs, ones));
+  }
+  __builtin_memcpy(&acc, a, sizeof(a));
+  return acc;
+}
+#else
+// Portable: the products one by one (the compiler vectorizes what the target
+// allows).
+constexpr bool kOffsetWeights = false;
+typedef const uint8_t* QuadWeights;
+inline QuadWeights LoadQuadWeights(const uint8_t* p) { return p; }
+inline VecI DotQuad(VecI acc, QuadWeights w, int32_t x4) {
+  int8_t x[4];
+  __builtin_memcpy(x, &x4, sizeof(x));
+  for (int l = 0; l < kVec; ++l) {
+    int32_t s = 0;
+    for (int e = 0; e < 4; ++e) s += (int32_t{w[4 * l + e]} - 128) * x[e];
+    acc[l] += s;
+  }
+  return acc;
+}
+#endif
+
+// Rows [0, R) × C vectors of columns (from vector c0) of one panel, over every
+// block: out[r][c] holds the float sums (see above).
+template <int R, int C>
+inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
+                     const float* scales, int c0, Vec (&out)[R][C]) {
+  Vec acc[R][C] = {};
+  const int blocks = x.blocks;
+  for (int b = 0; b < blocks; ++b) {
+    const uint8_t* wb = quants + static_cast<long>(b) * kBlockBytes;
+    VecI dots[R][C] = {};
+    for (int q = 0; q < PackedWeights::kInt8Block / 4; ++q) {
+      int32_t x4[R];
+      for (int r = 0; r < R; ++r) {
+        x4[r] = LoadQuad(x.q +
+                         (static_cast<long>(r0 + r) * blocks + b) *
+                             PackedWeights::kInt8Block +
+                         4 * q);
+      }
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* wq = wb + q * kQuadBytes + (c0 + c) * 4 * kVec;
+        if (R == 1) {
+          // Decode streams every weight once per step: as the f32 kernel,
+          // request the lines a few blocks ahead (a hint; harmless past the
+          // end).
+          __builtin_prefetch(wq + 4 * kBlockBytes);
+        }
+        const QuadWeights w = LoadQuadWeights(wq);
+        for (int r = 0; r < R; ++r) dots[r][c] = DotQuad(dots[r][c], w, x4[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const long rb = static_cast<long>(r0 + r) * blocks + b;
+      const float x_scale = x.scale[rb];
+      VecI correction = {};
+      if (kOffsetWeights) correction += 128 * x.sum[rb];
+      for (int c = 0; c < C; ++c) {
+        const Vec w_scale =
+            Load(scales + static_cast<long>(b) * PackedWeights::kPanel +
+                 (c0 + c) * kVec);
+        const Vec dot = __builtin_convertvector(dots[r][c] - correction, Vec);
+        acc[r][c] = acc[r][c] + dot * (x_scale * w_scale);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) out[r][c] = acc[r][c];
+  }
+}
+
+// Stores C vectors of sums into columns [c0 · 16, ...) of a row's panel,
+// `valid` columns of the panel being real.
+template <int C>
+inline void StoreSums(const Vec (&sums)[C], int c0, int valid, float* out,
+                      bool accumulate) {
+  for (int c = 0; c < C; ++c) {
+    const int j0 = (c0 + c) * kVec;
+    float* o = out + j0;
+    if (j0 + kVec <= valid) {
+      Store(o, accumulate ? Load(o) + sums[c] : sums[c]);
+    } else {
+      float s[kVec];
+      __builtin_memcpy(s, &sums[c], sizeof(s));
+      for (int j = 0; j0 + j < valid; ++j)
+        o[j] = accumulate ? o[j] + s[j] : s[j];
+    }
+  }
+}
+
+void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
+                const float* scales, int cols, int panel_begin, int panel_end,
+                float* y, int y_stride, bool accumulate) {
+  const long panel_bytes = static_cast<long>(x.blocks) * kBlockBytes;
+  const long panel_scales = static_cast<long>(x.blocks) * PackedWeights::kPanel;
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const uint8_t* pq = quants + p * panel_bytes;
+    const float* ps = scales + p * panel_scales;
+    const int j0 = p * PackedWeights::kPanel;
+    const int valid = Min(PackedWeights::kPanel, cols - j0);
+    int r = 0;
+    // Four rows share each load of the panel, half a panel at a time (so the
+    // sums stay in registers); a row's values are the same either way.
+    for (; r + 4 <= x.rows; r += 4) {
+      for (int c0 = 0; c0 < kPanelVecs; c0 += 2) {
+        Vec sums[4][2];
+        Int8Tile<4, 2>(x, r, pq, ps, c0, sums);
+        for (int i = 0; i < 4; ++i) {
+          StoreSums<2>(sums[i], c0, valid,
+                       y + static_cast<long>(r + i) * y_stride + j0,
+                       accumulate);
+        }
+      }
+    }
+    for (; r < x.rows; ++r) {
+      Vec sums[1][kPanelVecs];
+      Int8Tile<1, kPanelVecs>(x, r, pq, ps, 0, sums);
+      StoreSums<kPanelVecs>(sums[0], 0, valid,
+                            y + static_cast<long>(r) * y_stride + j0,
+                            accumulate);
+    }
+  }
+}
+
+// The f32 and bf16 panels, through the one template.
+void MatMulF32(const float* x, int rows, int x_stride, const float* panels,
+               int depth, int cols, int panel_begin, int panel_end, float* y,
+               int y_stride, bool accumulate) {
+  MatMulPanelsOf(x, rows, x_stride, panels, depth, cols, panel_begin, panel_end,
+                 y, y_stride, accumulate);
+}
+void MatMulBf16(const float* x, int rows, int x_stride, const uint16_t* panels,
+                int depth, int cols, int panel_begin, int panel_end, float* y,
+                int y_stride, bool accumulate) {
+  MatMulPanelsOf(x, rows, x_stride, panels, depth, cols, panel_begin, panel_end,
+                 y, y_stride, accumulate);
+}
+
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const float* k, int k_stride, int keys, int first_position,
+                     float* y, int y_stride, float* scratch) {
+  for (int j0 = 0; j0 < keys; j0 += kVec) {
+    const int valid = Min(kVec, keys - j0);
+    // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
+    for (int jj = 0; jj < kVec; ++jj) {
+      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
+      // Keys are rows of the cache a stride apart, each its own cache lines:
+      // request the ones two blocks ahead (a hint; past the end is harmless).
+      for (int e = 0; e < depth; e += 16) {
+        __builtin_prefetch(kj + 2L * kVec * k_stride + e);
+      }
+      for (int d = 0; d < depth; ++d)
+        scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
+    }
+    // Row t sees key j0 once first_position + t >= j0.
+    int t = Max(0, j0 - first_position);
+    auto store = [&](int row, Vec acc) {
+      float* out = y + static_cast<long>(row) * y_stride + j0;
+      if (valid == kVec) {
+        Store(out, acc);
+      } else {
+        float sums[kVec];
+        __builtin_memcpy(sums, &acc, sizeof(sums));
+        for (int jj = 0; jj < valid; ++jj) out[jj] = sums[jj];
+      }
+    };
+    for (; t + 4 <= rows; t += 4) {
+      Vec acc[4] = {};
+      for (int d = 0; d < depth; ++d) {
+        const Vec b = Load(scratch + d * kVec);
+        for (int r = 0; r < 4; ++r) {
+          acc[r] =
+              MulAdd(q[static_cast<long>(t + r) * q_stride + d], b, acc[r]);
+        }
+      }
+      for (int r = 0; r < 4; ++r) store(t + r, acc[r]);
+    }
+    for (; t < rows; ++t) {
+      Vec acc = {};
+      const float* qt = q + static_cast<long>(t) * q_stride;
+      for (int d = 0; d < depth; ++d) {
+        acc = MulAdd(qt[d], Load(scratch + d * kVec), acc);
+      }
+      store(t, acc);
+    }
+  }
+}
+
+void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
+                 float* out) {
+  // Up to 64 dimensions in registers at a time; element d always takes the
+  // same path (vector or scalar), whatever n is.
+  constexpr int kBlock = 4 * kVec;
+  int d0 = 0;
+  for (; d0 + kVec <= depth; d0 += kBlock) {
+    const int vecs = Min(4, (depth - d0) / kVec);
+    Vec acc[4] = {};
+    for (int j = 0; j < n; ++j) {
+      const float* vj = v + static_cast<long>(j) * v_stride + d0;
+      // As in AttentionScores: rows a stride apart, fetched ahead.
+      for (int c = 0; c < vecs; ++c) {
+        __builtin_prefetch(vj + 16L * v_stride + c * kVec);
+      }
+      for (int c = 0; c < vecs; ++c) acc[c] += p[j] * Load(vj + c * kVec);
+    }
+    for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
+    if (vecs < 4) {
+      d0 += vecs * kVec;
+      break;
+    }
+  }
+  for (int d = d0; d < depth; ++d) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j)
+      acc += p[j] * v[static_cast<long>(j) * v_stride + d];
+    out[d] = acc;
+  }
+}
+
+void Softmax(float* x, int n) {
+  float max = x[0];  // max is exact in any order.
+  for (int i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  for (int i = 0; i < n; ++i) x[i] = expf(x[i] - max);
+  const float inv_sum = 1.0f / Sum(x, n);
+  for (int i = 0; i < n; ++i) x[i] *= inv_sum;
+}
+
+typedef int32_t VecI32 __attribute__((vector_size(kVec * sizeof(int32_t))));
+
+// exp of 16 values clamped to [-87, 88] (so the result is a normal float):
+// range reduction x = n ln2 + r, |r| <= ln2 / 2, and a degree-7 Taylor
+// polynomial (truncation error 5e-9); within a few ulp of exp.
+inline Vec Exp16(Vec x) {
+  x = x < -87.0f ? Vec{} - 87.0f : x;
+  x = x > 88.0f ? Vec{} + 88.0f : x;
+  // n = round(x / ln2), by the 1.5 · 2^23 trick (|x / ln2| < 2^22).
+  constexpr float kRound = 12582912.0f;
+  const Vec n = (x * 1.44269504088896341f + kRound) - kRound;
+  // ln2 split in two so that n · ln2_hi is exact.
+  const Vec r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+  Vec p = r * (1.0f / 5040) + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const VecI32 ni = __builtin_convertvector(n, VecI32);
+  const VecI32 scale_bits = (ni + 127) << 23;  // 2^n
+  Vec scale;
+  __builtin_memcpy(&scale, &scale_bits, sizeof(scale));
+  return p * scale;
+}
+
+// GPT-2's "gelu_new", 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715
+// v^3), written as v / (1 + exp(-2u)) (the same function: 0.5 (1 + tanh(u)) =
+// sigmoid(2u)), which has no cancellation for negative v and needs only exp.
+inline Vec Gelu16(Vec v) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const Vec u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+  return v / (1.0f + Exp16(-2.0f * u));
+}
+
+void GeluTanh(float* x, int n) {
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) Store(x + i, Gelu16(Load(x + i)));
+  if (i < n) {
+    // The tail through the same vector routine, so every element is computed
+    // alike wherever it sits.
+    float tail[kVec] = {};
+    for (int j = i; j < n; ++j) tail[j - i] = x[j];
+    Store(tail, Gelu16(Load(tail)));
+    for (int j = i; j < n; ++j) x[j] = tail[j - i];
+  }
+}
+
+void SiluMultiply(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i)
+    gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+}  // namespace
+
+#define TEXTGEN_STRINGIFY_(x) #x
+#define TEXTGEN_STRINGIFY(x) TEXTGEN_STRINGIFY_(x)
+
+const KernelTable kTable = {
+    TEXTGEN_STRINGIFY(TEXTGEN_KERNEL_FAMILY),
+    Dot,
+    Sum,
+    MatMulF32,
+    MatMulBf16,
+    MatMulInt8,
+    AttentionScores,
+    WeightedSum,
+    Softmax,
+    GeluTanh,
+    SiluMultiply,
+};
+
+}  // namespace textgen::kernels::TEXTGEN_KERNEL_FAMILY
