@@ -220,20 +220,22 @@ void HttpServer::AddRoutes() {
         kJson);
   });
 
-  http_->Post("/v1/attention", [this, admit, model](
-                                   const httplib::Request& request,
-                                   httplib::Response& response) {
-    absl::StatusOr<FrontDoor::Pass> pass =
-        admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
-    if (!pass.ok()) return SendError(response, pass.status());
-    absl::StatusOr<pb::DebugAttentionRequest> parsed =
-        ParseAttentionRequest(request.body, model);
-    if (!parsed.ok()) return SendError(response, parsed.status());
-    absl::StatusOr<TextGenerationService::AttentionReply> reply =
-        service_->RunDebugAttention(*parsed, [] { return absl::OkStatus(); });
-    if (!reply.ok()) return SendError(response, reply.status());
-    response.set_content(AttentionJson(reply->responses, model), kJson);
-  });
+  http_->Post(
+      "/v1/attention", [this, admit, model](const httplib::Request& request,
+                                            httplib::Response& response) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
+        if (!pass.ok()) return SendError(response, pass.status());
+        absl::StatusOr<AttentionRequest> parsed =
+            ParseAttentionRequest(request.body, model);
+        if (!parsed.ok()) return SendError(response, parsed.status());
+        absl::StatusOr<TextGenerationService::AttentionReply> reply =
+            service_->RunDebugAttention(parsed->debug_attention,
+                                        [] { return absl::OkStatus(); });
+        if (!reply.ok()) return SendError(response, reply.status());
+        response.set_content(
+            AttentionJson(reply->responses, model, parsed->encoding), kJson);
+      });
 
   http_->Post("/v1/completions", [this, admit, model](
                                      const httplib::Request& request,
