@@ -34,8 +34,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NPM_DIR = os.path.join(REPO, "tests", "npm")
 OPENAI_JS = os.path.join(NPM_DIR, "openai_completion.js")
 sys.path.insert(0, os.path.join(REPO, "tests", "frontdoor"))
-from common import (LiveServer, TextgenClient, grpc, make_certs, parse_args,  # noqa: E402
-                    temp_dir, write)
+from common import (TextgenClient, grpc, make_certs, parse_args, temp_dir,  # noqa: E402
+                    write)
+from live_server import start_with_http  # noqa: E402
 
 ARGS = None
 WAIT = 60  # Bound on waits for things that take a second or two (against hangs only).
@@ -52,34 +53,9 @@ def sdk_missing():
     return None
 
 
-def http_port(server):
-    """The HTTP API's port, from the server's log."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        match = re.search(r"HTTP API on https?://[^:]+:(\d+)/v1", server.log())
-        if match:
-            return int(match.group(1))
-        time.sleep(0.05)
-    raise RuntimeError("no HTTP port in the log:\n" + server.log())
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(*flags):
     """A server with the HTTP API on a free port; (server, http port)."""
-    # A port picked here could be taken before the server binds it; retry once.
-    for attempt in range(2):
-        try:
-            server = LiveServer(ARGS.server_bin, ARGS.model, f"--http_port={free_port()}",
-                                *flags)
-            return server, http_port(server)
-        except RuntimeError:
-            if attempt == 1:
-                raise
+    return start_with_http(ARGS.server_bin, ARGS.model, *flags)
 
 
 def call(port, method, path, body=None, headers=None, raw=None):
