@@ -15,6 +15,8 @@ The SDK parts need node and `npm ci --prefix tests/npm` (scripts/test.sh runs it
 node_modules they are skipped, saying why, except under CI=true, where that fails.
 """
 
+import base64
+import gzip
 import http.client
 import json
 import math
@@ -335,6 +337,56 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         digits = [len(re.sub(r"^0\.0*|\.|e.*$", "", d.lstrip("-")))
                   for d in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", json.dumps(raw["maps"]))]
         self.assertLessEqual(max(digits), 4)
+
+    def test_attention_u8_encoding_and_its_size_over_the_wire(self):
+        # 256 tokens (the model's context and --max_attention_tokens), every layer and head.
+        prompt = (PROMPT + "\nBut soft, what light through yonder window breaks?\n" * 6)[:256]
+        status, _, plain = call(self.port, "POST", "/v1/attention", {"prompt": prompt})
+        self.assertEqual(status, 200, plain)
+        status, _, compact = call(self.port, "POST", "/v1/attention",
+                                  {"prompt": prompt, "encoding": "u8"})
+        self.assertEqual(status, 200, compact)
+        self.assertEqual(compact["encoding"], "u8")
+        self.assertNotIn("encoding", plain)
+        self.assertEqual(compact["tokens"], plain["tokens"])
+        n = len(plain["tokens"])
+        self.assertEqual(n, 256)
+        info = self.client.info()
+        self.assertEqual(len(compact["maps"]), info.num_layers * info.num_heads)
+        for c, p in zip(compact["maps"], plain["maps"]):
+            self.assertEqual((c["layer"], c["head"]), (p["layer"], p["head"]))
+            data = base64.b64decode(c["weights"])
+            self.assertEqual(len(data), n * (n + 1) // 2)
+            # Byte b is round(w * 255): w to within 1/510 (plus the 4 digits of the plain form).
+            weights = [w for row in p["weights"] for w in row]
+            worst = max(abs(b / 255 - w) for b, w in zip(data, weights))
+            self.assertLessEqual(worst, 1 / 510 + 1e-4, (c["layer"], c["head"]))
+        status, headers, error = call(self.port, "POST", "/v1/attention",
+                                      {"prompt": "hi", "encoding": "f16"})
+        self.assertOpenAiError(status, headers, error, 400, "encoding")
+
+        # Issue 18's budget: the page plus this data, as served to a client accepting gzip.
+        def wire(method, path, body=None):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+            try:
+                conn.request(method, path, body=json.dumps(body) if body else None,
+                             headers={"Content-Type": "application/json",
+                                      "Accept-Encoding": "gzip"})
+                response = conn.getresponse()
+                data = response.read()  # http.client does not decompress.
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.getheader("Content-Encoding"), "gzip", path)
+                self.assertEqual(json.loads(gzip.decompress(data)) if body else None,
+                                 compact if body else None)
+                return len(data)
+            finally:
+                conn.close()
+        page = wire("GET", "/")
+        maps = wire("POST", "/v1/attention", {"prompt": prompt, "encoding": "u8"})
+        print(f"\nover the wire (gzip): page {page} bytes + 256-token maps of "
+              f"{len(compact['maps'])} heads {maps} bytes = {page + maps} bytes",
+              file=sys.stderr)
+        self.assertLessEqual(page + maps, 2_000_000)
 
     def test_explorer_page_is_served_self_contained(self):
         status, headers, page = call(self.port, "GET", "/")
