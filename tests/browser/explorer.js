@@ -200,7 +200,19 @@ async function main() {
         .filter(Boolean));
     assert.deepEqual(marks, [`k${cell.k}`, `q${cell.q}`]);  // In token order.
 
-    // Back on a token for the picture.
+    // Back on the token: the cell's marks go.
+    await page.mouse.move(box.x, box.y);
+    assert.deepEqual(await page.$$eval('#tokens .tok.key', (s) => s.length), 0);
+    // For the picture, the map where that token's row is most spread out (most to see).
+    let best = [0, 0], spread = -1;
+    for (const [key, rows] of Object.entries(api)) {
+      const s = rows[q].slice(0, q).reduce((a, b) => a + (b > 0.05), 0);
+      if (s > spread) [best, spread] = [key.split(',').map(Number), s];
+    }
+    await page.select('#layer', String(best[0]));
+    await page.select('#head', String(best[1]));
+    await checkRow(q, best[0], best[1], 'the screenshot\'s');
+    await page.evaluate(() => document.activeElement.blur());
     await page.mouse.move(box.x, box.y);
     await page.screenshot({path: screenshot, fullPage: true});
 
