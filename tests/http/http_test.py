@@ -8,7 +8,8 @@
 - every error status (400, 401, 403, 404, 413, 429, 503) with OpenAI's error JSON;
 - a client that disconnects mid-stream: its request is cancelled and the slot is free again
   (GET /metrics);
-- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only) and /health;
+- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only; the u8 encoding, and
+  the page plus a 256-token all-heads reply <= 2 MB gzip-compressed) and /health;
 - the curl example of server/README.md, run as printed.
 
 The SDK parts need node and `npm ci --prefix tests/npm` (scripts/test.sh runs it); without
