@@ -54,6 +54,9 @@ test_packages=(
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
   libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)
+  # The attention explorer's browser test (tests/browser, label browser): headless Chromium,
+  # driven by puppeteer-core from tests/npm.
+  chromium
 )
 
 list_only=0

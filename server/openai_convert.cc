@@ -308,12 +308,20 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
   return out;
 }
 
-absl::StatusOr<pb::DebugAttentionRequest> ParseAttentionRequest(
+absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     absl::string_view body, absl::string_view model_name) {
   absl::StatusOr<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = CheckModel(*parsed, model_name); !s.ok()) return s;
-  pb::DebugAttentionRequest request;
+  AttentionRequest out;
+  if (const Json* encoding = Field(*parsed, "encoding")) {
+    if (*encoding == "u8") {
+      out.encoding = AttentionEncoding::kU8;
+    } else if (*encoding != "json") {
+      return Invalid("encoding", "must be \"json\" or \"u8\"");
+    }
+  }
+  pb::DebugAttentionRequest& request = out.debug_attention;
   if (absl::Status s = ParsePrompt(*parsed, *request.mutable_prompt());
       !s.ok()) {
     return s;
@@ -328,7 +336,7 @@ absl::StatusOr<pb::DebugAttentionRequest> ParseAttentionRequest(
     if (!heads.ok()) return heads.status();
     request.mutable_heads()->Add(heads->begin(), heads->end());
   }
-  return request;
+  return out;
 }
 
 absl::StatusOr<pb::TokenizeRequest> ParseTokenizeRequest(
@@ -491,7 +499,7 @@ const char* OpenAiFinishReason(FinishReason reason) {
 
 std::string AttentionJson(
     const std::vector<pb::DebugAttentionResponse>& responses,
-    absl::string_view model) {
+    absl::string_view model, AttentionEncoding encoding) {
   AttentionData data;
   data.model = std::string(model);
   for (const pb::DebugAttentionResponse& response : responses) {
@@ -522,7 +530,7 @@ std::string AttentionJson(
       }
     }
   }
-  return AttentionDataJson(data);
+  return AttentionDataJson(data, encoding);
 }
 
 std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {

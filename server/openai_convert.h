@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/attention_json.h"
 #include "server/request.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -51,9 +52,14 @@ struct CompletionRequest {
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(
     absl::string_view body, absl::string_view model_name);
 
-// POST /v1/attention: {"prompt": text or ids, "layers": [...], "heads":
-// [...]}, empty lists meaning all.
-absl::StatusOr<textgen::v1::DebugAttentionRequest> ParseAttentionRequest(
+// A parsed POST /v1/attention: {"prompt": text or ids, "layers": [...],
+// "heads": [...], "encoding": "json" or "u8"}, empty lists meaning all, no
+// encoding "json".
+struct AttentionRequest {
+  textgen::v1::DebugAttentionRequest debug_attention;
+  AttentionEncoding encoding = AttentionEncoding::kJson;
+};
+absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     absl::string_view body, absl::string_view model_name);
 
 // POST /tokenize: {"prompt": text} (vLLM's name; "text" is accepted too).
@@ -94,10 +100,11 @@ const char* OpenAiFinishReason(FinishReason reason);
 // The DebugAttention replies as one JSON object (server/attention_json.h):
 // the prompt's tokens and, per (layer, head), the causal map as rows of
 // growing length (the masked upper triangle left out), weights rounded to 4
-// significant digits.
+// significant digits, or with kU8 as one base64 string of bytes.
 std::string AttentionJson(
     const std::vector<textgen::v1::DebugAttentionResponse>& responses,
-    absl::string_view model);
+    absl::string_view model,
+    AttentionEncoding encoding = AttentionEncoding::kJson);
 
 // GET /v1/models.
 std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);

@@ -76,6 +76,36 @@ class LiveServer:
         self.stop()
 
 
+def free_port():
+    """A local port free now (it could be taken before the caller binds it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_port(server, wait=60):
+    """The HTTP API's port (--http_port), from the server's log."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        match = re.search(r"HTTP API on https?://[^:]+:(\d+)/v1", server.log())
+        if match:
+            return int(match.group(1))
+        time.sleep(0.05)
+    raise RuntimeError("no HTTP port in the log:\n" + server.log())
+
+
+def start_with_http(server_bin, model, *flags):
+    """A server with the HTTP API on a free port; (server, its HTTP port)."""
+    # A port picked here could be taken before the server binds it; retry once.
+    for attempt in range(2):
+        try:
+            server = LiveServer(server_bin, model, f"--http_port={free_port()}", *flags)
+            return server, http_port(server)
+        except RuntimeError:
+            if attempt == 1:
+                raise
+
+
 def closed_port():
     """A local port with nothing listening on it (bound, then released)."""
     with socket.socket() as s:

@@ -8,13 +8,16 @@
 - every error status (400, 401, 403, 404, 413, 429, 503) with OpenAI's error JSON;
 - a client that disconnects mid-stream: its request is cancelled and the slot is free again
   (GET /metrics);
-- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only) and /health;
+- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only; the u8 encoding, and
+  the page plus a 256-token all-heads reply <= 2 MB gzip-compressed) and /health;
 - the curl example of server/README.md, run as printed.
 
 The SDK parts need node and `npm ci --prefix tests/npm` (scripts/test.sh runs it); without
 node_modules they are skipped, saying why, except under CI=true, where that fails.
 """
 
+import base64
+import gzip
 import http.client
 import json
 import math
@@ -34,8 +37,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NPM_DIR = os.path.join(REPO, "tests", "npm")
 OPENAI_JS = os.path.join(NPM_DIR, "openai_completion.js")
 sys.path.insert(0, os.path.join(REPO, "tests", "frontdoor"))
-from common import (LiveServer, TextgenClient, grpc, make_certs, parse_args,  # noqa: E402
-                    temp_dir, write)
+from common import (TextgenClient, grpc, make_certs, parse_args, temp_dir,  # noqa: E402
+                    write)
+from live_server import start_with_http  # noqa: E402
 
 ARGS = None
 WAIT = 60  # Bound on waits for things that take a second or two (against hangs only).
@@ -52,34 +56,9 @@ def sdk_missing():
     return None
 
 
-def http_port(server):
-    """The HTTP API's port, from the server's log."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        match = re.search(r"HTTP API on https?://[^:]+:(\d+)/v1", server.log())
-        if match:
-            return int(match.group(1))
-        time.sleep(0.05)
-    raise RuntimeError("no HTTP port in the log:\n" + server.log())
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(*flags):
     """A server with the HTTP API on a free port; (server, http port)."""
-    # A port picked here could be taken before the server binds it; retry once.
-    for attempt in range(2):
-        try:
-            server = LiveServer(ARGS.server_bin, ARGS.model, f"--http_port={free_port()}",
-                                *flags)
-            return server, http_port(server)
-        except RuntimeError:
-            if attempt == 1:
-                raise
+    return start_with_http(ARGS.server_bin, ARGS.model, *flags)
 
 
 def call(port, method, path, body=None, headers=None, raw=None):
@@ -359,6 +338,56 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         digits = [len(re.sub(r"^0\.0*|\.|e.*$", "", d.lstrip("-")))
                   for d in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", json.dumps(raw["maps"]))]
         self.assertLessEqual(max(digits), 4)
+
+    def test_attention_u8_encoding_and_its_size_over_the_wire(self):
+        # 256 tokens (the model's context and --max_attention_tokens), every layer and head.
+        prompt = (PROMPT + "\nBut soft, what light through yonder window breaks?\n" * 6)[:256]
+        status, _, plain = call(self.port, "POST", "/v1/attention", {"prompt": prompt})
+        self.assertEqual(status, 200, plain)
+        status, _, compact = call(self.port, "POST", "/v1/attention",
+                                  {"prompt": prompt, "encoding": "u8"})
+        self.assertEqual(status, 200, compact)
+        self.assertEqual(compact["encoding"], "u8")
+        self.assertNotIn("encoding", plain)
+        self.assertEqual(compact["tokens"], plain["tokens"])
+        n = len(plain["tokens"])
+        self.assertEqual(n, 256)
+        info = self.client.info()
+        self.assertEqual(len(compact["maps"]), info.num_layers * info.num_heads)
+        for c, p in zip(compact["maps"], plain["maps"]):
+            self.assertEqual((c["layer"], c["head"]), (p["layer"], p["head"]))
+            data = base64.b64decode(c["weights"])
+            self.assertEqual(len(data), n * (n + 1) // 2)
+            # Byte b is round(w * 255): w to within 1/510 (plus the 4 digits of the plain form).
+            weights = [w for row in p["weights"] for w in row]
+            worst = max(abs(b / 255 - w) for b, w in zip(data, weights))
+            self.assertLessEqual(worst, 1 / 510 + 1e-4, (c["layer"], c["head"]))
+        status, headers, error = call(self.port, "POST", "/v1/attention",
+                                      {"prompt": "hi", "encoding": "f16"})
+        self.assertOpenAiError(status, headers, error, 400, "encoding")
+
+        # Issue 18's budget: the page plus this data, as served to a client accepting gzip.
+        def wire(method, path, body=None):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+            try:
+                conn.request(method, path, body=json.dumps(body) if body else None,
+                             headers={"Content-Type": "application/json",
+                                      "Accept-Encoding": "gzip"})
+                response = conn.getresponse()
+                data = response.read()  # http.client does not decompress.
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.getheader("Content-Encoding"), "gzip", path)
+                self.assertEqual(json.loads(gzip.decompress(data)) if body else None,
+                                 compact if body else None)
+                return len(data)
+            finally:
+                conn.close()
+        page = wire("GET", "/")
+        maps = wire("POST", "/v1/attention", {"prompt": prompt, "encoding": "u8"})
+        print(f"\nover the wire (gzip): page {page} bytes + 256-token maps of "
+              f"{len(compact['maps'])} heads {maps} bytes = {page + maps} bytes",
+              file=sys.stderr)
+        self.assertLessEqual(page + maps, 2_000_000)
 
     def test_explorer_page_is_served_self_contained(self):
         status, headers, page = call(self.port, "GET", "/")
