@@ -31,6 +31,8 @@ build_packages=(
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
   # The server's HTTP API and Prometheus metrics over HTTP (built with OpenSSL: HTTPS).
   libcpp-httplib-dev
+  # The metrics' Prometheus exposition format (server/metrics.h), core library only.
+  prometheus-cpp-dev
   # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha)
   # and the health-check proto the clients are generated from.
   grpc-proto

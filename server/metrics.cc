@@ -1,10 +1,12 @@
 #include "server/metrics.h"
 
-#include <utility>
+#include <sstream>
+#include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "model/kernel_dispatch.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
 
 namespace textgen {
 namespace {
@@ -20,51 +22,53 @@ std::string CodeName(absl::StatusCode code) {
   return name;
 }
 
-void Scalar(const char* name, const char* type, const char* help, int64_t value,
-            std::string& out) {
-  absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ",
-                  type, "\n", name, " ", value, "\n");
+// One unlabelled counter or gauge holding `value`.
+prometheus::MetricFamily Scalar(const char* name, prometheus::MetricType type,
+                                const char* help, double value) {
+  prometheus::ClientMetric metric;
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return {name, help, type, {metric}};
+}
+
+prometheus::Histogram& RegisterHistogram(
+    prometheus::Registry& registry, const char* name, const char* help,
+    const prometheus::Histogram::BucketBoundaries& bounds) {
+  return prometheus::BuildHistogram()
+      .Name(name)
+      .Help(help)
+      .Register(registry)
+      .Add({}, bounds);
 }
 
 }  // namespace
 
-Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
-
-void Histogram::Observe(double value) {
-  size_t i = 0;
-  while (i < bounds_.size() && value > bounds_[i]) ++i;
-  ++counts_[i];
-  sum_ += value;
-  ++count_;
-}
-
-void Histogram::Render(const std::string& name, std::string& out) const {
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    absl::StrAppend(&out, name, "_bucket{le=\"", bounds_[i], "\"} ", cumulative,
-                    "\n");
-  }
-  absl::StrAppend(&out, name, "_bucket{le=\"+Inf\"} ", count_, "\n", name,
-                  "_sum ", sum_, "\n", name, "_count ", count_, "\n");
-}
-
 Metrics::Metrics()
-    : time_to_first_token_(
-          {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
-      time_per_output_token_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                              0.1, 0.25, 0.5, 1}) {}
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(prometheus::BuildCounter()
+                    .Name("textgen_requests_total")
+                    .Help("Generate calls by final status.")
+                    .Register(*registry_)),
+      time_to_first_token_(RegisterHistogram(
+          *registry_, "textgen_time_to_first_token_seconds",
+          "From arrival to the first generated token.",
+          {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})),
+      time_per_output_token_(RegisterHistogram(
+          *registry_, "textgen_time_per_output_token_seconds",
+          "Mean time between a request's generated tokens after the first.",
+          {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+           1})) {}
 
 void Metrics::RecordRequest(absl::StatusCode code) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[code];
+  requests_.Add({{"code", CodeName(code)}}).Increment();
 }
 
 void Metrics::RecordFinish(const FinishEvent& finish) {
   const int generated = finish.usage.generated_tokens;
   if (generated == 0) return;  // No first token: nothing to time.
-  std::lock_guard<std::mutex> lock(mu_);
   const absl::Duration first = finish.timings.time_to_first_token;
   time_to_first_token_.Observe(absl::ToDoubleSeconds(first));
   if (generated > 1) {
@@ -74,70 +78,55 @@ void Metrics::RecordFinish(const FinishEvent& finish) {
 }
 
 std::string Metrics::Render(const EngineStats& stats) const {
-  std::string out;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::StrAppend(&out,
-                    "# HELP textgen_requests_total Generate calls by final "
-                    "status.\n# TYPE textgen_requests_total counter\n");
-    for (const auto& [code, count] : requests_) {
-      absl::StrAppend(&out, "textgen_requests_total{code=\"", CodeName(code),
-                      "\"} ", count, "\n");
-    }
-    absl::StrAppend(&out,
-                    "# HELP textgen_time_to_first_token_seconds From arrival "
-                    "to the first generated token.\n# TYPE "
-                    "textgen_time_to_first_token_seconds histogram\n");
-    time_to_first_token_.Render("textgen_time_to_first_token_seconds", out);
-    absl::StrAppend(&out,
-                    "# HELP textgen_time_per_output_token_seconds Mean time "
-                    "between a request's generated tokens after the "
-                    "first.\n# TYPE textgen_time_per_output_token_seconds "
-                    "histogram\n");
-    time_per_output_token_.Render("textgen_time_per_output_token_seconds", out);
-  }
-  Scalar("textgen_generated_tokens_total", "counter", "Tokens generated.",
-         stats.generated_tokens, out);
-  Scalar("textgen_prompt_tokens_total", "counter",
-         "Prompt tokens fed to the model.", stats.prompt_tokens, out);
-  Scalar("textgen_queue_depth", "gauge", "Requests waiting for a KV slot.",
-         stats.queue_depth, out);
-  Scalar("textgen_kv_slots_in_use", "gauge", "KV-cache slots in use.",
-         stats.slots_in_use, out);
-  Scalar("textgen_kv_slots_total", "gauge", "KV-cache slots.", stats.num_slots,
-         out);
-  Scalar("textgen_batch_size", "gauge", "Sequences in the last engine step.",
-         stats.last_batch_size, out);
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  families.push_back(Scalar("textgen_generated_tokens_total",
+                            MetricType::Counter, "Tokens generated.",
+                            stats.generated_tokens));
+  families.push_back(Scalar("textgen_prompt_tokens_total", MetricType::Counter,
+                            "Prompt tokens fed to the model.",
+                            stats.prompt_tokens));
+  families.push_back(Scalar("textgen_queue_depth", MetricType::Gauge,
+                            "Requests waiting for a KV slot.",
+                            stats.queue_depth));
+  families.push_back(Scalar("textgen_kv_slots_in_use", MetricType::Gauge,
+                            "KV-cache slots in use.", stats.slots_in_use));
+  families.push_back(Scalar("textgen_kv_slots_total", MetricType::Gauge,
+                            "KV-cache slots.", stats.num_slots));
+  families.push_back(Scalar("textgen_batch_size", MetricType::Gauge,
+                            "Sequences in the last engine step.",
+                            stats.last_batch_size));
   // The Gateway API Inference Extension's model-server protocol: queued
   // requests, running requests and KV-cache utilisation (0-1), which its
   // endpoint picker scrapes to choose a replica (deploy/README.md). The same
   // numbers as above under names with those semantics, so the picker's
   // flags name them directly.
-  Scalar("textgen_num_requests_waiting", "gauge",
-         "Requests queued for a KV slot (inference extension: "
-         "TotalQueuedRequests).",
-         stats.queue_depth, out);
-  Scalar("textgen_num_requests_running", "gauge",
-         "Requests generating (inference extension: TotalRunningRequests).",
-         stats.slots_in_use, out);
-  absl::StrAppend(
-      &out,
-      "# HELP textgen_kv_cache_usage_perc KV-cache utilisation, 0 to 1 "
-      "(inference extension: KVCacheUtilization).\n"
-      "# TYPE textgen_kv_cache_usage_perc gauge\ntextgen_kv_cache_usage_perc ",
-      stats.num_slots > 0
-          ? static_cast<double>(stats.slots_in_use) / stats.num_slots
-          : 0.0,
-      "\n");
+  families.push_back(Scalar("textgen_num_requests_waiting", MetricType::Gauge,
+                            "Requests queued for a KV slot (inference "
+                            "extension: TotalQueuedRequests).",
+                            stats.queue_depth));
+  families.push_back(
+      Scalar("textgen_num_requests_running", MetricType::Gauge,
+             "Requests generating (inference extension: TotalRunningRequests).",
+             stats.slots_in_use));
+  families.push_back(
+      Scalar("textgen_kv_cache_usage_perc", MetricType::Gauge,
+             "KV-cache utilisation, 0 to 1 (inference extension: "
+             "KVCacheUtilization).",
+             stats.num_slots > 0
+                 ? static_cast<double>(stats.slots_in_use) / stats.num_slots
+                 : 0.0));
   // Prometheus' info-metric idiom: the value is 1, the label is the fact.
-  absl::StrAppend(&out,
-                  "# HELP textgen_cpu_kernels_info The build of the kernels "
-                  "in use (model/kernel_dispatch.h).\n# TYPE "
-                  "textgen_cpu_kernels_info gauge\ntextgen_cpu_kernels_info{"
-                  "family=\"",
-                  kernels::KernelFamilyName(kernels::ActiveKernelFamily()),
-                  "\"} 1\n");
-  return out;
+  prometheus::MetricFamily kernels_info =
+      Scalar("textgen_cpu_kernels_info", MetricType::Gauge,
+             "The build of the kernels in use (model/kernel_dispatch.h).", 1);
+  kernels_info.metric[0].label.push_back(
+      {"family", kernels::KernelFamilyName(kernels::ActiveKernelFamily())});
+  families.push_back(std::move(kernels_info));
+
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
 }
 
 }  // namespace textgen

@@ -14,37 +14,26 @@
 //   textgen_time_to_first_token_seconds       histogram, finished requests
 //   textgen_time_per_output_token_seconds     histogram, finished requests
 //
+// Built on prometheus-cpp (Debian's prometheus-cpp-dev, core library only):
+// a registry holds what the service records (requests, the two histograms);
+// the engine's values, read from EngineStats at each scrape, are added as
+// metric families of their own; the library's TextSerializer writes the page.
 // Thread-safe.
 #ifndef TEXTGEN_SERVER_METRICS_H_
 #define TEXTGEN_SERVER_METRICS_H_
 
-#include <cstdint>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 #include "server/engine_stats.h"
 #include "server/request.h"
 
 namespace textgen {
-
-// A cumulative histogram with fixed upper bounds (plus +Inf).
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-
-  void Observe(double value);
-  // The _bucket, _sum and _count lines of metric `name`.
-  void Render(const std::string& name, std::string& out) const;
-
- private:
-  const std::vector<double> bounds_;
-  std::vector<uint64_t> counts_;  // Per bound, then +Inf; not cumulative.
-  double sum_ = 0;
-  uint64_t count_ = 0;
-};
 
 class Metrics {
  public:
@@ -55,14 +44,15 @@ class Metrics {
   // A Generate call's FinishEvent: its timings feed the histograms.
   void RecordFinish(const FinishEvent& finish);
 
-  // Everything, with `stats` for the engine's part.
+  // Everything, with `stats` for the engine's part, in Prometheus' text
+  // exposition format.
   std::string Render(const EngineStats& stats) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<absl::StatusCode, uint64_t> requests_;
-  Histogram time_to_first_token_;
-  Histogram time_per_output_token_;
+  const std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;  // By code.
+  prometheus::Histogram& time_to_first_token_;
+  prometheus::Histogram& time_per_output_token_;
 };
 
 }  // namespace textgen
