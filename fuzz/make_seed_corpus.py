@@ -322,3 +322,22 @@ for selector, name in enumerate(fixed):
           bytes([2]) + small + b"\0\0" + texts["utf8"])
     write("tokenizer_hf_json_fuzz", f"own_{name}_decode",
           bytes([2]) + small + b"\0\1" + struct.pack("<6H", 3, 4, 5, 260, 270, 1))
+
+# request_fuzz: the first byte picks the route (0 completions, 1 attention, 2 tokenize JSON,
+# 3 a serialized GenerateRequest); one valid request for each.
+write("request_fuzz", "completion", b"\x00" + json.dumps({
+    "model": "shakespeare-char", "prompt": "ROMEO:", "max_tokens": 5, "temperature": 0.8,
+    "top_p": 0.9, "stop": ["\n"], "seed": 1, "logprobs": 2, "echo": True, "stream": True,
+    "stream_options": {"include_usage": True}, "top_k": 4,
+    "repetition_penalty": 1.1}, separators=(",", ":")).encode())
+write("request_fuzz", "completion_ids", b"\x00" + json.dumps({
+    "prompt": [1, 2, 3], "max_tokens": 2, "attention_tap": {"layers": [0], "heads": [1]}},
+    separators=(",", ":")).encode())
+write("request_fuzz", "attention", b"\x01" + json.dumps({
+    "prompt": "ROMEO:", "layers": [0, 1], "heads": [], "encoding": "u8"},
+    separators=(",", ":")).encode())
+write("request_fuzz", "tokenize", b"\x02" + b'{"prompt":"But soft"}')
+# GenerateRequest{prompt{text "ROMEO:"} max_new_tokens 5 sampling{temperature 0.8 top_k 3
+# seed 7} stop "\n"}, as protoc serializes it.
+write("request_fuzz", "generate_proto",
+      b"\x03" + bytes.fromhex("0a080a06524f4d454f3a10051a090dcdcc4c3f1003280722010a"))

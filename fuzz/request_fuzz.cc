@@ -1,0 +1,81 @@
+// The request validation both front doors share, fuzzed: the HTTP API's JSON
+// bodies (server/openai_convert.h: POST /v1/completions, /v1/attention,
+// /tokenize) and a serialized GenerateRequest as gRPC hands it to the
+// service, each then translated for the engine (server/proto_convert.h,
+// ToEngineRequest) with the shipped model's tokenizer. The first byte picks
+// the route, the rest is the body. Whatever the bytes: no crash, and a
+// refusal is INVALID_ARGUMENT (or NOT_FOUND for a `model` other than the one
+// served), the statuses the HTTP API turns into 400 and 404.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "fuzz/fuzz_check.h"
+#include "model/tokenizer_factory.h"
+#include "server/openai_convert.h"
+#include "server/proto_convert.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace {
+
+constexpr absl::string_view kModelName = "shakespeare-char";
+
+bool IsRefusal(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kNotFound;
+}
+
+const textgen::Tokenizer& ShippedTokenizer() {
+  static const std::unique_ptr<textgen::Tokenizer> tokenizer = [] {
+    auto loaded = textgen::LoadTokenizer(std::string(TEXTGEN_SOURCE_DIR) +
+                                         "/models/shakespeare-char");
+    FUZZ_CHECK(loaded.ok());
+    return *std::move(loaded);
+  }();
+  return *tokenizer;
+}
+
+// The engine's view of an accepted request: OK or INVALID_ARGUMENT.
+void CheckTranslation(const textgen::v1::GenerateRequest& request) {
+  const absl::StatusOr<textgen::GenerationRequest> translated =
+      textgen::ToEngineRequest(request, &ShippedTokenizer());
+  FUZZ_CHECK(translated.ok() ||
+             translated.status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const absl::string_view body(reinterpret_cast<const char*>(data) + 1,
+                               size - 1);
+  switch (data[0] % 4) {
+    case 0: {
+      auto parsed = textgen::ParseCompletionRequest(body, kModelName);
+      FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
+      if (parsed.ok()) CheckTranslation(parsed->generate);
+      break;
+    }
+    case 1: {
+      auto parsed = textgen::ParseAttentionRequest(body, kModelName);
+      FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
+      break;
+    }
+    case 2: {
+      auto parsed = textgen::ParseTokenizeRequest(body, kModelName);
+      FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
+      break;
+    }
+    default: {
+      textgen::v1::GenerateRequest request;
+      if (request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+        CheckTranslation(request);
+      }
+      break;
+    }
+  }
+  return 0;
+}
