@@ -278,7 +278,8 @@ void HttpServer::AddRoutes() {
                                         [] { return absl::OkStatus(); });
         if (!reply.ok()) return SendError(response, reply.status());
         SetLargeJson(request, response,
-                     AttentionJson(reply->responses, model, parsed->encoding));
+                     AttentionJson(reply->responses, service_->DescribeServer(),
+                                   parsed->encoding));
       });
 
   http_->Post("/v1/completions", [this, admit, model](

@@ -499,16 +499,18 @@ const char* OpenAiFinishReason(FinishReason reason) {
 
 std::string AttentionJson(
     const std::vector<pb::DebugAttentionResponse>& responses,
-    absl::string_view model, AttentionEncoding encoding) {
+    const pb::ModelInfo& info, AttentionEncoding encoding) {
   AttentionData data;
-  data.model = std::string(model);
+  data.model = info.name();
+  // The model's counts: a DebugAttentionResponse's are those of the maps it
+  // carries.
+  data.num_layers = info.num_layers();
+  data.num_heads = info.num_heads();
   for (const pb::DebugAttentionResponse& response : responses) {
     for (const pb::PromptToken& token : response.tokens()) {
       data.token_ids.push_back(token.id());
       data.token_texts.push_back(token.text());
     }
-    if (response.num_layers() != 0) data.num_layers = response.num_layers();
-    if (response.num_heads() != 0) data.num_heads = response.num_heads();
   }
   // The pieces (whole rows from first_query on) into one T×T map per
   // (layer, head), in the order the maps came.

@@ -100,10 +100,12 @@ const char* OpenAiFinishReason(FinishReason reason);
 // The DebugAttention replies as one JSON object (server/attention_json.h):
 // the prompt's tokens and, per (layer, head), the causal map as rows of
 // growing length (the masked upper triangle left out), weights rounded to 4
-// significant digits, or with kU8 as one base64 string of bytes.
+// significant digits, or with kU8 as one base64 string of bytes. `info`
+// gives the model's name and its layer and head counts (a request may ask
+// for fewer maps; the counts are for a viewer's layout).
 std::string AttentionJson(
     const std::vector<textgen::v1::DebugAttentionResponse>& responses,
-    absl::string_view model,
+    const textgen::v1::ModelInfo& info,
     AttentionEncoding encoding = AttentionEncoding::kJson);
 
 // GET /v1/models.

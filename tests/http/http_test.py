@@ -354,6 +354,13 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         self.assertEqual(n, 256)
         info = self.client.info()
         self.assertEqual(len(compact["maps"]), info.num_layers * info.num_heads)
+        # The model's counts, also when a request asks for fewer maps.
+        status, _, one = call(self.port, "POST", "/v1/attention",
+                              {"prompt": "JULIET:", "layers": [1], "heads": [0]})
+        self.assertEqual(status, 200, one)
+        self.assertEqual(len(one["maps"]), 1)
+        self.assertEqual((one["num_layers"], one["num_heads"]),
+                         (info.num_layers, info.num_heads))
         for c, p in zip(compact["maps"], plain["maps"]):
             self.assertEqual((c["layer"], c["head"]), (p["layer"], p["head"]))
             data = base64.b64decode(c["weights"])
