@@ -15,8 +15,8 @@ constexpr KernelFamily kFamilies[] = {
     KernelFamily::kGeneric, KernelFamily::kAvx2, KernelFamily::kAvx512};
 
 std::vector<std::string>& HiddenFeatures() {
-  static auto* hidden = new std::vector<std::string>;
-  return *hidden;
+  static std::vector<std::string> hidden;
+  return hidden;
 }
 
 // The CPU features a family's build is compiled for (model/CMakeLists.txt):
@@ -72,11 +72,12 @@ struct Active {
 
 // Chosen on first use: the best family, until UseKernelFamily.
 Active& ActiveState() {
-  static Active* active = [] {
+  // Built in place (C++17 guaranteed elision: atomics do not move).
+  static Active active = [] {
     const KernelFamily best = BestKernelFamily();
-    return new Active{{best}, {&TableOf(best)}};
+    return Active{{best}, {&TableOf(best)}};
   }();
-  return *active;
+  return active;
 }
 
 }  // namespace
