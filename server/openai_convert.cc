@@ -393,6 +393,15 @@ Json LogprobsJson(const std::vector<TokenEvent>& tokens, size_t offset) {
   return out;
 }
 
+// What every completion object and chunk starts with.
+Json Envelope(const std::string& id, int64_t created,
+              const std::string& model) {
+  return {{"id", id},
+          {"object", "text_completion"},
+          {"created", created},
+          {"model", model}};
+}
+
 Json UsageJson(const Usage& usage) {
   return {{"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.generated_tokens},
@@ -410,11 +419,8 @@ std::string CompletionBuilder::Event(const TokenEvent& token) const {
                  // the gRPC API reports; text alone can be empty).
                  {"token_ids", {token.id}}};
   if (logprobs_) choice["logprobs"] = LogprobsJson({token}, 0);
-  Json chunk = {{"id", id_},
-                {"object", "text_completion"},
-                {"created", created_},
-                {"model", model_},
-                {"choices", {std::move(choice)}}};
+  Json chunk = Envelope(id_, created_, model_);
+  chunk["choices"] = Json::array({std::move(choice)});
   if (!token.attention.empty()) {
     Json rows = Json::array();
     for (const AttentionRow& row : token.attention) {
@@ -432,25 +438,19 @@ std::string CompletionBuilder::Event(const TokenEvent& token) const {
 }
 
 std::string CompletionBuilder::FinalEvents(const FinishEvent& finish) const {
-  Json last = {{"id", id_},
-               {"object", "text_completion"},
-               {"created", created_},
-               {"model", model_},
-               {"seed", finish.seed},
-               {"choices",
-                {{{"index", 0},
-                  {"text", ""},
-                  {"logprobs", nullptr},
-                  {"finish_reason", OpenAiFinishReason(finish.reason)}}}}};
+  Json last = Envelope(id_, created_, model_);
+  last["seed"] = finish.seed;
+  last["choices"] =
+      Json::array({Json{{"index", 0},
+                        {"text", ""},
+                        {"logprobs", nullptr},
+                        {"finish_reason", OpenAiFinishReason(finish.reason)}}});
   if (include_usage_) last["usage"] = nullptr;
   std::string out = DataEvent(last);
   if (include_usage_) {
-    Json usage = {{"id", id_},
-                  {"object", "text_completion"},
-                  {"created", created_},
-                  {"model", model_},
-                  {"choices", Json::array()},
-                  {"usage", UsageJson(finish.usage)}};
+    Json usage = Envelope(id_, created_, model_);
+    usage["choices"] = Json::array();
+    usage["usage"] = UsageJson(finish.usage);
     absl::StrAppend(&out, DataEvent(usage));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -475,13 +475,10 @@ std::string CompletionBuilder::Response(const FinishEvent& finish) const {
                  {"finish_reason", OpenAiFinishReason(finish.reason)},
                  {"token_ids", std::move(ids)}};
   if (logprobs_) choice["logprobs"] = LogprobsJson(tokens_, 0);
-  Json response = {{"id", id_},
-                   {"object", "text_completion"},
-                   {"created", created_},
-                   {"model", model_},
-                   {"seed", finish.seed},
-                   {"choices", {std::move(choice)}},
-                   {"usage", UsageJson(finish.usage)}};
+  Json response = Envelope(id_, created_, model_);
+  response["seed"] = finish.seed;
+  response["choices"] = Json::array({std::move(choice)});
+  response["usage"] = UsageJson(finish.usage);
   return Dump(response);
 }
 
