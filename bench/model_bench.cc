@@ -3,8 +3,8 @@
 //
 //   decode/<model>/batch:B      one decode step of B sequences (B = 1, 8, 32),
 //                               each with --decode_context tokens cached
-//   prefill/<model>/tokens:T    one sequence's prompt of T tokens (128, 512),
-//                               clipped to the model's context
+//   prefill/<model>/tokens:T    one sequence's prompt of T tokens (128, 512,
+//                               or --prefill_tokens), clipped to the context
 //   full_context/<model>/cache:C  one decode step of one sequence whose cache
 //                               holds context - 1 positions (1024-token cache
 //                               for GPT-2 small, 256 for the shipped model):
@@ -16,10 +16,12 @@
 // benchmarks <model>-bf16 or <model>-int8. --cpu_kernels picks the build of
 // the kernels (model/kernel_dispatch.h), auto by default; the one in use is
 // printed before the run and recorded in the benchmark context.
-// Token ids are fixed pseudo-random ids, so no tokenizer is needed; the model
-// itself may be random (bench/make_gpt2_small.py). Timings are never asserted
-// anywhere: tests/bench only checks that this binary runs and names its
-// benchmarks.
+// A model is anything LoadModel opens (model/model_loader.h): a checkpoint
+// directory or a GGUF file, so the very file llama.cpp runs can be timed here
+// (bench/peers/). Token ids are fixed pseudo-random ids, so no tokenizer is
+// needed; the model itself may be random (bench/make_gpt2_small.py). Timings
+// are never asserted anywhere: tests/bench only checks that this binary runs
+// and names its benchmarks.
 //
 //   build/bench/textgen_model_bench --models=models/shakespeare-char,DIR:bf16
 //       --threads=2 --benchmark_repetitions=5 --benchmark_format=json
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "model/checkpoint.h"
@@ -45,6 +48,7 @@
 #include "model/kernel_dispatch.h"
 #include "model/kernels.h"
 #include "model/kv_cache.h"
+#include "model/model_loader.h"
 #include "model/status_macros.h"
 #include "model/weights.h"
 
@@ -60,6 +64,9 @@ ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512");
 ABSL_FLAG(int, decode_context, 128,
           "Positions already cached in each sequence of a decode step");
+ABSL_FLAG(std::string, prefill_tokens, "128,512",
+          "Prompt lengths of the prefill benchmarks, comma-separated (each "
+          "clipped to the model's context)");
 
 namespace textgen {
 namespace {
@@ -122,10 +129,12 @@ absl::Status LoadDecoder(const std::string& entry, int threads) {
   TEXTGEN_ASSIGN_OR_RETURN(const ModelEntry m, ParseEntry(entry));
   LoadOptions load;
   load.weight_type = m.type;
-  TEXTGEN_ASSIGN_OR_RETURN(Checkpoint checkpoint, LoadCheckpoint(m.dir, load));
+  // A tokenizer, if the file has one, is loaded and dropped: ids are fed.
+  TEXTGEN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(m.dir, "", load));
   DecoderOptions options;
   options.threads = threads;
-  Decoders()[entry] = std::make_unique<Decoder>(std::move(checkpoint), options);
+  Decoders()[entry] =
+      std::make_unique<Decoder>(std::move(model.checkpoint), options);
   return absl::OkStatus();
 }
 
@@ -219,7 +228,8 @@ void RunPrefill(benchmark::State& state, const std::string& dir, int tokens) {
   state.counters["tokens"] = tokens;
 }
 
-void RegisterAll(const std::vector<std::string>& dirs, int decode_context) {
+void RegisterAll(const std::vector<std::string>& dirs, int decode_context,
+                 const std::vector<int>& prefill_tokens) {
   for (const std::string& dir : dirs) {
     const std::string name = ModelName(dir);
     const int context = Decoders().at(dir)->config().context_length;
@@ -233,7 +243,7 @@ void RegisterAll(const std::vector<std::string>& dirs, int decode_context) {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
-    for (int tokens : {128, 512}) {
+    for (int tokens : prefill_tokens) {
       const int t = std::min(tokens, context);
       benchmark::RegisterBenchmark(
           absl::StrCat("prefill/", name, "/tokens:", t).c_str(),
@@ -292,7 +302,21 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  textgen::RegisterAll(dirs, absl::GetFlag(FLAGS_decode_context));
+  std::vector<int> prefill_tokens;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_prefill_tokens),
+                                            ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(t, &n) || n < 1) {
+      std::fprintf(stderr,
+                   "model_bench: --prefill_tokens: '%s' is not a positive "
+                   "integer\n",
+                   std::string(t).c_str());
+      return 2;
+    }
+    prefill_tokens.push_back(n);
+  }
+  textgen::RegisterAll(dirs, absl::GetFlag(FLAGS_decode_context),
+                       prefill_tokens);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext(
       "decoder_threads",

@@ -33,6 +33,10 @@ Tokenizer keys (tokenizer.ggml.*), optional:
   --llama2c_tokenizer F    llama2.c's tokenizer.bin: model "llama", tokens (spaces spelled
                            "▁"), scores, token types (0 UNKNOWN, 1-2 CONTROL, <0xXX> BYTE),
                            unk 0, bos 1, eos 2.
+  neither                  tokenizer.ggml.model "none" and <arch>.vocab_size, as llama.cpp's
+                           converter writes a model without a vocabulary: llama.cpp then loads
+                           it with vocab_size placeholder tokens (llama-bench needs nothing
+                           more; it feeds random ids), and textgen runs it on token ids.
 --vocab_only writes only general.architecture (--arch) and the tokenizer keys, no tensors
 (llama.cpp's vocab-only files).
 """
@@ -284,6 +288,11 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
         add_gpt2_tokenizer(w, gpt2_tokenizer)
     if llama2c_tokenizer:
         add_llama2c_tokenizer(w, llama2c_tokenizer, vocab_size)
+    if not gpt2_tokenizer and not llama2c_tokenizer:
+        # llama.cpp refuses a file without tokenizer.ggml.model; "none" plus the vocabulary
+        # size is its own converter's spelling of "no tokenizer" (NoVocab models).
+        w.add("tokenizer.ggml.model", "none")
+        w.add(f"{arch}.vocab_size", vocab_size, GgufType.UINT32)
     tensors = gpt2_tensors(cfg, hf) if arch == "gpt2" else llama_tensors(cfg, hf, arch)
     for name, t in list(tensors):
         array = t.to(torch.float32).numpy()  # F16/BF16 -> F32 is exact.
