@@ -31,9 +31,15 @@ Pairs (textgen weights in memory <- file, llama.cpp file): F32 <- F32 vs F32; BF
 F16 and vs BF16 (textgen holds no F16); INT8 <- Q8_0 vs Q8_0 (textgen's int8 is Q8_0's
 numerics: the file's blocks come back unchanged).
 
+llama.cpp's threads are OpenMP's: on a machine shared with other work its spinning workers
+(OMP_WAIT_POLICY ACTIVE, the default) collapse at 2 threads on 2 cores (2 tokens/s instead of
+57 for Q8_0 decode, measured here under load), so llama-bench runs with OMP_WAIT_POLICY=PASSIVE
+unless --llama_omp_wait_policy says otherwise, as bench/torch_reference.py does for torch.
+
 Rounds interleave the engines (round r: for each thread count, llama.cpp then textgen), and
 the table shows each figure's median over the rounds and the ratio textgen / llama.cpp, with
-the CPU model, the date, both commits and llama.cpp's build flags. Timing only: run it on a
+the CPU model, the date, both commits and llama.cpp's build flags; every round's figure is
+kept in WORK/peers-samples.json. Timing only: run it on a
 quiet machine and compare figures within one run.
 
 --quick: the tiny golden GPT-2 (tests/golden/gpt2_learned), P = 64, G = 16, one round, short
@@ -166,14 +172,17 @@ def make_gguf_files(model: str, quick: bool, work: str, textgen_build: str) -> d
 
 
 def llama_round(binary: str, files: dict[str, str], threads: int, p: int, g: int,
-                reps: int) -> dict[tuple[str, str], float]:
+                reps: int, omp_wait_policy: str) -> dict[tuple[str, str], float]:
     """{(file type, "prefill"|"decode"): tokens/s} from llama-bench's JSON."""
     types = sorted({pair[3] for pair in PAIRS})
     out = {}
     for kind, pn in (("prefill", ["-p", str(p), "-n", "0"]), ("decode", ["-p", "0", "-n", str(g)])):
         cmd = [binary, *sum((["-m", files[t]] for t in types), []), *pn, "-t", str(threads),
                "-r", str(reps), "-o", "json"]
-        r = run(cmd, capture_output=True, text=True)
+        env = dict(os.environ)
+        if omp_wait_policy:
+            env["OMP_WAIT_POLICY"] = omp_wait_policy
+        r = run(cmd, capture_output=True, text=True, env=env)
         for test in json.loads(r.stdout):
             t = next(t for t in types if os.path.samefile(test["model_filename"], files[t]))
             out[(t, kind)] = float(test["avg_ts"])
@@ -253,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--portable", action="store_true", help="build llama.cpp with GGML_NATIVE=OFF")
     ap.add_argument("--textgen_build", default=os.environ.get("TEXTGEN_BUILD_DIR",
                                                               os.path.join(REPO, "build")))
+    ap.add_argument("--llama_omp_wait_policy", default="PASSIVE",
+                    help="OMP_WAIT_POLICY for llama-bench (its threads are OpenMP's); '' "
+                         "leaves the environment's")
     ap.add_argument("--textgen_bench", help="a built textgen_model_bench to use as it is "
                                             "(default: build it in --textgen_build)")
     ap.add_argument("--work", help="llama.cpp build, GGUF files (default TEXTGEN_BUILD/peers)")
@@ -281,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for t in threads_list:
             log(f"round {r + 1}/{args.rounds}, {t} thread(s)")
-            for (ft, kind), v in llama_round(llama_bin, files, t, args.prompt, args.gen,
-                                             1).items():
+            for (ft, kind), v in llama_round(llama_bin, files, t, args.prompt, args.gen, 1,
+                                             args.llama_omp_wait_policy).items():
                 results.setdefault(("llama", t, ft, kind), []).append(v)
             for (w, kind), v in textgen_round(textgen_bin, files, t, args.prompt, args.gen,
                                               args.quick, work).items():
@@ -296,9 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             f"- textgen {git_commit(REPO)[:12]}; llama.cpp {llama_commit[:12]} ({llama_flags})",
             f"- prefill: one {args.prompt}-token prompt; decode: batch 1, llama.cpp {args.gen} "
             f"tokens from an empty context, textgen one step with {max(1, args.gen // 2)} "
-            "cached", ""]
+            "cached",
+            f"- llama.cpp's OMP_WAIT_POLICY: {args.llama_omp_wait_policy or 'as inherited'}", ""]
     page += table(results, threads_list, args.prompt, args.gen, args.rounds)
     text = "\n".join(page) + "\n"
+    # Every round's figure, for the spread the medians hide.
+    with open(os.path.join(work, "peers-samples.json"), "w") as f:
+        json.dump([{"engine": k[0], "threads": k[1], "weights": k[2], "test": k[3],
+                    "tokens_per_s": v} for k, v in sorted(results.items())], f, indent=1)
     print(text, end="")
     if args.out:
         with open(args.out, "w") as f:
