@@ -196,9 +196,9 @@ void HttpServer::Stop() {
 void HttpServer::AddRoutes() {
   const std::string model = service_->options().model_name;
   auto admit = [this](const httplib::Request& request, Need need,
-                      FrontDoor::CallKind kind) {
+                      FrontDoor::CallKind kind, int streams = 1) {
     return front_door_->Admit(request.get_header_value("Authorization"),
-                              PeerOf(request), need, kind);
+                              PeerOf(request), need, kind, streams);
   };
 
   http_->set_error_handler([this](const httplib::Request& request,
@@ -296,7 +296,8 @@ void HttpServer::AddRoutes() {
     const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
     absl::StatusOr<FrontDoor::Pass> pass =
         admit(request, tap ? Need::kDebug : Need::kGenerate,
-              FrontDoor::CallKind::kStream);
+              FrontDoor::CallKind::kStream,
+              parsed.ok() ? CompletionsOf(parsed->generate) : 1);
     absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
     if (!refused.ok()) {
       if (metrics != nullptr) metrics->RecordRequest(refused.code());

@@ -176,9 +176,9 @@ TextGenerationService::~TextGenerationService() = default;
 
 absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
     const grpc::CallbackServerContext& context, Need need,
-    FrontDoor::CallKind kind) {
+    FrontDoor::CallKind kind, int streams) {
   if (front_door_ == nullptr) return FrontDoor::Pass();
-  return front_door_->Admit(context, need, kind);
+  return front_door_->Admit(context, need, kind, streams);
 }
 
 absl::Status TextGenerationService::CheckTextSize(
@@ -195,7 +195,7 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
   absl::StatusOr<FrontDoor::Pass> pass = Admit(
       *context, request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
-      FrontDoor::CallKind::kStream);
+      FrontDoor::CallKind::kStream, CompletionsOf(*request));
   if (!pass.ok()) {
     if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
     return new FailedWriteReactor<pb::GenerateResponse>(
