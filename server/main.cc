@@ -72,6 +72,9 @@ ABSL_FLAG(std::string, cpu_kernels, "auto",
 ABSL_FLAG(int, num_slots, 8, "Sequences generated at once (KV-cache slots)");
 ABSL_FLAG(int, max_queue, 64,
           "Requests that may wait for a slot; beyond, RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_completions, 8,
+          "Largest n (completions per Generate call) accepted; each takes a "
+          "slot and counts against --max_queue");
 ABSL_FLAG(int, max_new_tokens_limit, 1024, "Largest max_new_tokens accepted");
 ABSL_FLAG(int, default_max_new_tokens, 256, "What max_new_tokens = 0 means");
 ABSL_FLAG(int, max_prompt_tokens, 0,
@@ -250,6 +253,7 @@ int Run() {
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
   options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);
   options.engine.max_queue = absl::GetFlag(FLAGS_max_queue);
+  options.engine.max_completions = absl::GetFlag(FLAGS_max_completions);
   options.engine.max_new_tokens_limit =
       absl::GetFlag(FLAGS_max_new_tokens_limit);
   options.engine.default_max_new_tokens =
