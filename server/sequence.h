@@ -51,6 +51,16 @@ class Sequence {
     admitted_ = now;
   }
 
+  // Marks the first `n` prompt tokens as already in its KV slot (found in
+  // the prefix cache); n < the prompt's size, before the first chunk.
+  void SkipCachedPrompt(int n) { prompt_done_ += n; }
+  // Whether it may start from cached prompt blocks. Not when echoing the
+  // prompt: each prompt token's event is made as the model reads it.
+  bool may_use_prefix_cache() const { return !request_.echo_prompt; }
+  absl::Span<const int> prompt() const { return request_.prompt; }
+  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
+  int max_new_tokens() const { return request_.max_new_tokens; }
+
   bool prefilling() const { return prompt_done_ < prompt_size(); }
   int prompt_remaining() const { return prompt_size() - prompt_done_; }
   // Echoed prompt tokens become events, which must fit the stream's buffer.
@@ -86,7 +96,6 @@ class Sequence {
   void ReaderCaughtUp() { waiting_since_ = absl::InfiniteFuture(); }
 
  private:
-  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   void EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out);
   // The text of `id` following `previous`, for top alternatives; "" without a
   // tokenizer or for ids past its vocabulary (a padded embedding table).
