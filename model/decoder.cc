@@ -81,15 +81,17 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
           s.tokens.size(), " new tokens exceed the context length ",
           cache.capacity()));
     }
-    // A partly filled block written again must be the slot's own (never a
-    // published or shared one); blocks past it are taken fresh.
-    const bool partial = start % cache.block_tokens() != 0 &&
-                         start / cache.block_tokens() <
-                             static_cast<int>(cache.block_table(s.slot).size());
-    if (partial && !cache.Writable(s.slot, start)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "sequence ", i, ": slot ", s.slot, " would write position ", start,
-          " into a shared KV-cache block"));
+    // Every block this chunk writes into must be the slot's own, never a
+    // published or shared one (blocks not yet in the table are taken fresh).
+    const int table = static_cast<int>(cache.block_table(s.slot).size());
+    for (int b = start / cache.block_tokens();
+         b < std::min(table, cache.BlocksFor(end)); ++b) {
+      const int position = std::max(start, b * cache.block_tokens());
+      if (!cache.Writable(s.slot, position)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "sequence ", i, ": slot ", s.slot, " would write position ",
+            position, " into a shared KV-cache block"));
+      }
     }
     blocks_needed +=
         std::max(0, cache.BlocksFor(end) -
