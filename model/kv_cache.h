@@ -95,8 +95,10 @@ class KvCache {
   // stay cached once no slot holds them, the others are free.
   void Clear(int slot);
   // Keeps the first `length` positions of `slot` (for rollback); length ≤
-  // length(slot). Blocks past them stay reserved. A published block that
-  // would be written again is first replaced by a private copy.
+  // length(slot). Blocks wholly past them go back to the pool. A shared or
+  // published block that would be written again is first replaced by a
+  // private copy (if the pool has a block for it; else the decoder refuses
+  // the write).
   void Truncate(int slot, int length);
 
   // On an empty `slot`: attaches the cached blocks that hold the longest run
