@@ -90,6 +90,10 @@ ABSL_FLAG(int, top_logprobs, 0,
           "prints a table, one line per token");
 ABSL_FLAG(bool, echo_prompt, false,
           "generate: the server sends the prompt's tokens first");
+ABSL_FLAG(int, prompt_logprobs, 0,
+          "generate: score the prompt (0 = off): each prompt token's "
+          "log-probability and its N most likely rivals (1..20); with "
+          "--max_new_tokens 0 nothing is generated. Prints a table");
 ABSL_FLAG(bool, attention_tap, false,
           "generate: each generated token carries its attention rows (every "
           "layer and head unless --tap_layers/--tap_heads); prints a table");
@@ -134,10 +138,11 @@ usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N]
 commands:
   generate  --prompt TEXT | --prompt_ids ID,... [--max_new_tokens N --temperature T
             --top_k K --top_p P --repetition_penalty R --seed S --stop STR ...
-            --echo_prompt --top_logprobs N --attention_tap --tap_layers L,...
-            --tap_heads H,... --json]
+            --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
+            --tap_layers L,... --tap_heads H,... --json]
             Streams the text to stdout as it is made; a summary on stderr.
-            With --top_logprobs or a tap: a table, one line per token.
+            With --top_logprobs, --prompt_logprobs or a tap: a table, one line
+            per token.
             --json: every stream message as one JSON object per line.
   attention --prompt TEXT | --prompt_ids ID,... [--layer L --head H]
             --out FILE.png [--html FILE.html]
@@ -273,7 +278,9 @@ std::string TokenTableLines(const v1::Token& token) {
   constexpr int kMaxShownChars = 24;
   std::string lines = absl::StrCat(token.position(), "\t", token.id(), "\t",
                                    DisplayToken(token.text(), kMaxShownChars));
-  if (token.is_prompt()) {
+  // A prompt token has a log-probability only when the prompt is scored
+  // (--prompt_logprobs), and then always alternatives, but never the first.
+  if (token.is_prompt() && token.top_logprobs().empty()) {
     absl::StrAppend(&lines, "\tprompt");
   } else {
     absl::StrAppendFormat(&lines, "\t%.4f", token.logprob());
@@ -315,6 +322,7 @@ absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
   for (const std::string& s : stops) request.add_stop(s);
   request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));
   request.set_echo_prompt(absl::GetFlag(FLAGS_echo_prompt));
+  request.set_prompt_logprobs(absl::GetFlag(FLAGS_prompt_logprobs));
   const std::vector<std::string>& tap_layers = absl::GetFlag(FLAGS_tap_layers);
   const std::vector<std::string>& tap_heads = absl::GetFlag(FLAGS_tap_heads);
   if (absl::GetFlag(FLAGS_attention_tap) || !tap_layers.empty() ||
@@ -346,7 +354,8 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   // Plain output is the text alone (the prompt's first when echoed); what
   // text cannot carry needs the table.
   const bool table =
-      !json && (request.top_logprobs() > 0 || request.has_attention_tap());
+      !json && (request.top_logprobs() > 0 || request.prompt_logprobs() > 0 ||
+                request.has_attention_tap());
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> first;
   int tokens = 0;

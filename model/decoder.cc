@@ -161,10 +161,19 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
   result.first_row = first_row_;
   const Activations* final_rows = &x_;
   if (options.logits == LogitsMode::kLastToken) {
-    last_.resize(static_cast<int>(batch.size()), config_.d_model);
+    // Each chunk's last row, or all of its rows when it asks for them.
+    int rows = 0;
+    for (const SequenceChunk& s : batch) {
+      rows += s.all_logits ? static_cast<int>(s.tokens.size()) : 1;
+    }
+    last_.resize(rows, config_.d_model);
+    int row = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
-      last_.row(i) = x_.row(first_row_[i] + batch[i].tokens.size() - 1);
-      result.first_row[i] = static_cast<int>(i);
+      const int T = static_cast<int>(batch[i].tokens.size());
+      const int kept = batch[i].all_logits ? T : 1;
+      last_.middleRows(row, kept) = x_.middleRows(first_row_[i] + T - kept, kept);
+      result.first_row[i] = row;
+      row += kept;
     }
     final_rows = &last_;
   }

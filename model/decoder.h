@@ -48,6 +48,9 @@ namespace textgen {
 struct SequenceChunk {
   int slot = 0;
   absl::Span<const int> tokens;
+  // With LogitsMode::kLastToken, also return logits for every token of this
+  // chunk, not just its last (scoring a prompt: prompt log-probabilities).
+  bool all_logits = false;
 };
 
 enum class LogitsMode {
@@ -94,9 +97,10 @@ struct AttentionMaps {
 };
 
 struct ForwardResult {
-  // [rows, vocab]. kLastToken: row i belongs to batch[i]. kAllTokens:
-  // batch[i]'s tokens occupy rows first_row[i] .. first_row[i] +
-  // batch[i].tokens.size() - 1.
+  // [rows, vocab]. batch[i]'s rows start at first_row[i]: kAllTokens, or a
+  // chunk with all_logits, one row per token (first_row[i] ..
+  // first_row[i] + batch[i].tokens.size() - 1); otherwise one row, its last
+  // token's.
   Activations logits;
   std::vector<int> first_row;
   // One per sequence of the batch when ForwardOptions::capture_attention; else

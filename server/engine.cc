@@ -104,8 +104,9 @@ KvCacheOptions Engine::CacheOptions(const EngineOptions& options) {
 }
 
 int Engine::PositionsNeeded(int prompt_tokens, int max_new_tokens) const {
-  // The last new token is sampled, never fed back: it takes no position.
-  return std::min(prompt_tokens + max_new_tokens - 1,
+  // The last new token is sampled, never fed back: it takes no position. A
+  // request that only scores its prompt (max_new_tokens 0) feeds the prompt.
+  return std::min(prompt_tokens + std::max(0, max_new_tokens - 1),
                   decoder_->config().context_length);
 }
 
@@ -185,6 +186,10 @@ absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
     return invalid("top_logprobs must be in 0..", kMaxTopLogprobs, ", got ",
                    r.top_logprobs);
   }
+  if (r.prompt_logprobs < 0 || r.prompt_logprobs > kMaxTopLogprobs) {
+    return invalid("prompt_logprobs must be in 0..", kMaxTopLogprobs,
+                   " (0 = off), got ", r.prompt_logprobs);
+  }
   if (!r.stop.empty() && tokenizer_ == nullptr) {
     return invalid(
         "stop: this model has no tokenizer, so there is no text to "
@@ -227,7 +232,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
     ++stats_.deadline_exceeded;
     return absl::DeadlineExceededError("the request's deadline has passed");
   }
-  if (request.max_new_tokens == 0) {
+  // 0 is the default, except for a request that scores its prompt: there it
+  // means no new tokens.
+  if (request.max_new_tokens == 0 && request.prompt_logprobs == 0) {
     request.max_new_tokens = options_.default_max_new_tokens;
   }
   // Admission reserves every block a request may fill: one that needs more
@@ -441,7 +448,8 @@ void Engine::Step() {
   bool capture = false;
   for (size_t b = 0; b < batch_index_.size(); ++b) {
     const Sequence& seq = *running_[batch_index_[b]];
-    batch_.push_back({seq.slot(), seq.NextChunk(batch_tokens_[b])});
+    batch_.push_back(
+        {seq.slot(), seq.NextChunk(batch_tokens_[b]), seq.wants_all_logits()});
     // Attention maps cost memory and time for the whole batch, so they are
     // captured only when a tapped sequence picks a token this step.
     capture |=
@@ -478,12 +486,13 @@ void Engine::Step() {
     if (seq.prefilling()) prompt_tokens += n;
     const int generated_before = seq.generated();
     const bool was_prefilling = seq.prefilling();
-    step_done_[b] =
-        seq.Advance(n,
-                    absl::MakeConstSpan(result_.logits.row(b).data(),
-                                        result_.logits.cols()),
-                    capture ? &result_.attention[b] : nullptr, step_, now,
-                    logprobs_, events);
+    const int rows = batch_[b].all_logits ? n : 1;
+    step_done_[b] = seq.Advance(
+        n,
+        absl::MakeConstSpan(result_.logits.row(result_.first_row[b]).data(),
+                            rows * result_.logits.cols()),
+        capture ? &result_.attention[b] : nullptr, step_, now, logprobs_,
+        events);
     generated_tokens += seq.generated() - generated_before;
     // The prompt's blocks filled so far become shareable at once.
     if (options_.prefix_cache && was_prefilling) {

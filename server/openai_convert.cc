@@ -1,10 +1,12 @@
 #include "server/openai_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -197,11 +199,12 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
       }
     }
   }
+  std::optional<int> max_tokens;
   if (const Json* value = Field(json, "max_tokens")) {
-    absl::StatusOr<int> max_tokens = Int(*value, "max_tokens");
-    if (!max_tokens.ok()) return max_tokens.status();
-    if (*max_tokens < 1) return Invalid("max_tokens", "must be at least 1");
-    request.set_max_new_tokens(*max_tokens);
+    absl::StatusOr<int> n = Int(*value, "max_tokens");
+    if (!n.ok()) return n.status();
+    if (*n < 0) return Invalid("max_tokens", "must be at least 1");
+    max_tokens = *n;
   }
   pb::SamplingParams& sampling = *request.mutable_sampling();
   // OpenAI's default temperature is 1; the proto's 0 means greedy, and a
@@ -270,6 +273,19 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
     if (!echo.ok()) return echo.status();
     request.set_echo_prompt(*echo);
   }
+  // echo with N alternatives scores the prompt too (OpenAI's legacy way).
+  const bool scores_prompt = request.echo_prompt() && out.logprobs &&
+                             !Field(json, "logprobs")->is_boolean();
+  if (scores_prompt) {
+    request.set_prompt_logprobs(std::max(request.top_logprobs(), 1));
+    if (!max_tokens) max_tokens = 16;  // OpenAI's default for the API.
+  }
+  if (max_tokens == 0 && !scores_prompt) {
+    return Invalid("max_tokens",
+                   "must be at least 1 (0 only with echo and logprobs, "
+                   "which score the prompt)");
+  }
+  if (max_tokens) request.set_max_new_tokens(*max_tokens);
   if (const Json* value = Field(json, "stream")) {
     absl::StatusOr<bool> stream = Bool(*value, "stream");
     if (!stream.ok()) return stream.status();
@@ -366,8 +382,9 @@ CompletionBuilder::CompletionBuilder(std::string id, std::string model,
 namespace {
 
 // OpenAI's legacy logprobs object for `tokens`: parallel arrays of the
-// tokens' texts, log-probabilities (null for echoed prompt tokens, which are
-// not scored), alternatives and text offsets (from `offset`).
+// tokens' texts, log-probabilities (null for a prompt token that was not
+// scored: the first one, or any without prompt_logprobs, which is when it has
+// no alternatives), alternatives and text offsets (from `offset`).
 Json LogprobsJson(const std::vector<TokenEvent>& tokens, size_t offset) {
   Json out = {{"tokens", Json::array()},
               {"token_logprobs", Json::array()},
@@ -375,9 +392,10 @@ Json LogprobsJson(const std::vector<TokenEvent>& tokens, size_t offset) {
               {"text_offset", Json::array()}};
   for (const TokenEvent& token : tokens) {
     out["tokens"].push_back(token.text);
-    out["token_logprobs"].push_back(token.is_prompt ? Json(nullptr)
-                                                    : Json(token.logprob));
-    if (token.is_prompt) {
+    const bool scored = !token.is_prompt || !token.top_logprobs.empty();
+    out["token_logprobs"].push_back(scored ? Json(token.logprob)
+                                           : Json(nullptr));
+    if (!scored) {
       out["top_logprobs"].push_back(nullptr);
     } else {
       Json top = Json::object();

@@ -16,6 +16,11 @@
 // the names vLLM uses for them: `top_k`, `repetition_penalty`, and
 // `attention_tap` ({"layers": [...], "heads": [...]}, as the proto's).
 // Omitted `max_tokens` means the server's --default_max_new_tokens.
+// Scoring, as evaluation harnesses do it: `echo: true` with an integer
+// `logprobs` N also scores the prompt (GenerateRequest.prompt_logprobs, at
+// least 1 alternative): its tokens carry their log-probabilities (the first
+// null, nothing precedes it); `max_tokens: 0` is then allowed and generates
+// nothing, and an omitted `max_tokens` means OpenAI's 16.
 // Fields OpenAI defines but textgen cannot honour (`best_of` > 1, `suffix`,
 // `logit_bias`, non-zero `presence_penalty`/`frequency_penalty`) are a 400
 // rather than silently ignored; unknown fields are ignored, as OpenAI's SDKs

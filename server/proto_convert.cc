@@ -90,6 +90,7 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
   out.stop.assign(request.stop().begin(), request.stop().end());
   out.top_logprobs = request.top_logprobs();
   out.echo_prompt = request.echo_prompt();
+  out.prompt_logprobs = request.prompt_logprobs();
   if (request.has_attention_tap()) {
     AttentionTap tap;
     tap.layers.assign(request.attention_tap().layers().begin(),

@@ -55,6 +55,12 @@ struct GenerationRequest {
   int top_logprobs = 0;
   // Send the prompt's tokens first, marked is_prompt.
   bool echo_prompt = false;
+  // Score the prompt: 0 = off; N in 1..kMaxTopLogprobs sends the prompt's
+  // tokens first (as echo_prompt does), each with its log-probability given
+  // the tokens before it and the N most likely tokens at its place. With
+  // prompt_logprobs set, max_new_tokens = 0 means no new tokens at all (the
+  // request only scores its prompt), not the default.
+  int prompt_logprobs = 0;
   // When set, every generated token carries its attention rows.
   std::optional<AttentionTap> attention_tap;
   // Past it the request finishes with DEADLINE_EXCEEDED and frees its slot.
@@ -82,8 +88,9 @@ struct TokenEvent {
   // later token (or the last one).
   std::string text;
   // log softmax of the model's raw logits at this token: its probability
-  // before sampling controls (temperature, top-k/p, penalty). 0 for prompt
-  // tokens (their probabilities are not computed).
+  // before sampling controls (temperature, top-k/p, penalty). A prompt token
+  // has one only when the request asks for prompt_logprobs, and never the
+  // first (nothing precedes it): otherwise 0.
   float logprob = 0;
   std::vector<TokenLogprob> top_logprobs;  // Most likely first.
   // The attention of the query that predicted this token: the one at

@@ -24,6 +24,7 @@ Sequence::Sequence(GenerationRequest request, const ModelConfig& config,
                    std::weak_ptr<RequestStream> stream, absl::Time arrival)
     : request_(std::move(request)),
       context_length_(config.context_length),
+      vocab_size_(config.vocab_size),
       tokenizer_(tokenizer),
       stream_(std::move(stream)),
       history_(request_.prompt),
@@ -35,7 +36,7 @@ Sequence::Sequence(GenerationRequest request, const ModelConfig& config,
     tap_heads_ = AllOrListed(request_.attention_tap->heads, config.n_heads);
   }
   if (tokenizer_ != nullptr) {
-    if (request_.echo_prompt) prompt_text_.emplace(*tokenizer_);
+    if (echoes_prompt()) prompt_text_.emplace(*tokenizer_);
     text_.emplace(*tokenizer_, request_.prompt.back());
   }
   history_.reserve(request_.prompt.size() + request_.max_new_tokens);
@@ -59,10 +60,34 @@ std::string Sequence::DecodeNext(int id) {
   return text_->Next(id).value_or("");
 }
 
-void Sequence::EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out) {
+void Sequence::Score(absl::Span<const float> logits, int token, int previous,
+                     int top_n, std::vector<float>& logprobs,
+                     TokenEvent& e) const {
+  LogSoftmax(logits, logprobs);
+  e.logprob = logprobs[token];
+  for (auto [alt, logprob] : TopLogprobs(logprobs, top_n)) {
+    e.top_logprobs.push_back({alt, TokenText(alt, previous), logprob});
+  }
+}
+
+void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
+                          std::vector<float>& logprobs,
+                          std::vector<StreamEvent>& out) {
+  const std::vector<int>& prompt = request_.prompt;
+  const int scored = request_.prompt_logprobs;
+  const auto row = [&](int t) {
+    return logits.subspan(static_cast<size_t>(t) * vocab_size_, vocab_size_);
+  };
   for (int i = prompt_done_; i < prompt_done_ + n; ++i) {
     TokenEvent e;
-    e.id = request_.prompt[i];
+    if (scored > 0 && i > prompt_done_) {
+      Score(row(i - prompt_done_ - 1), prompt[i], prompt[i - 1], scored,
+            logprobs, e);
+    } else if (scored > 0 && next_prompt_score_) {
+      e = std::move(*next_prompt_score_);
+      next_prompt_score_.reset();
+    }
+    e.id = prompt[i];
     e.position = i;
     e.is_prompt = true;
     e.step = step;
@@ -74,6 +99,13 @@ void Sequence::EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out) {
     }
     out.push_back(std::move(e));
   }
+  // The chunk's last row predicts the next chunk's first token.
+  const int next = prompt_done_ + n;
+  if (scored > 0 && next < prompt_size()) {
+    next_prompt_score_.emplace();
+    Score(row(n - 1), prompt[next], prompt[next - 1], scored, logprobs,
+          *next_prompt_score_);
+  }
 }
 
 bool Sequence::Advance(int n, absl::Span<const float> logits,
@@ -81,10 +113,16 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
                        absl::Time now, std::vector<float>& logprobs,
                        std::vector<StreamEvent>& out) {
   if (prefilling()) {
-    if (request_.echo_prompt) EchoPrompt(n, step, out);
+    if (echoes_prompt()) EchoPrompt(n, logits, step, logprobs, out);
     prompt_done_ += n;
     if (prefilling()) return false;
+    // A request that only scores its prompt ends here.
+    if (request_.max_new_tokens == 0) {
+      out.push_back(Finish(absl::OkStatus(), FinishReason::kLength, now));
+      return true;
+    }
   }
+  logits = logits.last(vocab_size_);  // The row that picks the next token.
 
   // The next token, and what the model thought of it and its rivals.
   const int previous = history_.back();
@@ -98,13 +136,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   e.id = id;
   e.position = static_cast<int>(history_.size()) - 1;
   e.step = step;
-  LogSoftmax(logits, logprobs);
-  e.logprob = logprobs[id];
-  if (request_.top_logprobs > 0) {
-    for (auto [alt, logprob] : TopLogprobs(logprobs, request_.top_logprobs)) {
-      e.top_logprobs.push_back({alt, TokenText(alt, previous), logprob});
-    }
-  }
+  Score(logits, id, previous, request_.top_logprobs, logprobs, e);
   if (attention != nullptr && request_.attention_tap) {
     // The last query of the chunk predicted this token.
     const int query = attention->n_queries - 1;

@@ -54,26 +54,37 @@ class Sequence {
   // Marks the first `n` prompt tokens as already in its KV slot (found in
   // the prefix cache); n < the prompt's size, before the first chunk.
   void SkipCachedPrompt(int n) { prompt_done_ += n; }
-  // Whether it may start from cached prompt blocks. Not when echoing the
-  // prompt: each prompt token's event is made as the model reads it.
-  bool may_use_prefix_cache() const { return !request_.echo_prompt; }
+  // Whether it may start from cached prompt blocks. Not when echoing or
+  // scoring the prompt: each prompt token's event (and its logits) is made as
+  // the model reads it.
+  bool may_use_prefix_cache() const { return !echoes_prompt(); }
   absl::Span<const int> prompt() const { return request_.prompt; }
   int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   int max_new_tokens() const { return request_.max_new_tokens; }
 
   bool prefilling() const { return prompt_done_ < prompt_size(); }
   int prompt_remaining() const { return prompt_size() - prompt_done_; }
-  // Echoed prompt tokens become events, which must fit the stream's buffer.
-  bool echoes_prompt() const { return request_.echo_prompt; }
+  // Echoed (or scored) prompt tokens become events, which must fit the
+  // stream's buffer.
+  bool echoes_prompt() const {
+    return request_.echo_prompt || request_.prompt_logprobs > 0;
+  }
+  // While scoring its prompt (prompt_logprobs), the sequence needs logits for
+  // every token of its chunk, not only the last.
+  bool wants_all_logits() const {
+    return prefilling() && request_.prompt_logprobs > 0;
+  }
 
   // The tokens to feed next: the next `n` prompt tokens while prefilling
   // (n ≤ prompt_remaining()), else the last sampled token. Valid until the
   // next call to Advance().
   absl::Span<const int> NextChunk(int n) const;
 
-  // Called after the model has taken the chunk from NextChunk(n). `logits` is
-  // the chunk's last row; it is used only once the prompt is complete, to pick
-  // the next token. `attention` holds the chunk's maps if they were captured.
+  // Called after the model has taken the chunk from NextChunk(n). `logits`
+  // holds the chunk's rows of logits, vocab_size floats each: all n rows if
+  // wants_all_logits() was true for the chunk (they score the prompt), else
+  // only the last. The last row picks the next token once the prompt is
+  // complete. `attention` holds the chunk's maps if they were captured.
   // Appends the step's events to `out`: echoed prompt tokens, the new token,
   // and a FinishEvent if the request ended. Returns true if it ended (the
   // engine then frees the slot). `logprobs` is scratch the engine lends.
@@ -96,7 +107,15 @@ class Sequence {
   void ReaderCaughtUp() { waiting_since_ = absl::InfiniteFuture(); }
 
  private:
-  void EchoPrompt(int n, int64_t step, std::vector<StreamEvent>& out);
+  // Events for prompt tokens prompt_done_ .. prompt_done_ + n - 1; with
+  // prompt_logprobs, scored by `logits` (the chunk's n rows: row t predicts
+  // the token after position prompt_done_ + t).
+  void EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
+                  std::vector<float>& logprobs, std::vector<StreamEvent>& out);
+  // `token`'s log-probability and the top alternatives after `previous`,
+  // from a row of logits (log-softmaxed into `logprobs`).
+  void Score(absl::Span<const float> logits, int token, int previous, int top_n,
+             std::vector<float>& logprobs, TokenEvent& e) const;
   // The text of `id` following `previous`, for top alternatives; "" without a
   // tokenizer or for ids past its vocabulary (a padded embedding table).
   std::string TokenText(int id, int previous) const;
@@ -107,6 +126,7 @@ class Sequence {
 
   const GenerationRequest request_;
   const int context_length_;
+  const int vocab_size_;
   const Tokenizer* const tokenizer_;
   const std::weak_ptr<RequestStream> stream_;
   // The resolved tap: explicit layer and head lists (empty request lists mean
@@ -117,7 +137,10 @@ class Sequence {
   int prompt_done_ = 0;  // Prompt tokens in the KV cache.
   int generated_ = 0;
   absl::Time waiting_since_ = absl::InfiniteFuture();
-  int last_token_ = -1;       // Sampled, not yet fed to the model.
+  int last_token_ = -1;  // Sampled, not yet fed to the model.
+  // With prompt_logprobs: the score of the next chunk's first prompt token,
+  // which the previous chunk's last row predicted.
+  std::optional<TokenEvent> next_prompt_score_;
   std::vector<int> history_;  // Prompt and generated tokens: for the penalty.
   Sampler sampler_;
   std::optional<DecodeStream> prompt_text_;  // When echoing the prompt.

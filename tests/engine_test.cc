@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -43,6 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/checkpoint.h"
 #include "model/generate.h"
+#include "model/safetensors.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_factory.h"
@@ -281,6 +283,119 @@ TEST_P(EngineParityTest, GreedyIsTheDecodersOwnLoopTokenForToken) {
   EXPECT_EQ(stats.prompt_tokens, 23);
   EXPECT_EQ(stats.generated_tokens, 40);
   EXPECT_EQ(stats.steps, 5 + 39);  // 5 prefill steps, then one per token.
+}
+
+// The golden prompt and PyTorch's log P(ids[t + 1] | ids[..t]) for it
+// (tools/make_golden.py, float64 reference).
+struct GoldenPromptScores {
+  std::vector<int> ids;
+  std::vector<float> logprobs;  // [T - 1]
+};
+
+GoldenPromptScores LoadGoldenPromptScores(const std::string& config) {
+  GoldenPromptScores g;
+  auto file = SafetensorsFile::Open(testing::GoldenDir(config) +
+                                    "/golden.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return g;
+  auto ids = file->ReadInts("input_ids");
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  if (!ids.ok()) return g;
+  g.ids.assign(ids->begin(), ids->end());
+  auto logprobs = file->ReadFloats(
+      "prompt_logprobs", {static_cast<int>(g.ids.size()) - 1});
+  EXPECT_TRUE(logprobs.ok()) << logprobs.status();
+  if (logprobs.ok()) g.logprobs = *std::move(logprobs);
+  return g;
+}
+
+// Every committed golden config: each family's prompt scores against PyTorch.
+class PromptLogprobsTest : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(
+    AllGoldenConfigs, PromptLogprobsTest,
+    ::testing::Values("gpt2_learned", "gpt2_sinusoidal", "llama_gqa",
+                      "llama_tied_mha", "llama_bias_head_dim", "llama3_scaled",
+                      "qwen2_bias", "qwen3_qk_norm", "mistral_no_window"));
+
+// A request that only scores its prompt, prefilled `chunk` tokens a step.
+Output ScorePrompt(const std::string& config, const std::vector<int>& prompt,
+                   int chunk, int top_n, int max_new_tokens = 0) {
+  EngineOptions options;
+  options.prefill_chunk_tokens = chunk;
+  std::unique_ptr<Engine> engine = MakeEngine(options, nullptr, config);
+  if (engine == nullptr) return {};
+  GenerationRequest request = Request(prompt, max_new_tokens);
+  request.prompt_logprobs = top_n;
+  std::shared_ptr<RequestStream> stream = MustSubmit(*engine, request);
+  return stream != nullptr ? Collect(*stream) : Output{};
+}
+
+TEST_P(PromptLogprobsTest, AreTorchsLogSoftmaxWhateverTheChunking) {
+  const GoldenPromptScores golden = LoadGoldenPromptScores(GetParam());
+  const int T = static_cast<int>(golden.ids.size());
+  ASSERT_EQ(static_cast<int>(golden.logprobs.size()), T - 1);
+
+  // Seven tokens a step: the chunks' last rows score the next chunk's first
+  // token.
+  const Output out = ScorePrompt(GetParam(), golden.ids, 7, 3);
+  ASSERT_TRUE(out.finish);
+  EXPECT_TRUE(out.finish->status.ok()) << out.finish->status;
+  EXPECT_EQ(out.finish->usage.generated_tokens, 0);  // max_new_tokens = 0
+  EXPECT_TRUE(out.generated.empty());
+  ASSERT_EQ(static_cast<int>(out.prompt.size()), T);
+  EXPECT_EQ(out.prompt[0].logprob, 0.0f);  // Nothing precedes it.
+  EXPECT_TRUE(out.prompt[0].top_logprobs.empty());
+  float worst = 0;
+  for (int t = 1; t < T; ++t) {
+    const TokenEvent& e = out.prompt[t];
+    EXPECT_EQ(e.id, golden.ids[t]);
+    EXPECT_EQ(e.position, t);
+    EXPECT_TRUE(e.is_prompt);
+    worst = std::max(worst, std::abs(e.logprob - golden.logprobs[t - 1]));
+    ASSERT_EQ(e.top_logprobs.size(), 3u) << "position " << t;
+    EXPECT_GE(e.top_logprobs[0].logprob, e.logprob);
+    EXPECT_GE(e.top_logprobs[0].logprob, e.top_logprobs[2].logprob);
+  }
+  EXPECT_LE(worst, 1e-4f) << "largest |logprob - PyTorch's| over the prompt";
+  std::printf("%s: prompt logprobs within %.2g of PyTorch's\n",
+              GetParam().c_str(), worst);
+
+  // One chunk, or a token a step: bit for bit the same scores.
+  for (int chunk : {1, T}) {
+    const Output other = ScorePrompt(GetParam(), golden.ids, chunk, 3);
+    ASSERT_EQ(other.prompt.size(), out.prompt.size()) << "chunk " << chunk;
+    for (int t = 0; t < T; ++t) {
+      EXPECT_EQ(other.prompt[t].logprob, out.prompt[t].logprob)
+          << "chunk " << chunk << " position " << t;
+      ASSERT_EQ(other.prompt[t].top_logprobs.size(),
+                out.prompt[t].top_logprobs.size());
+      for (size_t k = 0; k < out.prompt[t].top_logprobs.size(); ++k) {
+        EXPECT_EQ(other.prompt[t].top_logprobs[k].id,
+                  out.prompt[t].top_logprobs[k].id);
+        EXPECT_EQ(other.prompt[t].top_logprobs[k].logprob,
+                  out.prompt[t].top_logprobs[k].logprob);
+      }
+    }
+  }
+}
+
+TEST_P(PromptLogprobsTest, ScoringThePromptDoesNotChangeWhatIsGenerated) {
+  const GoldenPromptScores golden = LoadGoldenPromptScores(GetParam());
+  const std::vector<int> prompt(golden.ids.begin(), golden.ids.begin() + 20);
+  const Output scored = ScorePrompt(GetParam(), prompt, 6, 1, 12);
+  std::unique_ptr<Engine> engine = MakeEngine({}, nullptr, GetParam());
+  ASSERT_NE(engine, nullptr);
+  const Output plain = Collect(*MustSubmit(*engine, Request(prompt, 12)));
+  ASSERT_TRUE(scored.finish && plain.finish);
+  EXPECT_EQ(scored.prompt.size(), prompt.size());
+  EXPECT_TRUE(plain.prompt.empty());
+  EXPECT_EQ(scored.ids(), plain.ids());
+  ASSERT_EQ(scored.generated.size(), 12u);
+  for (size_t i = 0; i < scored.generated.size(); ++i) {
+    EXPECT_EQ(scored.generated[i].logprob, plain.generated[i].logprob);
+    EXPECT_EQ(scored.generated[i].position, 20 + static_cast<int>(i));
+  }
 }
 
 TEST_P(EngineParityTest, StopsWhenTheContextIsFull) {
@@ -565,6 +680,10 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
        "top_logprobs must be in 0..20, got 21"},
       {"negative top_logprobs", [](auto& r) { r.top_logprobs = -1; }, kInvalid,
        "top_logprobs"},
+      {"prompt_logprobs too many", [](auto& r) { r.prompt_logprobs = 21; },
+       kInvalid, "prompt_logprobs must be in 0..20 (0 = off), got 21"},
+      {"negative prompt_logprobs", [](auto& r) { r.prompt_logprobs = -1; },
+       kInvalid, "prompt_logprobs"},
       {"empty stop",
        [](auto& r) {
          r.stop = {"a", ""};

@@ -171,7 +171,8 @@ def check_dir(d: str) -> str:
     L, H, V = cfg["L"], cfg["H"], cfg["V"]
     ids = golden["input_ids"]
     T = len(ids)
-    want = {"input_ids": (torch.int64, [T]), "logits": (torch.float32, [T, V])}
+    want = {"input_ids": (torch.int64, [T]), "logits": (torch.float32, [T, V]),
+            "prompt_logprobs": (torch.float32, [T - 1])}
     want.update({f"attn.{l}": (torch.float32, [H, T, T]) for l in range(L)})
     got = {k: (t.dtype, list(t.shape)) for k, t in golden.items()}
     assert got == want, f"{d}: golden tensors {got}, expected {want}"
@@ -182,6 +183,10 @@ def check_dir(d: str) -> str:
     d_logits = (logits.float() - golden["logits"]).abs().max().item()
     d_attn = max((a.float() - golden[f"attn.{l}"]).abs().max().item() for l, a in enumerate(attn))
     assert d_logits <= 1e-6 and d_attn <= 1e-7, f"{d}: reference moved: {d_logits}, {d_attn}"
+    # prompt_logprobs is log_softmax of those logits at the next prompt token.
+    scores = torch.log_softmax(logits, -1)[:-1].gather(1, ids[1:].unsqueeze(1)).squeeze(1)
+    d_scores = (scores.float() - golden["prompt_logprobs"]).abs().max().item()
+    assert d_scores <= 1e-6, f"{d}: prompt_logprobs moved: {d_scores}"
 
     # 3. The independent implementation agrees in float64.
     alt = alt_gpt2 if cfg["family"] == "gpt2" else alt_llama

@@ -6,6 +6,7 @@ For each config below this creates `<out>/<name>/` with
     model.safetensors   random weights, HF tensor names, in the config's storage dtype
     golden.safetensors  input_ids  I64 [64]          random token ids in [0, V)
                         logits     F32 [64, V]       reference logits
+                        prompt_logprobs F32 [63]     log P(token t + 1 | tokens ..t)
                         attn.{l}   F32 [H, 64, 64]   attention probabilities of layer l
                         __metadata__                 generator, torch version, seed, ...
 
@@ -347,7 +348,11 @@ def make_one(name: str, out_dir: str) -> dict:
         master_logits, _ = ref.forward(cfg, master, ids)
         rounding_shift = (master_logits - logits).abs().max().item()
 
-    golden = {"input_ids": ids, "logits": logits.to(torch.float32)}
+    # What prompt_logprobs reports: log P(ids[t + 1] | ids[..t]), t < T - 1.
+    prompt_logprobs = torch.log_softmax(logits, dim=-1)[:-1].gather(
+        1, ids[1:].unsqueeze(1)).squeeze(1)
+    golden = {"input_ids": ids, "logits": logits.to(torch.float32),
+              "prompt_logprobs": prompt_logprobs.to(torch.float32)}
     for l, a in enumerate(attn):
         golden[f"attn.{l}"] = a.to(torch.float32)                 # [H, T, T]
     save_file(golden, os.path.join(d, "golden.safetensors"), metadata={
@@ -357,7 +362,9 @@ def make_one(name: str, out_dir: str) -> dict:
         "config": name,
         "seed": str(seed),
         "weights_dtype": dtype_name,
-        "contents": "input_ids I64 [T]; logits F32 [T, vocab]; attn.{layer} F32 [heads, T, T]",
+        "contents": "input_ids I64 [T]; logits F32 [T, vocab]; "
+                    "prompt_logprobs F32 [T - 1] (log_softmax(logits)[t, ids[t + 1]]); "
+                    "attn.{layer} F32 [heads, T, T]",
     })
 
     return {

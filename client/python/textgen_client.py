@@ -168,7 +168,7 @@ class TextgenClient:
                  repetition_penalty: float = 0.0, seed: Optional[int] = None,
                  stop: Sequence[str] = (), top_logprobs: int = 0, echo_prompt: bool = False,
                  attention_tap: bool = False, tap_layers: Sequence[int] = (),
-                 tap_heads: Sequence[int] = (),
+                 tap_heads: Sequence[int] = (), prompt_logprobs: int = 0,
                  timeout: Optional[float] = None) -> GenerateStream:
         """Starts a generation; iterate the result for its tokens (see GenerateStream).
 
@@ -179,6 +179,9 @@ class TextgenClient:
           stop: strings that end the generation.
           top_logprobs: each token also carries the N most likely tokens (0..20).
           echo_prompt: the prompt's tokens come first, is_prompt set.
+          prompt_logprobs: score the prompt (0 = off): its tokens come first, each with
+            its log-probability given the ones before and the N most likely tokens at
+            its place (the first has none); max_new_tokens 0 then generates nothing.
           attention_tap: each generated token carries its attention rows (token.attention),
             every layer and head unless tap_layers / tap_heads narrow it (either implies
             the tap).
@@ -191,7 +194,7 @@ class TextgenClient:
         request = textgen_pb2.GenerateRequest(
             prompt=_prompt(prompt, prompt_ids), max_new_tokens=max_new_tokens,
             sampling=sampling, stop=list(stop), top_logprobs=top_logprobs,
-            echo_prompt=echo_prompt)
+            echo_prompt=echo_prompt, prompt_logprobs=prompt_logprobs)
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
                 layers=list(tap_layers), heads=list(tap_heads)))

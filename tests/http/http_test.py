@@ -222,12 +222,48 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         self.assertEqual(choice["text"], "".join(t.text for t in tokens))
         self.assertEqual(choice["token_ids"], [t.id for t in tokens])
         self.assertTrue(choice["text"].startswith("JULIET:"))
-        # Echoed prompt tokens are not scored: null, as OpenAI's first token.
-        self.assertEqual(choice["logprobs"]["token_logprobs"][:len(ids)], [None] * len(ids))
+        # Without logprobs the echoed prompt is not scored.
+        status, _, plain = call(self.port, "POST", "/v1/completions", {
+            "prompt": ids, "max_tokens": 80, "echo": True, "stop": "\n\n",
+            "temperature": 0.7, "seed": 99})
+        self.assertEqual(status, 200, plain)
+        self.assertEqual(plain["choices"][0]["text"], choice["text"])
+        self.assertIsNone(plain["choices"][0]["logprobs"])
+        # With them, the prompt is scored (prompt_logprobs) except its first token (null,
+        # as OpenAI's), and the generated tokens are what gRPC sent.
+        scored = list(self.client.generate(prompt_ids=ids, max_new_tokens=0,
+                                           prompt_logprobs=1))
+        self.assertEqual([t.id for t in scored], ids)
+        self.assertEqual(choice["logprobs"]["token_logprobs"][:len(ids)],
+                         [None] + [t.logprob for t in scored[1:]])
         self.assertEqual(choice["logprobs"]["token_logprobs"][len(ids):],
                          [t.logprob for t in tokens if not t.is_prompt])
         want_reason = {1: "length", 2: "stop", 3: "stop", 4: "length"}[stream.finished.reason]
         self.assertEqual(choice["finish_reason"], want_reason)
+
+    def test_echo_logprobs_and_zero_max_tokens_score_a_text(self):
+        # How evaluation harnesses score text through OpenAI's completions API.
+        scored = list(self.client.generate(PROMPT, max_new_tokens=0, prompt_logprobs=2))
+        self.assertTrue(all(t.is_prompt for t in scored))
+        status, _, response = call(self.port, "POST", "/v1/completions", {
+            "prompt": PROMPT, "max_tokens": 0, "echo": True, "logprobs": 2})
+        self.assertEqual(status, 200, response)
+        [choice] = response["choices"]
+        self.assertEqual(choice["text"], PROMPT)
+        self.assertEqual(choice["token_ids"], [t.id for t in scored])
+        logprobs = choice["logprobs"]
+        self.assertEqual(logprobs["token_logprobs"], [None] + [t.logprob for t in scored[1:]])
+        self.assertIsNone(logprobs["top_logprobs"][0])
+        for alternatives, token in zip(logprobs["top_logprobs"][1:], scored[1:]):
+            self.assertEqual(alternatives, {a.text: a.logprob for a in token.top_logprobs})
+            self.assertLessEqual(len(alternatives), 2)
+        self.assertEqual(response["usage"]["completion_tokens"], 0)
+        self.assertEqual(response["usage"]["prompt_tokens"], len(scored))
+        # max_tokens 0 is a scoring request only.
+        status, headers, error = call(self.port, "POST", "/v1/completions",
+                                      {"prompt": PROMPT, "max_tokens": 0})
+        error = self.assertOpenAiError(status, headers, error, 400)
+        self.assertIn("max_tokens", error["message"])
 
     def test_temperature_defaults_to_openais_one(self):
         # No temperature: sampling at 1 (OpenAI's default), not greedy.
