@@ -11,20 +11,22 @@ namespace textgen {
 
 ClientLimiter::StreamPermit::StreamPermit(StreamPermit&& other) noexcept
     : limiter_(std::exchange(other.limiter_, nullptr)),
-      client_(std::move(other.client_)) {}
+      client_(std::move(other.client_)),
+      streams_(other.streams_) {}
 
 ClientLimiter::StreamPermit& ClientLimiter::StreamPermit::operator=(
     StreamPermit&& other) noexcept {
   if (this != &other) {
-    if (limiter_ != nullptr) limiter_->Release(client_);
+    if (limiter_ != nullptr) limiter_->Release(client_, streams_);
     limiter_ = std::exchange(other.limiter_, nullptr);
     client_ = std::move(other.client_);
+    streams_ = other.streams_;
   }
   return *this;
 }
 
 ClientLimiter::StreamPermit::~StreamPermit() {
-  if (limiter_ != nullptr) limiter_->Release(client_);
+  if (limiter_ != nullptr) limiter_->Release(client_, streams_);
 }
 
 absl::Status ClientLimiter::Validate(const ClientLimitOptions& options) {
@@ -89,7 +91,7 @@ absl::Status ClientLimiter::AdmitCall(const std::string& client) {
 }
 
 absl::StatusOr<ClientLimiter::StreamPermit> ClientLimiter::AdmitStream(
-    const std::string& client) {
+    const std::string& client, int streams) {
   if (options_.rate <= 0 && options_.max_streams <= 0) {
     return StreamPermit();
   }
@@ -97,21 +99,25 @@ absl::StatusOr<ClientLimiter::StreamPermit> ClientLimiter::AdmitStream(
   const absl::Time now = now_();
   ForgetIdle(now);
   Usage& usage = Refilled(client, now);
-  if (options_.max_streams > 0 && usage.streams >= options_.max_streams) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("client ", client, " has ", usage.streams,
-                     " streams open; the limit per client is ",
-                     options_.max_streams, " (--client_max_streams)"));
+  if (options_.max_streams > 0 &&
+      usage.streams + streams > options_.max_streams) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", client, " has ", usage.streams, " streams open",
+        streams > 1 ? absl::StrCat(" and asks for ", streams, " (n)") : "",
+        "; the limit per client is ", options_.max_streams,
+        " (--client_max_streams)"));
   }
   if (absl::Status s = TakeToken(client, usage); !s.ok()) return s;
-  ++usage.streams;
-  return StreamPermit(this, client);
+  usage.streams += streams;
+  return StreamPermit(this, client, streams);
 }
 
-void ClientLimiter::Release(const std::string& client) {
+void ClientLimiter::Release(const std::string& client, int streams) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = clients_.find(client);
-  if (it != clients_.end() && it->second.streams > 0) --it->second.streams;
+  if (it != clients_.end()) {
+    it->second.streams = std::max(0, it->second.streams - streams);
+  }
 }
 
 void ClientLimiter::ForgetIdle(absl::Time now) {

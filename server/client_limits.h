@@ -9,8 +9,9 @@
 //
 // Two limits, each off at 0:
 //   max_streams  Generate and DebugAttention calls one client may have open at
-//                once, queued ones included. The service holds a StreamPermit
-//                for each until the call is done.
+//                once, queued ones included; a Generate call for n completions
+//                counts n (each takes an engine slot). The service holds a
+//                StreamPermit for each call until it is done.
 //   rate, burst  A token bucket per client: every call (streams and unary
 //                ones alike) takes one token; the bucket holds at most `burst`
 //                and refills at `rate` per second. An empty bucket refuses.
@@ -46,7 +47,7 @@ struct ClientLimitOptions {
 
 class ClientLimiter {
  public:
-  // Releases its stream when destroyed. Movable; an empty permit (default or
+  // Releases its streams when destroyed. Movable; an empty permit (default or
   // moved-from) releases nothing.
   class StreamPermit {
    public:
@@ -57,10 +58,11 @@ class ClientLimiter {
 
    private:
     friend class ClientLimiter;
-    StreamPermit(ClientLimiter* limiter, std::string client)
-        : limiter_(limiter), client_(std::move(client)) {}
+    StreamPermit(ClientLimiter* limiter, std::string client, int streams)
+        : limiter_(limiter), client_(std::move(client)), streams_(streams) {}
     ClientLimiter* limiter_ = nullptr;
     std::string client_;
+    int streams_ = 0;
   };
 
   // INVALID_ARGUMENT for negative limits.
@@ -73,9 +75,10 @@ class ClientLimiter {
 
   // A unary call: one token from `client`'s bucket, or RESOURCE_EXHAUSTED.
   absl::Status AdmitCall(const std::string& client);
-  // A stream: a token and a stream, or RESOURCE_EXHAUSTED (and neither is
-  // taken).
-  absl::StatusOr<StreamPermit> AdmitStream(const std::string& client);
+  // A call that holds `streams` streams (a Generate call's n): a token and the
+  // streams, or RESOURCE_EXHAUSTED (and neither is taken).
+  absl::StatusOr<StreamPermit> AdmitStream(const std::string& client,
+                                           int streams = 1);
 
   // `client`'s open streams (for tests and logs).
   int open_streams(const std::string& client) const;
@@ -94,7 +97,7 @@ class ClientLimiter {
   // Under mu_: `client`'s usage with its bucket refilled to `now`.
   Usage& Refilled(const std::string& client, absl::Time now);
   absl::Status TakeToken(const std::string& client, Usage& usage);
-  void Release(const std::string& client);
+  void Release(const std::string& client, int streams);
   // Under mu_: drops clients that are the same as new ones.
   void ForgetIdle(absl::Time now);
   double burst() const;

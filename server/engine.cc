@@ -26,6 +26,7 @@ absl::Status EngineOptions::Validate() const {
         at_least("prefill_chunk_tokens", prefill_chunk_tokens, 1),
         at_least("max_new_tokens_limit", max_new_tokens_limit, 1),
         at_least("default_max_new_tokens", default_max_new_tokens, 1),
+        at_least("max_completions", max_completions, 1),
         at_least("stream_buffer_events", stream_buffer_events, 1)}) {
     TEXTGEN_RETURN_IF_ERROR(s);
   }
@@ -186,6 +187,10 @@ absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
     return invalid("top_logprobs must be in 0..", kMaxTopLogprobs, ", got ",
                    r.top_logprobs);
   }
+  if (r.n < 1 || r.n > options_.max_completions) {
+    return invalid("n must be in 1..", options_.max_completions,
+                   " (--max_completions), got ", r.n);
+  }
   if (r.prompt_logprobs < 0 || r.prompt_logprobs > kMaxTopLogprobs) {
     return invalid("prompt_logprobs must be in 0..", kMaxTopLogprobs,
                    " (0 = off), got ", r.prompt_logprobs);
@@ -259,7 +264,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   // beyond the free slots are the ones waiting.
   const int free_slots = options_.num_slots - slots_in_use_;
   const int waiting = static_cast<int>(queue_.size()) - free_slots;
-  if (waiting >= options_.max_queue) {
+  if (waiting + request.n > options_.max_queue) {
     ++stats_.rejected_queue_full;
     return absl::ResourceExhaustedError(absl::StrCat(
         "queue is full: ", waiting,
@@ -269,9 +274,19 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   auto stream =
       std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
                                       [wakeup = wakeup_] { wakeup->Notify(); });
-  queue_.push_back(
-      std::make_unique<Sequence>(std::move(request), decoder_->config(),
-                                 tokenizer_.get(), stream, arrival));
+  // Completion i is the same request with seed + i; only completion 0 sends
+  // (and scores) the prompt.
+  for (int i = 0; i < request.n; ++i) {
+    GenerationRequest completion = request;
+    completion.seed = *request.seed + static_cast<uint64_t>(i);
+    if (i > 0) {
+      completion.echo_prompt = false;
+      completion.prompt_logprobs = 0;
+    }
+    queue_.push_back(std::make_unique<Sequence>(
+        std::move(completion), i, decoder_->config(), tokenizer_.get(), stream,
+        arrival));
+  }
   stats_.queue_depth = static_cast<int>(queue_.size());
   wakeup_->Notify();
   return stream;

@@ -63,8 +63,11 @@ struct EngineOptions {
   int kv_cache_tokens = 0;
   // Reuse the KV blocks of earlier prompts' common prefixes.
   bool prefix_cache = true;
-  // Requests that may wait for a slot; Submit rejects beyond this.
+  // Requests that may wait for a slot; Submit rejects beyond this. A request
+  // with n completions counts n times.
   int max_queue = 64;
+  // Largest n (completions per request) a request may ask for.
+  int max_completions = 8;
   // Prompt tokens fed per step, over all sequences still reading their prompt.
   // Decoding sequences add one token each on top, so a step is at most
   // num_slots + prefill_chunk_tokens tokens. Smaller keeps running streams

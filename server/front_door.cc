@@ -18,18 +18,19 @@ absl::StatusOr<std::unique_ptr<FrontDoor>> FrontDoor::Create(
 }
 
 absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
-    const grpc::ServerContextBase& context, Need need, CallKind kind) {
+    const grpc::ServerContextBase& context, Need need, CallKind kind,
+    int streams) {
   absl::string_view authorization;
   const auto& metadata = context.client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
-  return Admit(authorization, context.peer(), need, kind);
+  return Admit(authorization, context.peer(), need, kind, streams);
 }
 
 absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
     absl::string_view authorization, absl::string_view peer, Need need,
-    CallKind kind) {
+    CallKind kind, int streams) {
   if (draining_) {
     return absl::UnavailableError(
         "the server is draining (shutting down); retry on another replica");
@@ -39,7 +40,7 @@ absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
   Pass pass;
   if (kind == CallKind::kStream) {
     absl::StatusOr<ClientLimiter::StreamPermit> permit =
-        limits_.AdmitStream(caller->client);
+        limits_.AdmitStream(caller->client, streams);
     if (!permit.ok()) return permit.status();
     pass.stream = *std::move(permit);
   } else if (absl::Status s = limits_.AdmitCall(caller->client); !s.ok()) {

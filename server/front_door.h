@@ -47,13 +47,15 @@ class FrontDoor {
       const FrontDoorOptions& options);
 
   // See above. `context` gives the authorization metadata and the peer.
+  // `streams`: what a kStream call holds (a Generate call's n completions).
   absl::StatusOr<Pass> Admit(const grpc::ServerContextBase& context, Need need,
-                             CallKind kind);
+                             CallKind kind, int streams = 1);
   // The same for any transport: `authorization` is the header's value (empty
   // if absent), `peer` the caller in gRPC's form ("ipv4:10.0.0.7:51234"), so
   // that a client is the same client over gRPC and HTTP.
   absl::StatusOr<Pass> Admit(absl::string_view authorization,
-                             absl::string_view peer, Need need, CallKind kind);
+                             absl::string_view peer, Need need, CallKind kind,
+                             int streams = 1);
 
   // The tokens file again (SIGHUP); on error the old table stays.
   absl::Status ReloadTokens() { return auth_->Reload(); }

@@ -14,6 +14,7 @@
 #include "server/explorer_page.h"
 #include "server/metrics_http.h"
 #include "server/openai_convert.h"
+#include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -107,11 +108,12 @@ struct Stream {
     if (metrics != nullptr)
       metrics->RecordRequest(absl::StatusCode::kCancelled);
   }
-  void Finish(const FinishEvent& finish) {
-    done = true;
+  // One choice ended (`last`: the request too).
+  void Finish(const FinishEvent& finish, bool last) {
+    done = last;
     if (metrics == nullptr) return;
-    metrics->RecordRequest(finish.status.code());
     if (finish.status.ok()) metrics->RecordFinish(finish);
+    if (last) metrics->RecordRequest(finish.status.code());
   }
 };
 
@@ -194,9 +196,9 @@ void HttpServer::Stop() {
 void HttpServer::AddRoutes() {
   const std::string model = service_->options().model_name;
   auto admit = [this](const httplib::Request& request, Need need,
-                      FrontDoor::CallKind kind) {
+                      FrontDoor::CallKind kind, int streams = 1) {
     return front_door_->Admit(request.get_header_value("Authorization"),
-                              PeerOf(request), need, kind);
+                              PeerOf(request), need, kind, streams);
   };
 
   http_->set_error_handler([this](const httplib::Request& request,
@@ -294,7 +296,8 @@ void HttpServer::AddRoutes() {
     const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
     absl::StatusOr<FrontDoor::Pass> pass =
         admit(request, tap ? Need::kDebug : Need::kGenerate,
-              FrontDoor::CallKind::kStream);
+              FrontDoor::CallKind::kStream,
+              parsed.ok() ? CompletionsOf(parsed->generate) : 1);
     absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
     if (!refused.ok()) {
       if (metrics != nullptr) metrics->RecordRequest(refused.code());
@@ -305,7 +308,8 @@ void HttpServer::AddRoutes() {
     if (!events.ok()) return SendError(response, events.status());
     CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
                               absl::ToUnixSeconds(absl::Now()),
-                              parsed->logprobs, parsed->include_usage);
+                              parsed->logprobs, parsed->include_usage,
+                              CompletionsOf(parsed->generate));
 
     if (!parsed->stream) {
       // The events, then one response. The engine bounds the wait
@@ -319,12 +323,16 @@ void HttpServer::AddRoutes() {
           continue;
         }
         const FinishEvent& finish = std::get<FinishEvent>(*event);
-        if (metrics != nullptr) {
-          metrics->RecordRequest(finish.status.code());
-          if (finish.status.ok()) metrics->RecordFinish(finish);
+        if (!finish.status.ok()) {
+          // One failed choice fails the request; the others stop too.
+          (*events)->Cancel();
+          if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
+          return SendError(response, finish.status);
         }
-        if (!finish.status.ok()) return SendError(response, finish.status);
-        response.set_content(builder.Response(finish), kJson);
+        if (metrics != nullptr) metrics->RecordFinish(finish);
+        if (!builder.Finish(finish)) continue;
+        if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
+        response.set_content(builder.Response(), kJson);
         return;
       }
     }
@@ -351,14 +359,19 @@ void HttpServer::AddRoutes() {
             data = stream->builder.Event(*token);
           } else {
             const FinishEvent& finish = std::get<FinishEvent>(*event);
-            stream->Finish(finish);
-            last = true;
-            // The status line went out with the first event: an error
-            // after it is an event of its own, as vLLM and OpenAI send it.
-            data = finish.status.ok()
-                       ? stream->builder.FinalEvents(finish)
-                       : absl::StrCat("data: ", ErrorJson(finish.status),
-                                      "\n\ndata: [DONE]\n\n");
+            if (finish.status.ok()) {
+              data = stream->builder.FinishEvents(finish);
+              last = stream->builder.done();
+            } else {
+              // The status line went out with the first event: an error
+              // after it is an event of its own, as vLLM and OpenAI send it.
+              // It ends every choice.
+              stream->events->Cancel();
+              data = absl::StrCat("data: ", ErrorJson(finish.status),
+                                  "\n\ndata: [DONE]\n\n");
+              last = true;
+            }
+            stream->Finish(finish, last);
           }
           if (!sink.write(data.data(), data.size())) {
             stream->Abandon();

@@ -81,6 +81,9 @@ ABSL_FLAG(bool, prefix_cache, true,
           "Reuse the KV-cache blocks of earlier prompts' common prefixes");
 ABSL_FLAG(int, max_queue, 64,
           "Requests that may wait for a slot; beyond, RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_completions, 8,
+          "Largest n (completions per Generate call) accepted; each takes a "
+          "slot and counts against --max_queue");
 ABSL_FLAG(int, max_new_tokens_limit, 1024, "Largest max_new_tokens accepted");
 ABSL_FLAG(int, default_max_new_tokens, 256, "What max_new_tokens = 0 means");
 ABSL_FLAG(int, max_prompt_tokens, 0,
@@ -262,6 +265,7 @@ int Run() {
   options.engine.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
   options.engine.prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   options.engine.max_queue = absl::GetFlag(FLAGS_max_queue);
+  options.engine.max_completions = absl::GetFlag(FLAGS_max_completions);
   options.engine.max_new_tokens_limit =
       absl::GetFlag(FLAGS_max_new_tokens_limit);
   options.engine.default_max_new_tokens =

@@ -171,11 +171,8 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
   if (const Json* n = Field(json, "n")) {
     absl::StatusOr<int> value = Int(*n, "n");
     if (!value.ok()) return value.status();
-    if (*value != 1) {
-      return Invalid("n", absl::StrCat("must be 1 (got ", *value,
-                                       "): one completion per request is "
-                                       "supported; send several requests"));
-    }
+    // The range is the engine's (--max_completions), checked there.
+    request.set_n(*value);
   }
   if (const Json* best_of = Field(json, "best_of")) {
     absl::StatusOr<int> value = Int(*best_of, "best_of");
@@ -372,12 +369,13 @@ absl::StatusOr<pb::TokenizeRequest> ParseTokenizeRequest(
 
 CompletionBuilder::CompletionBuilder(std::string id, std::string model,
                                      int64_t created, bool logprobs,
-                                     bool include_usage)
+                                     bool include_usage, int completions)
     : id_(std::move(id)),
       model_(std::move(model)),
       created_(created),
       logprobs_(logprobs),
-      include_usage_(include_usage) {}
+      include_usage_(include_usage),
+      completions_(completions) {}
 
 namespace {
 
@@ -429,7 +427,7 @@ Json UsageJson(const Usage& usage) {
 }  // namespace
 
 std::string CompletionBuilder::Event(const TokenEvent& token) const {
-  Json choice = {{"index", 0},
+  Json choice = {{"index", token.completion_index},
                  {"text", token.text},
                  {"logprobs", nullptr},
                  {"finish_reason", nullptr},
@@ -455,20 +453,36 @@ std::string CompletionBuilder::Event(const TokenEvent& token) const {
   return DataEvent(chunk);
 }
 
-std::string CompletionBuilder::FinalEvents(const FinishEvent& finish) const {
+bool CompletionBuilder::Finish(const FinishEvent& finish) {
+  finishes_.push_back(finish);
+  return done();
+}
+
+Usage CompletionBuilder::TotalUsage() const {
+  Usage total;
+  for (const FinishEvent& f : finishes_) {
+    total.prompt_tokens = f.usage.prompt_tokens;  // One prompt for all.
+    total.generated_tokens += f.usage.generated_tokens;
+  }
+  return total;
+}
+
+std::string CompletionBuilder::FinishEvents(const FinishEvent& finish) {
+  Finish(finish);
   Json last = Envelope(id_, created_, model_);
   last["seed"] = finish.seed;
   last["choices"] =
-      Json::array({Json{{"index", 0},
+      Json::array({Json{{"index", finish.completion_index},
                         {"text", ""},
                         {"logprobs", nullptr},
                         {"finish_reason", OpenAiFinishReason(finish.reason)}}});
   if (include_usage_) last["usage"] = nullptr;
   std::string out = DataEvent(last);
+  if (!done()) return out;
   if (include_usage_) {
     Json usage = Envelope(id_, created_, model_);
     usage["choices"] = Json::array();
-    usage["usage"] = UsageJson(finish.usage);
+    usage["usage"] = UsageJson(TotalUsage());
     absl::StrAppend(&out, DataEvent(usage));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -476,27 +490,54 @@ std::string CompletionBuilder::FinalEvents(const FinishEvent& finish) const {
 }
 
 void CompletionBuilder::Add(const TokenEvent& token) {
-  tokens_.push_back(token);
-  tokens_.back().attention.clear();  // Not part of the non-streamed reply.
+  if (token.completion_index >= static_cast<int>(tokens_.size())) {
+    tokens_.resize(token.completion_index + 1);
+  }
+  std::vector<TokenEvent>& tokens = tokens_[token.completion_index];
+  tokens.push_back(token);
+  tokens.back().attention.clear();  // Not part of the non-streamed reply.
 }
 
-std::string CompletionBuilder::Response(const FinishEvent& finish) const {
-  std::string text;
-  Json ids = Json::array();
-  for (const TokenEvent& token : tokens_) {
-    text += token.text;
-    ids.push_back(token.id);
+std::string CompletionBuilder::Response() const {
+  Json choices = Json::array();
+  for (int i = 0; i < completions_; ++i) {
+    // The engine sends an echoed prompt once, with completion 0; every choice
+    // starts with it, as OpenAI's do.
+    std::vector<TokenEvent> tokens;
+    if (i > 0 && !tokens_.empty()) {
+      for (const TokenEvent& t : tokens_[0]) {
+        if (t.is_prompt) tokens.push_back(t);
+      }
+    }
+    if (i < static_cast<int>(tokens_.size())) {
+      tokens.insert(tokens.end(), tokens_[i].begin(), tokens_[i].end());
+    }
+    std::string text;
+    Json ids = Json::array();
+    for (const TokenEvent& token : tokens) {
+      text += token.text;
+      ids.push_back(token.id);
+    }
+    const FinishEvent* finish = nullptr;
+    for (const FinishEvent& f : finishes_) {
+      if (f.completion_index == i) finish = &f;
+    }
+    Json choice = {{"index", i},
+                   {"text", std::move(text)},
+                   {"logprobs", nullptr},
+                   {"finish_reason", finish != nullptr
+                                         ? Json(OpenAiFinishReason(finish->reason))
+                                         : Json(nullptr)},
+                   {"token_ids", std::move(ids)}};
+    if (logprobs_) choice["logprobs"] = LogprobsJson(tokens, 0);
+    choices.push_back(std::move(choice));
   }
-  Json choice = {{"index", 0},
-                 {"text", std::move(text)},
-                 {"logprobs", nullptr},
-                 {"finish_reason", OpenAiFinishReason(finish.reason)},
-                 {"token_ids", std::move(ids)}};
-  if (logprobs_) choice["logprobs"] = LogprobsJson(tokens_, 0);
   Json response = Envelope(id_, created_, model_);
-  response["seed"] = finish.seed;
-  response["choices"] = Json::array({std::move(choice)});
-  response["usage"] = UsageJson(finish.usage);
+  // Completion i used seed + i.
+  response["seed"] = finishes_.empty() ? 0 : finishes_.front().seed -
+                                                 finishes_.front().completion_index;
+  response["choices"] = std::move(choices);
+  response["usage"] = UsageJson(TotalUsage());
   return Dump(response);
 }
 

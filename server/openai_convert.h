@@ -12,7 +12,8 @@
 // array of token ids; a one-element array of either too), `max_tokens`,
 // `temperature` (default 1, as OpenAI's), `top_p`, `stop` (a string or an
 // array), `seed`, `logprobs` (0..20 alternatives), `echo`, `stream`,
-// `stream_options.include_usage`, `n` (1 only), and textgen's extras under
+// `stream_options.include_usage`, `n` (choices, up to the server's
+// --max_completions; choice i samples with seed + i), and textgen's extras under
 // the names vLLM uses for them: `top_k`, `repetition_penalty`, and
 // `attention_tap` ({"layers": [...], "heads": [...]}, as the proto's).
 // Omitted `max_tokens` means the server's --default_max_new_tokens.
@@ -71,31 +72,44 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
 absl::StatusOr<textgen::v1::TokenizeRequest> ParseTokenizeRequest(
     absl::string_view body, absl::string_view model_name);
 
-// The JSON of one completion, as one response or as server-sent events.
-// Each TokenEvent becomes one chunk (one `data:` event), so a streaming client
-// sees tokens as the engine makes them.
+// The JSON of a completion request's `completions` choices (its n), as one
+// response or as server-sent events. Each TokenEvent becomes one chunk (one
+// `data:` event, its choice's index the event's completion_index), so a
+// streaming client sees tokens as the engine makes them.
 class CompletionBuilder {
  public:
   CompletionBuilder(std::string id, std::string model, int64_t created,
-                    bool logprobs, bool include_usage);
+                    bool logprobs, bool include_usage, int completions = 1);
 
   // Streaming: the `data: {...}\n\n` event of `token`.
   std::string Event(const TokenEvent& token) const;
-  // Streaming: the end of a stream that finished OK: the chunk with the
-  // finish reason, the usage chunk if asked for, then `data: [DONE]`.
-  std::string FinalEvents(const FinishEvent& finish) const;
+  // Streaming: one choice finished OK: the chunk with its finish reason;
+  // after the last choice's (done()), also the usage chunk if asked for (all
+  // choices' tokens) and `data: [DONE]`.
+  std::string FinishEvents(const FinishEvent& finish);
+  // Every choice has finished.
+  bool done() const {
+    return static_cast<int>(finishes_.size()) >= completions_;
+  }
 
-  // Non-streaming: collects `token`, then Response builds the body.
+  // Non-streaming: collects `token`; Finish records a choice's end (true once
+  // done()); then Response builds the body.
   void Add(const TokenEvent& token);
-  std::string Response(const FinishEvent& finish) const;
+  bool Finish(const FinishEvent& finish);
+  std::string Response() const;
 
  private:
+  // The prompt's tokens once, the generated ones of every choice.
+  Usage TotalUsage() const;
+
   const std::string id_;
   const std::string model_;
   const int64_t created_;
   const bool logprobs_;
   const bool include_usage_;
-  std::vector<TokenEvent> tokens_;  // Add's.
+  const int completions_;
+  std::vector<std::vector<TokenEvent>> tokens_;  // Add's, by completion.
+  std::vector<FinishEvent> finishes_;            // In the order they came.
 };
 
 // OpenAI's finish_reason: "stop" (a stop string or EOS) or "length" (the

@@ -91,6 +91,7 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
   out.top_logprobs = request.top_logprobs();
   out.echo_prompt = request.echo_prompt();
   out.prompt_logprobs = request.prompt_logprobs();
+  out.n = CompletionsOf(request);
   if (request.has_attention_tap()) {
     AttentionTap tap;
     tap.layers.assign(request.attention_tap().layers().begin(),
@@ -134,6 +135,7 @@ void ToProto(const TokenEvent& event, pb::Token& token) {
   }
   token.set_position(event.position);
   token.set_is_prompt(event.is_prompt);
+  token.set_completion_index(event.completion_index);
 }
 
 void ToProto(const FinishEvent& event, pb::Finished& finished) {
@@ -146,6 +148,7 @@ void ToProto(const FinishEvent& event, pb::Finished& finished) {
       absl::ToDoubleSeconds(event.timings.time_to_first_token));
   timings->set_total_seconds(absl::ToDoubleSeconds(event.timings.total));
   finished.set_seed(event.seed);
+  finished.set_completion_index(event.completion_index);
 }
 
 void AppendPromptTokens(

@@ -46,6 +46,11 @@ absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
 absl::StatusOr<GenerationRequest> ToEngineRequest(
     const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer);
 
+// The completions a request asks for: its n, where proto3's 0 means 1.
+inline int CompletionsOf(const textgen::v1::GenerateRequest& request) {
+  return request.n() == 0 ? 1 : request.n();
+}
+
 textgen::v1::FinishReason ToProto(FinishReason reason);
 void ToProto(const TokenEvent& event, textgen::v1::Token& token);
 void ToProto(const FinishEvent& event, textgen::v1::Finished& finished);

@@ -61,6 +61,12 @@ struct GenerationRequest {
   // prompt_logprobs set, max_new_tokens = 0 means no new tokens at all (the
   // request only scores its prompt), not the default.
   int prompt_logprobs = 0;
+  // Completions of the prompt to generate (1..EngineOptions::max_completions),
+  // streamed interleaved on the one stream, each event tagged with its
+  // completion_index. Completion i samples with seed + i (wrapping), so it
+  // equals a request with n = 1 and that seed. The prompt's tokens (echo,
+  // prompt_logprobs) come once, from completion 0.
+  int n = 1;
   // When set, every generated token carries its attention rows.
   std::optional<AttentionTap> attention_tap;
   // Past it the request finishes with DEADLINE_EXCEEDED and frees its slot.
@@ -100,6 +106,8 @@ struct TokenEvent {
   // Position in the sequence (0 = the first prompt token).
   int position = 0;
   bool is_prompt = false;
+  // Which of the request's n completions this token belongs to.
+  int completion_index = 0;
   // The engine step that produced this event; steps count up from 1 over the
   // engine's life. Lets tests and traces see how requests were interleaved.
   int64_t step = 0;
@@ -139,10 +147,16 @@ struct FinishEvent {
   FinishReason reason = FinishReason::kLength;  // Meaningful when status is OK.
   Usage usage;
   Timings timings;
-  uint64_t seed = 0;  // The seed used: the request's, or the engine's choice.
+  // The seed this completion used: the request's (or the engine's choice) +
+  // completion_index.
+  uint64_t seed = 0;
+  // Which completion ended; a request with n completions ends after n
+  // FinishEvents, or after the first that is not OK (the others then end too).
+  int completion_index = 0;
 };
 
-// Every stream is zero or more TokenEvents followed by exactly one FinishEvent.
+// Every stream is zero or more TokenEvents followed by exactly one FinishEvent
+// per completion (one, unless the request asked for n).
 using StreamEvent = std::variant<TokenEvent, FinishEvent>;
 
 }  // namespace textgen

@@ -19,10 +19,12 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
 
 }  // namespace
 
-Sequence::Sequence(GenerationRequest request, const ModelConfig& config,
+Sequence::Sequence(GenerationRequest request, int completion_index,
+                   const ModelConfig& config,
                    const Tokenizer* tokenizer,
                    std::weak_ptr<RequestStream> stream, absl::Time arrival)
     : request_(std::move(request)),
+      completion_index_(completion_index),
       context_length_(config.context_length),
       vocab_size_(config.vocab_size),
       tokenizer_(tokenizer),
@@ -91,6 +93,7 @@ void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
     e.position = i;
     e.is_prompt = true;
     e.step = step;
+    e.completion_index = completion_index_;
     if (prompt_text_ && e.id < tokenizer_->vocab_size()) {
       e.text = prompt_text_->Next(e.id).value_or("");
       // The prompt's text is whole on its own: a character the prompt leaves
@@ -136,6 +139,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   e.id = id;
   e.position = static_cast<int>(history_.size()) - 1;
   e.step = step;
+  e.completion_index = completion_index_;
   Score(logits, id, previous, request_.top_logprobs, logprobs, e);
   if (attention != nullptr && request_.attention_tap) {
     // The last query of the chunk predicted this token.
@@ -193,6 +197,7 @@ FinishEvent Sequence::Finish(absl::Status status, FinishReason reason,
   if (first_token_) f.timings.time_to_first_token = *first_token_ - arrival_;
   f.timings.total = now - arrival_;
   f.seed = *request_.seed;
+  f.completion_index = completion_index_;
   return f;
 }
 

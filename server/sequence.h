@@ -30,9 +30,11 @@ namespace textgen {
 class Sequence {
  public:
   // `request` has been validated and its seed and max_new_tokens resolved
-  // (Engine::Submit: a seed set, no "default" left). `tokenizer` may be null
-  // (ids only, no text) and must outlive the sequence.
-  Sequence(GenerationRequest request, const ModelConfig& config,
+  // (Engine::Submit: a seed set, no "default" left); for completion i of n
+  // it carries that completion's seed. `tokenizer` may be null (ids only, no
+  // text) and must outlive the sequence.
+  Sequence(GenerationRequest request, int completion_index,
+           const ModelConfig& config,
            const Tokenizer* tokenizer, std::weak_ptr<RequestStream> stream,
            absl::Time arrival);
 
@@ -125,6 +127,7 @@ class Sequence {
                      absl::Time now) const;
 
   const GenerationRequest request_;
+  const int completion_index_;
   const int context_length_;
   const int vocab_size_;
   const Tokenizer* const tokenizer_;

@@ -32,9 +32,11 @@ namespace pb = ::textgen::v1;
 class GenerateReactor final
     : public grpc::ServerWriteReactor<pb::GenerateResponse> {
  public:
-  GenerateReactor(std::shared_ptr<RequestStream> stream, Metrics* metrics,
-                  ClientLimiter::StreamPermit permit)
+  // `completions`: the request's n, the FinishEvents that end the call.
+  GenerateReactor(std::shared_ptr<RequestStream> stream, int completions,
+                  Metrics* metrics, ClientLimiter::StreamPermit permit)
       : stream_(std::move(stream)),
+        completions_left_(completions),
         metrics_(metrics),
         permit_(std::move(permit)),
         link_(std::make_shared<Link>()) {
@@ -100,7 +102,20 @@ class GenerateReactor final
         return;
       }
       const FinishEvent& finish = std::get<FinishEvent>(*event);
+      if (finish.status.ok() && !broken_ && --completions_left_ > 0) {
+        // One of n completions ended; the others go on.
+        if (metrics_ != nullptr) metrics_->RecordFinish(finish);
+        response_.Clear();
+        ToProto(finish, *response_.mutable_finished());
+        write_in_flight_ = true;
+        lock.unlock();
+        StartWrite(&response_);
+        return;
+      }
+      // The last completion, or one that failed: the call ends, and a failure
+      // ends the other completions too.
       finished_ = true;
+      if (!finish.status.ok()) stream_->Cancel();
       if (metrics_ != nullptr) {
         metrics_->RecordRequest(finish.status.ok() && broken_
                                     ? absl::StatusCode::kCancelled
@@ -125,6 +140,7 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
+  int completions_left_;  // Under link_->mu.
   Metrics* const metrics_;                    // May be null.
   const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
@@ -160,9 +176,9 @@ TextGenerationService::~TextGenerationService() = default;
 
 absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
     const grpc::CallbackServerContext& context, Need need,
-    FrontDoor::CallKind kind) {
+    FrontDoor::CallKind kind, int streams) {
   if (front_door_ == nullptr) return FrontDoor::Pass();
-  return front_door_->Admit(context, need, kind);
+  return front_door_->Admit(context, need, kind, streams);
 }
 
 absl::Status TextGenerationService::CheckTextSize(
@@ -179,7 +195,7 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
   absl::StatusOr<FrontDoor::Pass> pass = Admit(
       *context, request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
-      FrontDoor::CallKind::kStream);
+      FrontDoor::CallKind::kStream, CompletionsOf(*request));
   if (!pass.ok()) {
     if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
     return new FailedWriteReactor<pb::GenerateResponse>(
@@ -192,7 +208,8 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
         ToGrpcStatus(stream.status()));
   }
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream), metrics_,
+  return new GenerateReactor(*std::move(stream), CompletionsOf(*request),
+                             metrics_,
                              std::move(pass->stream));
 }
 

@@ -126,7 +126,7 @@ class TextGenerationService final
   // front_door_->Admit, or a pass for everyone without a front door.
   absl::StatusOr<FrontDoor::Pass> Admit(
       const grpc::CallbackServerContext& context, Need need,
-      FrontDoor::CallKind kind);
+      FrontDoor::CallKind kind, int streams = 1);
 
   const ServiceOptions options_;
   Engine* const engine_;

@@ -63,6 +63,24 @@ TEST_F(ClientLimiterTest, StreamLimitIsPerClientAndNamesLimitAndUse) {
   EXPECT_TRUE(limiter.AdmitStream("peer a").ok());
 }
 
+TEST_F(ClientLimiterTest, ACallForNCompletionsHoldsNStreams) {
+  ClientLimiter limiter = Make(Limits(4, 0, 0));
+  auto three = limiter.AdmitStream("a", 3);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(limiter.open_streams("a"), 3);
+  auto two = limiter.AdmitStream("a", 2);
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(two.status().message(),
+              HasSubstr("a has 3 streams open and asks for 2 (n)"));
+  EXPECT_EQ(limiter.open_streams("a"), 3);  // A refusal takes nothing.
+  ASSERT_TRUE(limiter.AdmitStream("a").ok());
+  // Moved, then released: all three at once, once.
+  ClientLimiter::StreamPermit moved = *std::move(three);
+  moved = ClientLimiter::StreamPermit();
+  EXPECT_EQ(limiter.open_streams("a"), 0);
+  EXPECT_TRUE(limiter.AdmitStream("a", 4).ok());
+}
+
 TEST_F(ClientLimiterTest, MovedPermitReleasesOnce) {
   ClientLimiter limiter = Make(Limits(1, 0, 0));
   auto permit = limiter.AdmitStream("a");

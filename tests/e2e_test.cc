@@ -41,6 +41,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,7 +130,8 @@ pb::GenerateRequest HeavyRequest(unsigned seed) {
 
 struct Outcome {
   std::vector<pb::Token> tokens;
-  std::optional<pb::Finished> finished;
+  std::optional<pb::Finished> finished;  // The last.
+  std::vector<pb::Finished> finishes;    // One per completion.
   grpc::Status status;
   int messages = 0;
 
@@ -154,6 +156,7 @@ Outcome ReadAll(grpc::ClientReader<pb::GenerateResponse>& reader) {
       out.tokens.push_back(response.token());
     } else if (response.has_finished()) {
       out.finished = response.finished();
+      out.finishes.push_back(response.finished());
     }
   }
   out.status = reader.Finish();
@@ -347,6 +350,69 @@ TEST_F(E2eTest, ThirtyTwoConcurrentStreamsEqualTheirSoloResults) {
   }
   EXPECT_EQ(GreedyAlone(*reference_, RandomIds(5, 0), 16), solo[0].ids());
   EXPECT_EQ(server_->engine().stats().slots_in_use, 0);
+}
+
+TEST_F(E2eTest, NCompletionsEachEqualTheirOwnCallWithSeedPlusIndex) {
+  StartServer();
+  const std::vector<int> prompt = RandomIds(6, 3);
+  pb::GenerateRequest request = IdsRequest(prompt, 15);
+  request.set_n(3);
+  request.set_echo_prompt(true);
+  request.set_top_logprobs(2);
+  request.mutable_sampling()->set_temperature(0.9f);
+  request.mutable_sampling()->set_seed(41);
+  const Outcome all = Generate(request);
+  ASSERT_TRUE(all.status.ok()) << all.status.error_message();
+  ASSERT_EQ(all.finishes.size(), 3u);
+  std::set<int> ended;
+  for (const pb::Finished& f : all.finishes) {
+    ended.insert(f.completion_index());
+    EXPECT_EQ(f.seed(), 41u + f.completion_index());
+    EXPECT_EQ(f.usage().generated_tokens(), 15);
+  }
+  EXPECT_EQ(ended, (std::set<int>{0, 1, 2}));
+
+  // The prompt comes once, from completion 0.
+  std::vector<int> echoed;
+  for (const pb::Token& t : all.tokens) {
+    if (!t.is_prompt()) continue;
+    echoed.push_back(t.id());
+    EXPECT_EQ(t.completion_index(), 0);
+  }
+  EXPECT_EQ(echoed, prompt);
+
+  // Completion i is the call with n = 1 and seed 41 + i, bit for bit.
+  std::set<std::vector<int>> distinct;
+  for (int i = 0; i < 3; ++i) {
+    pb::GenerateRequest single = request;
+    single.set_n(1);
+    single.set_echo_prompt(false);
+    single.mutable_sampling()->set_seed(41 + i);
+    const Outcome alone = Generate(single);
+    ASSERT_TRUE(alone.status.ok()) << alone.status.error_message();
+    std::vector<pb::Token> mine;
+    for (const pb::Token& t : all.tokens) {
+      if (!t.is_prompt() && t.completion_index() == i) mine.push_back(t);
+    }
+    ASSERT_EQ(mine.size(), alone.tokens.size()) << "completion " << i;
+    for (size_t k = 0; k < mine.size(); ++k) {
+      EXPECT_EQ(mine[k].id(), alone.tokens[k].id()) << i << ", token " << k;
+      EXPECT_EQ(mine[k].logprob(), alone.tokens[k].logprob());
+      EXPECT_EQ(mine[k].position(), alone.tokens[k].position());
+      EXPECT_EQ(mine[k].text(), alone.tokens[k].text());
+    }
+    distinct.insert(alone.ids());
+  }
+  EXPECT_EQ(distinct.size(), 3u) << "three seeds, three different samples";
+
+  // More than the server allows: refused, naming the flag.
+  request.set_n(9);
+  const Outcome refused = Generate(request);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.status.error_message(),
+              HasSubstr("n must be in 1..8 (--max_completions), got 9"));
+  EXPECT_TRUE(WaitForStats(
+      [](const EngineStats& s) { return s.slots_in_use == 0; }));
 }
 
 TEST_F(E2eTest, CancelsAndDeadlinesReturnEverySlot) {

@@ -501,6 +501,88 @@ TEST(EngineTest, ThirtyTwoConcurrentRequestsEachGetWhatTheyGetAlone) {
   EXPECT_EQ(stats.generated_tokens, total_tokens);
 }
 
+// Reads a stream with n completions to its n-th FinishEvent: each
+// completion's events apart.
+std::vector<Output> CollectCompletions(RequestStream& stream, int n) {
+  std::vector<Output> out(n);
+  int finished = 0;
+  while (finished < n) {
+    std::optional<StreamEvent> event = stream.WaitNext(kWait);
+    if (!event) {
+      ADD_FAILURE() << "stream " << stream.id() << ": no event for " << kWait;
+      break;
+    }
+    if (auto* token = std::get_if<TokenEvent>(&*event)) {
+      Output& o = out.at(token->completion_index);
+      (token->is_prompt ? o.prompt : o.generated).push_back(*token);
+    } else {
+      const FinishEvent& finish = std::get<FinishEvent>(*event);
+      EXPECT_FALSE(out.at(finish.completion_index).finish) << "ended twice";
+      out.at(finish.completion_index).finish = finish;
+      ++finished;
+    }
+  }
+  EXPECT_FALSE(stream.Poll().has_value()) << "an event after the last finish";
+  return out;
+}
+
+TEST(EngineTest, NCompletionsEqualNSingleRequestsEvenWithFewerSlots) {
+  EngineOptions options;
+  options.num_slots = 2;  // Four completions take turns.
+  options.prefill_chunk_tokens = 4;
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int> prompt = Prompt(9, engine->config().vocab_size, 8);
+  GenerationRequest request = Request(prompt, 25, Sampled(0.9f), 1000);
+  request.n = 4;
+  request.echo_prompt = true;
+  request.top_logprobs = 2;
+  std::shared_ptr<RequestStream> stream = MustSubmit(*engine, request);
+  const std::vector<Output> together = CollectCompletions(*stream, 4);
+
+  for (int i = 0; i < 4; ++i) {
+    const Output& mine = together[i];
+    ASSERT_TRUE(mine.finish) << "completion " << i;
+    EXPECT_TRUE(mine.finish->status.ok()) << mine.finish->status;
+    EXPECT_EQ(mine.finish->seed, 1000u + i);
+    EXPECT_EQ(mine.prompt.size(), i == 0 ? prompt.size() : 0u);
+    GenerationRequest single = Request(prompt, 25, Sampled(0.9f), 1000 + i);
+    single.top_logprobs = 2;
+    const Output alone = Collect(*MustSubmit(*engine, single));
+    EXPECT_EQ(mine.ids(), alone.ids()) << "completion " << i;
+    ASSERT_EQ(mine.generated.size(), alone.generated.size());
+    for (size_t k = 0; k < alone.generated.size(); ++k) {
+      EXPECT_EQ(mine.generated[k].logprob, alone.generated[k].logprob);
+      EXPECT_EQ(mine.generated[k].completion_index, i);
+    }
+  }
+  EXPECT_NE(together[0].ids(), together[1].ids());
+  const EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.slots_in_use, 0);
+  EXPECT_EQ(stats.queue_depth, 0);
+}
+
+TEST(EngineTest, CancellingARequestEndsAllItsCompletions) {
+  EngineOptions options;
+  options.num_slots = 2;
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  GenerationRequest request =
+      Request(Prompt(5, engine->config().vocab_size, 9), 200);
+  request.n = 3;
+  std::shared_ptr<RequestStream> stream = MustSubmit(*engine, request);
+  stream->Cancel();
+  const std::vector<Output> out = CollectCompletions(*stream, 3);
+  for (const Output& o : out) {
+    ASSERT_TRUE(o.finish);
+    EXPECT_EQ(o.finish->status.code(), absl::StatusCode::kCancelled);
+  }
+  EXPECT_TRUE(Eventually([&] {
+    const EngineStats s = engine->stats();
+    return s.slots_in_use == 0 && s.queue_depth == 0;
+  }));
+}
+
 TEST(EngineTest, SameSeedSameTokensDifferentSeedsDiffer) {
   std::unique_ptr<Engine> engine = MakeEngine({});
   ASSERT_NE(engine, nullptr);
@@ -680,6 +762,9 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
        "top_logprobs must be in 0..20, got 21"},
       {"negative top_logprobs", [](auto& r) { r.top_logprobs = -1; }, kInvalid,
        "top_logprobs"},
+      {"n zero", [](auto& r) { r.n = 0; }, kInvalid,
+       "n must be in 1..8 (--max_completions), got 0"},
+      {"n too many", [](auto& r) { r.n = 9; }, kInvalid, "got 9"},
       {"prompt_logprobs too many", [](auto& r) { r.prompt_logprobs = 21; },
        kInvalid, "prompt_logprobs must be in 0..20 (0 = off), got 21"},
       {"negative prompt_logprobs", [](auto& r) { r.prompt_logprobs = -1; },

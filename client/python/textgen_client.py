@@ -60,14 +60,17 @@ class GenerateStream:
     """The tokens of one Generate call, as they arrive.
 
     Iterating yields textgen_pb2.Token messages (.text, .id, .logprob, .position,
-    .is_prompt, .top_logprobs, .attention), the echoed prompt's tokens first.
-    After the loop, .finished holds the Finished message (reason, usage, timings, seed).
+    .is_prompt, .top_logprobs, .attention, .completion_index), the echoed prompt's tokens
+    first. After the loop, .finished holds the Finished message (reason, usage, timings,
+    seed); with n completions, .finishes holds all n (by completion_index) and .finished
+    the last to end.
     cancel() ends the call early; the server frees the sequence's slot.
     """
 
     def __init__(self, call):
         self._call = call
         self.finished: Optional["textgen_pb2.Finished"] = None
+        self.finishes: Dict[int, "textgen_pb2.Finished"] = {}
 
     def __iter__(self) -> Iterator["textgen_pb2.Token"]:
         for response in self._call:
@@ -76,13 +79,23 @@ class GenerateStream:
                 yield response.token
             elif kind == "finished":
                 self.finished = response.finished
+                self.finishes[response.finished.completion_index] = response.finished
 
     def cancel(self) -> None:
         self._call.cancel()
 
     def text(self) -> str:
-        """Drains the stream and returns the generated text."""
-        return "".join(token.text for token in self if not token.is_prompt)
+        """Drains the stream and returns the generated text (with n > 1, completion 0's)."""
+        return "".join(token.text for token in self
+                       if not token.is_prompt and token.completion_index == 0)
+
+    def texts(self) -> List[str]:
+        """Drains the stream and returns each completion's generated text, by index."""
+        texts: Dict[int, str] = {}
+        for token in self:
+            if not token.is_prompt:
+                texts[token.completion_index] = texts.get(token.completion_index, "") + token.text
+        return [texts.get(i, "") for i in range(max(self.finishes, default=-1) + 1)]
 
 
 @dataclass
@@ -168,7 +181,7 @@ class TextgenClient:
                  repetition_penalty: float = 0.0, seed: Optional[int] = None,
                  stop: Sequence[str] = (), top_logprobs: int = 0, echo_prompt: bool = False,
                  attention_tap: bool = False, tap_layers: Sequence[int] = (),
-                 tap_heads: Sequence[int] = (), prompt_logprobs: int = 0,
+                 tap_heads: Sequence[int] = (), prompt_logprobs: int = 0, n: int = 1,
                  timeout: Optional[float] = None) -> GenerateStream:
         """Starts a generation; iterate the result for its tokens (see GenerateStream).
 
@@ -182,6 +195,8 @@ class TextgenClient:
           prompt_logprobs: score the prompt (0 = off): its tokens come first, each with
             its log-probability given the ones before and the N most likely tokens at
             its place (the first has none); max_new_tokens 0 then generates nothing.
+          n: completions of the prompt, interleaved, each token and Finished tagged with
+            its completion_index; completion i samples with seed + i.
           attention_tap: each generated token carries its attention rows (token.attention),
             every layer and head unless tap_layers / tap_heads narrow it (either implies
             the tap).
@@ -194,7 +209,7 @@ class TextgenClient:
         request = textgen_pb2.GenerateRequest(
             prompt=_prompt(prompt, prompt_ids), max_new_tokens=max_new_tokens,
             sampling=sampling, stop=list(stop), top_logprobs=top_logprobs,
-            echo_prompt=echo_prompt, prompt_logprobs=prompt_logprobs)
+            echo_prompt=echo_prompt, prompt_logprobs=prompt_logprobs, n=n)
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
                 layers=list(tap_layers), heads=list(tap_heads)))

@@ -152,8 +152,9 @@ class CliTest(unittest.TestCase):
         # --json carries every field of every message, the prompt's too.
         for t in tokens:
             self.assertEqual(set(t), {"id", "text", "logprob", "top_logprobs", "attention",
-                                      "position", "is_prompt"})
-        self.assertEqual(set(finished), {"reason", "usage", "timings", "seed"})
+                                      "position", "is_prompt", "completion_index"})
+        self.assertEqual(set(finished), {"reason", "usage", "timings", "seed",
+                                         "completion_index"})
 
         # Top log-probabilities: 5, distinct, most likely first; greedy took the first.
         for t in generated:
@@ -224,6 +225,21 @@ class CliTest(unittest.TestCase):
                                  "--echo_prompt")
         self.assertEqual(rc, 0, err)
         self.assertEqual(text, "".join(m["token"]["text"] for m in messages[:-1]))
+
+    def test_prompt_logprobs_table_scores_the_prompt(self):
+        flags = ["--prompt", "JULIET:", "--max_new_tokens", "0", "--prompt_logprobs", "2"]
+        messages = self.json_stream(*flags)
+        tokens = [m["token"] for m in messages if "token" in m]
+        self.assertEqual(messages[-1]["finished"]["usage"]["generated_tokens"], 0)
+        self.assertTrue(all(t["is_prompt"] for t in tokens))
+        rc, out, err = self.cli("generate", *flags)
+        self.assertEqual(rc, 0, err)
+        rows = [line.split("\t") for line in out.splitlines()[1:]]
+        self.assertEqual(len(rows), len(tokens))
+        self.assertEqual(rows[0][3:], ["prompt"])  # Nothing precedes the first token.
+        for row, t in zip(rows[1:], tokens[1:]):
+            self.assertEqual(row[3], f"{self.float32(t['logprob']):.4f}")
+            self.assertEqual(len(row[4:]), 2)
 
     def test_deadline_is_a_grpc_error(self):
         rc, _, err = self.cli("--timeout_ms", "1", "generate", "--prompt", "ROMEO:",

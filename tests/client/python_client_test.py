@@ -113,6 +113,25 @@ class PythonClientTest(unittest.TestCase):
                                               echo_prompt=True).text(),
                          "".join(t.text for t in generated))
 
+    def test_n_completions_and_prompt_logprobs(self):
+        stream = self.client.generate("JULIET:", max_new_tokens=12, temperature=0.8, seed=7,
+                                      n=3)
+        texts = stream.texts()
+        self.assertEqual(sorted(stream.finishes), [0, 1, 2])
+        for i, text in enumerate(texts):
+            self.assertEqual(stream.finishes[i].seed, 7 + i)
+            self.assertEqual(text, self.client.generate("JULIET:", max_new_tokens=12,
+                                                        temperature=0.8, seed=7 + i).text())
+        self.assertEqual(len(set(texts)), 3)
+        # The prompt scored: every token but the first has a log-probability and rivals.
+        scored = list(self.client.generate("JULIET:", max_new_tokens=0, prompt_logprobs=2))
+        self.assertTrue(all(t.is_prompt for t in scored))
+        self.assertEqual(len(scored[0].top_logprobs), 0)
+        for t in scored[1:]:
+            self.assertEqual(len(t.top_logprobs), 2)
+            self.assertLess(t.logprob, 0.0)
+            self.assertGreaterEqual(t.top_logprobs[0].logprob, t.logprob)
+
     def test_a_prompt_is_text_or_ids(self):
         for kwargs in ({}, {"prompt": "x", "prompt_ids": [1]}):
             with self.subTest(kwargs=kwargs):

@@ -265,6 +265,34 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         error = self.assertOpenAiError(status, headers, error, 400)
         self.assertIn("max_tokens", error["message"])
 
+    def test_n_choices_equal_grpc_completions_streamed_or_not(self):
+        body = {"model": "shakespeare-char", "prompt": PROMPT, "max_tokens": 12,
+                "temperature": 0.8, "seed": 21, "n": 3, "echo": True}
+        stream = self.client.generate(PROMPT, max_new_tokens=12, temperature=0.8, seed=21,
+                                      n=3)
+        texts = stream.texts()
+        response = self.sdk(body)["response"]
+        self.assertEqual(sorted(c["index"] for c in response["choices"]), [0, 1, 2])
+        for choice in response["choices"]:
+            # Every choice starts with the echoed prompt, as OpenAI's do.
+            self.assertEqual(choice["text"], PROMPT + texts[choice["index"]])
+            self.assertEqual(choice["finish_reason"], "length")
+        self.assertEqual(response["seed"], 21)
+        self.assertEqual(response["usage"]["completion_tokens"], 36)
+        # Streamed: each chunk's choice index says whose token it is.
+        chunks = self.sdk({**body, "echo": False, "stream": True,
+                           "stream_options": {"include_usage": True}})["chunks"]
+        streamed = {0: "", 1: "", 2: ""}
+        reasons = {}
+        for chunk in chunks:
+            for choice in chunk["choices"]:
+                streamed[choice["index"]] += choice["text"]
+                if choice["finish_reason"]:
+                    reasons[choice["index"]] = choice["finish_reason"]
+        self.assertEqual([streamed[i] for i in range(3)], texts)
+        self.assertEqual(reasons, {0: "length", 1: "length", 2: "length"})
+        self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 36)
+
     def test_temperature_defaults_to_openais_one(self):
         # No temperature: sampling at 1 (OpenAI's default), not greedy.
         tokens, _ = self.grpc_tokens(max_new_tokens=30, temperature=1.0, seed=5)
@@ -295,7 +323,7 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
 
     def test_400s(self):
         cases = [
-            ({"prompt": PROMPT, "n": 2}, "n"),
+            ({"prompt": PROMPT, "n": "two"}, "n"),
             ({"prompt": PROMPT, "best_of": 3}, "best_of"),
             ({"prompt": ["a", "b"]}, "prompt"),
             ({}, "prompt"),
@@ -311,10 +339,10 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         status, headers, error = call(self.port, "POST", "/v1/completions", raw="{not json")
         self.assertOpenAiError(status, headers, error, 400)
         # Through the SDK: its APIError carries the body's error object.
-        result = self.sdk({"model": "shakespeare-char", "prompt": PROMPT, "n": 2})
+        result = self.sdk({"model": "shakespeare-char", "prompt": PROMPT, "n": 99})
         self.assertEqual(result["error"]["status"], 400)
-        self.assertEqual(result["error"]["error"]["param"], "n")
-        self.assertIn("must be 1", result["error"]["error"]["message"])
+        self.assertIn("n must be in 1..8 (--max_completions), got 99",
+                      result["error"]["error"]["message"])
 
     def test_404s(self):
         status, headers, error = call(self.port, "POST", "/v1/completions",
