@@ -16,6 +16,13 @@
 //                        driven directly: no network, no protobuf.
 // Their tokens/s ratio is the cost of the server around the engine.
 //
+// Request shapes: by default every request sends the same --prompt_tokens
+// prompt. --shared_prefix_tokens=N --unique_tokens=M: N tokens shared by every
+// request, then M of its own (a system prompt; what the prefix cache serves:
+// compare --prefix_cache=true/false in process, or the server's flag).
+// --mixed_lengths: each request's prompt and output lengths drawn from 1 ..
+// the maxima (with a shared prefix, a prefix of the whole prompt).
+//
 // Measured at the client: time to first token (TTFT) from sending a request to
 // receiving its first generated token; time per output token (TPOT) of a
 // request = (last token - first token) / (tokens - 1); aggregate tokens/s =
@@ -77,6 +84,21 @@ ABSL_FLAG(int, streams, 1, "Concurrent streams (1 … 1024)");
 ABSL_FLAG(int, requests, 2, "Requests per stream, one after another");
 ABSL_FLAG(int, prompt_tokens, 64, "Prompt length in token ids");
 ABSL_FLAG(int, max_new_tokens, 128, "Tokens generated per request");
+ABSL_FLAG(int, shared_prefix_tokens, 0,
+          "Shared-prefix mode: every prompt is these many tokens shared by "
+          "all requests (a system prompt) followed by --unique_tokens of its "
+          "own; 0 = the fixed --prompt_tokens prompt");
+ABSL_FLAG(int, unique_tokens, 20,
+          "Shared-prefix mode: each request's own tokens after the prefix");
+ABSL_FLAG(bool, mixed_lengths, false,
+          "Mixed lengths: request i's prompt and output lengths drawn "
+          "(deterministically) from 1 .. --prompt_tokens and 1 .. "
+          "--max_new_tokens");
+ABSL_FLAG(int, kv_block_tokens, 16, "--in_process: positions per KV block");
+ABSL_FLAG(int, kv_cache_tokens, 0,
+          "--in_process: positions of the KV-cache pool (0 = num_slots x "
+          "context)");
+ABSL_FLAG(bool, prefix_cache, true, "--in_process: the engine's prefix cache");
 ABSL_FLAG(int, threads, 1,
           "--in_process: the decoder's threads; with --target: the server's "
           "--threads, printed only");
@@ -142,6 +164,42 @@ std::vector<int> PromptIds(int n, int vocab) {
   for (int i = 0; i < n; ++i)
     ids[i] = static_cast<int>((7919ll * (i + 1)) % vocab);
   return ids;
+}
+
+// A deterministic pseudo-random number for (a, b, c).
+uint64_t Mix(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) ^
+               (c * 0xbf58476d1ce4e5b9ull);
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 29);
+}
+
+// What request `r` of stream `s` sends: the fixed prompt; or the shared
+// prefix and tokens of its own; or, with --mixed_lengths, a length of its own
+// (a prefix of the fixed prompt, so different lengths still share a start).
+struct RequestShape {
+  std::vector<int> prompt;
+  int max_new_tokens = 0;
+};
+RequestShape ShapeOf(int s, int r, int vocab) {
+  RequestShape shape;
+  const int shared = absl::GetFlag(FLAGS_shared_prefix_tokens);
+  shape.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  if (shared > 0) {
+    shape.prompt = PromptIds(shared, vocab);
+    for (int i = 0; i < absl::GetFlag(FLAGS_unique_tokens); ++i) {
+      shape.prompt.push_back(static_cast<int>(Mix(s, r, i) % vocab));
+    }
+  } else {
+    shape.prompt = PromptIds(absl::GetFlag(FLAGS_prompt_tokens), vocab);
+  }
+  if (absl::GetFlag(FLAGS_mixed_lengths)) {
+    shape.prompt.resize(1 + Mix(s, r, 1u << 20) % shape.prompt.size());
+    shape.max_new_tokens =
+        1 + static_cast<int>(Mix(s, r, 1u << 21) % shape.max_new_tokens);
+  }
+  return shape;
 }
 
 // One request's token arrival times → its result.
@@ -432,6 +490,9 @@ int Run() {
     EngineOptions options;
     options.num_slots = absl::GetFlag(FLAGS_num_slots);
     options.max_queue = absl::GetFlag(FLAGS_max_queue);
+    options.kv_block_tokens = absl::GetFlag(FLAGS_kv_block_tokens);
+    options.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
+    options.prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
     // As textgen_server's flag defaults, so that both modes run alike.
     options.max_new_tokens_limit = std::max(1024, max_new_tokens);
     DecoderOptions decoder_options;
@@ -484,17 +545,30 @@ int Run() {
       facts.name = absl::GetFlag(FLAGS_model);
     facts.name = BaseName(facts.name);
   }
-  if (prompt_tokens + max_new_tokens > facts.context_length) {
+  const int shared_prefix = absl::GetFlag(FLAGS_shared_prefix_tokens);
+  const int unique = absl::GetFlag(FLAGS_unique_tokens);
+  const int longest_prompt =
+      shared_prefix > 0 ? shared_prefix + unique : prompt_tokens;
+  if (shared_prefix < 0 || unique < 1) {
     std::fprintf(stderr,
-                 "loadgen: --prompt_tokens + --max_new_tokens = %d exceeds the "
-                 "model's context of %d\n",
-                 prompt_tokens + max_new_tokens, facts.context_length);
+                 "loadgen: need --shared_prefix_tokens >= 0, --unique_tokens "
+                 ">= 1\n");
     return 2;
   }
-  const std::vector<int> prompt = PromptIds(prompt_tokens, facts.vocab_size);
+  if (longest_prompt + max_new_tokens > facts.context_length) {
+    std::fprintf(stderr,
+                 "loadgen: prompt (%d) + --max_new_tokens = %d exceeds the "
+                 "model's context of %d\n",
+                 longest_prompt, longest_prompt + max_new_tokens,
+                 facts.context_length);
+    return 2;
+  }
 
-  // Warm-up, not counted: first-use allocations in the engine and decoder.
-  RequestResult warm = clients[0]->Generate(prompt, max_new_tokens);
+  // Warm-up, not counted: first-use allocations in the engine and decoder
+  // (and, in the shared-prefix mode, the prefix's first computation).
+  const RequestShape warm_shape = ShapeOf(-1, 0, facts.vocab_size);
+  RequestResult warm =
+      clients[0]->Generate(warm_shape.prompt, warm_shape.max_new_tokens);
   if (warm.outcome != RequestResult::kOk) {
     std::fprintf(stderr, "loadgen: warm-up request failed: %s\n",
                  warm.error.c_str());
@@ -502,13 +576,29 @@ int Run() {
   }
 
   std::vector<std::vector<RequestResult>> results(streams);
+  // In process: the most requests running at once (admitted into KV blocks),
+  // sampled every millisecond.
+  std::atomic<bool> timed_phase_done{false};
+  std::atomic<int> peak_running{0};
+  std::thread peak_watcher;
+  if (engine) {
+    peak_watcher = std::thread([&] {
+      while (!timed_phase_done.load()) {
+        peak_running.store(
+            std::max(peak_running.load(), engine->stats().slots_in_use));
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+    });
+  }
   const Clock::time_point start = Clock::now();
   {
     std::vector<std::thread> workers;
     for (int s = 0; s < streams; ++s) {
       workers.emplace_back([&, s] {
         for (int r = 0; r < requests; ++r) {
-          results[s].push_back(clients[s]->Generate(prompt, max_new_tokens));
+          const RequestShape shape = ShapeOf(s, r, facts.vocab_size);
+          results[s].push_back(
+              clients[s]->Generate(shape.prompt, shape.max_new_tokens));
         }
       });
     }
@@ -516,13 +606,25 @@ int Run() {
   }
   const double wall_s =
       std::chrono::duration<double>(Clock::now() - start).count();
+  timed_phase_done.store(true);
+  if (peak_watcher.joinable()) peak_watcher.join();
   // Resident memory of whatever ran the model: this process, or the server
   // named by --server_pid (0 bytes: not known).
   const int model_pid = in_process ? 0 : absl::GetFlag(FLAGS_server_pid);
   const double rss_mib = in_process || model_pid > 0
                              ? ResidentMemoryBytes(model_pid) / 1048576.0
                              : 0;
-  if (engine) engine->Shutdown();
+  std::string cache_facts;
+  if (engine) {
+    const EngineStats stats = engine->stats();
+    cache_facts = absl::StrFormat(
+        " peak_running=%d prefix_cache=%d kv_block_tokens=%d kv_blocks=%d "
+        "prefix_hit_tokens=%d prefix_lookup_tokens=%d",
+        peak_running.load(), engine->options().prefix_cache ? 1 : 0,
+        engine->options().kv_block_tokens, stats.kv_blocks_total,
+        stats.prefix_cache_hit_tokens, stats.prefix_cache_lookup_tokens);
+    engine->Shutdown();
+  }
 
   std::vector<double> ttft, tpot;
   int ok = 0, rejections = 0, errors = 0;
@@ -560,6 +662,12 @@ int Run() {
       streams * requests, prompt_tokens, max_new_tokens, facts.num_slots, ok,
       rejections, errors, tokens, wall_s, tokens / wall_s, Percentile(ttft, 50),
       Percentile(ttft, 99), Percentile(tpot, 50), Percentile(tpot, 99));
+  if (shared_prefix > 0) {
+    absl::StrAppendFormat(&line, " shared_prefix_tokens=%d unique_tokens=%d",
+                          shared_prefix, unique);
+  }
+  if (absl::GetFlag(FLAGS_mixed_lengths)) line += " mixed_lengths=1";
+  line += cache_facts;
   if (rss_mib > 0) {
     absl::StrAppendFormat(&line, " rss_mib=%.1f", rss_mib);
     if (facts.num_parameters > 0) {

@@ -27,6 +27,7 @@
 //       --threads=2 --benchmark_repetitions=5 --benchmark_format=json
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -160,12 +161,17 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
         0, absl::MakeConstSpan(ids).subspan(begin, static_cast<size_t>(n))};
     TEXTGEN_RETURN_IF_ERROR(decoder.Forward({chunk}, *filled, {}, result));
   }
+  const int kv_width =
+      decoder.config().n_kv_heads * decoder.config().head_dim();
   for (int slot = 1; slot < slots; ++slot) {
+    TEXTGEN_RETURN_IF_ERROR(filled->Reserve(slot, length));
     for (int layer = 0; layer < decoder.config().n_layers; ++layer) {
-      filled->keys(slot, layer).topRows(length) =
-          filled->keys(0, layer).topRows(length);
-      filled->values(slot, layer).topRows(length) =
-          filled->values(0, layer).topRows(length);
+      for (int p = 0; p < length; ++p) {
+        std::copy_n(filled->key_row(0, layer, p), kv_width,
+                    filled->key_row(slot, layer, p));
+        std::copy_n(filled->value_row(0, layer, p), kv_width,
+                    filled->value_row(slot, layer, p));
+      }
     }
     filled->Advance(slot, length);
   }

@@ -49,6 +49,7 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
                                const KvCache& cache) const {
   if (batch.empty()) return absl::InvalidArgumentError("empty batch");
   std::vector<bool> seen(cache.num_slots(), false);
+  int blocks_needed = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const SequenceChunk& s = batch[i];
     if (s.slot < 0 || s.slot >= cache.num_slots()) {
@@ -72,13 +73,34 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
             " is outside the vocabulary [0, ", config_.vocab_size, ")"));
       }
     }
-    const int end = cache.length(s.slot) + static_cast<int>(s.tokens.size());
+    const int start = cache.length(s.slot);
+    const int end = start + static_cast<int>(s.tokens.size());
     if (end > cache.capacity()) {
       return absl::OutOfRangeError(absl::StrCat(
           "sequence ", i, ": ", cache.length(s.slot), " cached + ",
           s.tokens.size(), " new tokens exceed the context length ",
           cache.capacity()));
     }
+    // Every block this chunk writes into must be the slot's own, never a
+    // published or shared one (blocks not yet in the table are taken fresh).
+    const int table = static_cast<int>(cache.block_table(s.slot).size());
+    for (int b = start / cache.block_tokens();
+         b < std::min(table, cache.BlocksFor(end)); ++b) {
+      const int position = std::max(start, b * cache.block_tokens());
+      if (!cache.Writable(s.slot, position)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "sequence ", i, ": slot ", s.slot, " would write position ",
+            position, " into a shared KV-cache block"));
+      }
+    }
+    blocks_needed +=
+        std::max(0, cache.BlocksFor(end) -
+                        static_cast<int>(cache.block_table(s.slot).size()));
+  }
+  if (blocks_needed > cache.AvailableBlocks()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the batch needs ", blocks_needed, " more KV-cache blocks but ",
+        cache.AvailableBlocks(), " are available"));
   }
   return absl::OkStatus();
 }
@@ -87,6 +109,10 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
                               KvCache& cache, const ForwardOptions& options,
                               ForwardResult& result) {
   TEXTGEN_RETURN_IF_ERROR(Validate(batch, cache));
+  for (const SequenceChunk& s : batch) {  // Cannot fail after Validate.
+    TEXTGEN_RETURN_IF_ERROR(cache.Reserve(
+        s.slot, cache.length(s.slot) + static_cast<int>(s.tokens.size())));
+  }
 
   // Pack the new tokens of all sequences into rows of one matrix.
   first_row_.resize(batch.size());
@@ -288,10 +314,12 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     if (config_.positions == PositionKind::kRotary) {
       for (int t = 0; t < T; ++t) ApplyRotary(r0 + t, start + t);
     }
-    cache.keys(slot, l).middleRows(start, T) =
-        qkv_.block(r0, H * D, T, kv_width);
-    cache.values(slot, l).middleRows(start, T) =
-        qkv_.block(r0, H * D + kv_width, T, kv_width);
+    for (int t = 0; t < T; ++t) {
+      const float* row = qkv_.row(r0 + t).data() + H * D;
+      std::copy(row, row + kv_width, cache.key_row(slot, l, start + t));
+      std::copy(row + kv_width, row + 2 * kv_width,
+                cache.value_row(slot, l, start + t));
+    }
     max_t = std::max(max_t, T);
     max_l = std::max(max_l, start + T);
   }
@@ -335,12 +363,17 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   // Grouped-query attention: heads share K/V in groups.
   const int kv_h = h / config_.queries_per_kv_head();
   const float* q = qkv_.row(r0).data() + h * D;  // [T, D], stride qkv_stride
-  const float* k = cache.keys(s.slot, l).data() + kv_h * D;    // [L, D]
-  const float* v = cache.values(s.slot, l).data() + kv_h * D;  // [L, D]
-  // scores = q · kᵀ   [T, L]
-  kernels::AttentionScores(q, T, D, qkv_stride, k, kv_width, L, start,
-                           scores.data(), score_stride,
-                           scratch.key_tile.data());
+  // The keys and values live in blocks of B positions (model/kv_cache.h);
+  // both kernels give, block by block, the values of one call over all L
+  // keys (model/kernels.h), so the block size changes no bit.
+  const int B = cache.block_tokens();
+  // scores = q · kᵀ   [T, L], block i filling columns [i B, i B + B).
+  for (int j0 = 0; j0 < L; j0 += B) {
+    const float* k = cache.block_keys(s.slot, l, j0 / B) + kv_h * D;
+    kernels::AttentionScores(
+        q, T, D, qkv_stride, k, kv_width, std::min(B, L - j0), start - j0,
+        scores.data() + j0, score_stride, scratch.key_tile.data());
+  }
   for (int t = 0; t < T; ++t) {
     // Causal: query t (position start + t) sees keys 0 .. start + t; later
     // keys get probability exactly 0 and are never read.
@@ -349,9 +382,13 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     for (int j = 0; j < visible; ++j) p[j] *= scale;
     kernels::Softmax(p, visible);
     std::fill(p + visible, p + L, 0.0f);
-    // out_t = Σ_j p[j] · v_j   [D]
-    kernels::WeightedSum(p, visible, v, kv_width, D,
-                         attn_.row(r0 + t).data() + h * D);
+    // out_t = Σ_j p[j] · v_j   [D], summed block after block.
+    float* out = attn_.row(r0 + t).data() + h * D;
+    for (int j0 = 0; j0 < visible; j0 += B) {
+      const float* v = cache.block_values(s.slot, l, j0 / B) + kv_h * D;
+      kernels::WeightedSum(p + j0, std::min(B, visible - j0), v, kv_width, D,
+                           out, /*accumulate=*/j0 > 0);
+    }
   }
   if (capture != nullptr) {
     Eigen::Map<Activations>(capture->row(l, h, 0), T, L) =

@@ -138,10 +138,13 @@ class Decoder {
   int threads() const { return pool_.size(); }
 
   // Runs the batch: appends each sequence's keys and values to its slot of
-  // `cache`, attends over every position so far (never a later one), and fills
-  // `result`. INVALID_ARGUMENT for an empty batch or chunk, a slot out of range
-  // or repeated, or a token id outside the vocabulary; OUT_OF_RANGE if a chunk
-  // would overflow its slot's context. On error nothing has changed.
+  // `cache` (taking the blocks it needs from the pool), attends over every
+  // position so far (never a later one), and fills `result`.
+  // INVALID_ARGUMENT for an empty batch or chunk, a slot out of range or
+  // repeated, or a token id outside the vocabulary; OUT_OF_RANGE if a chunk
+  // would overflow its slot's context; RESOURCE_EXHAUSTED if the pool lacks
+  // the blocks; FAILED_PRECONDITION if a write would land in a shared block.
+  // On error nothing has changed.
   absl::Status Forward(absl::Span<const SequenceChunk> batch, KvCache& cache,
                        const ForwardOptions& options, ForwardResult& result);
 

@@ -46,7 +46,7 @@ struct KernelTable {
                            int first_position, float* y, int y_stride,
                            float* scratch);
   void (*weighted_sum)(const float* p, int n, const float* v, int v_stride,
-                       int depth, float* out);
+                       int depth, float* out, bool accumulate);
   void (*softmax)(float* x, int n);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);

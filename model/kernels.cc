@@ -238,8 +238,8 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 }
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out) {
-  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out);
+                 float* out, bool accumulate) {
+  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out, accumulate);
 }
 
 void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }

@@ -187,7 +187,10 @@ void MatMulPanels(const float* x, int rows, int x_stride,
 //   k_j at k + j · k_stride (a head's columns of a row-major KV cache).
 // Vectorized across keys (16 at a time, transposed into `scratch`, which holds
 // kAttentionScratch(depth) floats), so small head dimensions cost no lane
-// folding; the value for (t, j) does not depend on rows, keys or position.
+// folding; the value for (t, j) does not depend on rows, keys or position, so
+// keys may be scored block by block (k and y offset by the block's first key,
+// first_position reduced by it, negative if the block starts after row 0's
+// position) with the values of one call over all of them.
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
                      float* y, int y_stride, float* scratch);
@@ -196,8 +199,11 @@ inline int AttentionScratchFloats(int depth) { return depth * 16; }
 // out[d] = Σ_j p[j] · v_j[d] for d < depth, summed over j < n in increasing
 // order (one multiply and one add per step), v_j at v + j · v_stride. The
 // weighted sum of values, accumulated in registers across the head dimension.
+// accumulate: the sum starts from out[d] instead of 0, so summing keys
+// [0, a) and then, accumulating, [a, n) (the blocks of a paged KV cache) is
+// bit for bit the single call over [0, n).
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out);
+                 float* out, bool accumulate = false);
 
 // In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
 void Softmax(float* x, int n);

@@ -525,14 +525,19 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 }
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out) {
+                 float* out, bool accumulate) {
   // Up to 64 dimensions in registers at a time; element d always takes the
-  // same path (vector or scalar), whatever n is.
+  // same path (vector or scalar), whatever n is. Accumulating starts from the
+  // stored float instead of 0: the running sum is a float either way, so a sum
+  // split into consecutive ranges of j is the same sequence of operations.
   constexpr int kBlock = 4 * kVec;
   int d0 = 0;
   for (; d0 + kVec <= depth; d0 += kBlock) {
     const int vecs = Min(4, (depth - d0) / kVec);
     Vec acc[4] = {};
+    if (accumulate) {
+      for (int c = 0; c < vecs; ++c) acc[c] = Load(out + d0 + c * kVec);
+    }
     for (int j = 0; j < n; ++j) {
       const float* vj = v + static_cast<long>(j) * v_stride + d0;
       // As in AttentionScores: rows a stride apart, fetched ahead.
@@ -548,7 +553,7 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
     }
   }
   for (int d = d0; d < depth; ++d) {
-    float acc = 0.0f;
+    float acc = accumulate ? out[d] : 0.0f;
     for (int j = 0; j < n; ++j)
       acc += p[j] * v[static_cast<long>(j) * v_stride + d];
     out[d] = acc;

@@ -1,26 +1,257 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cstring>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
 
 namespace textgen {
 
+namespace {
+
+KvCacheOptions WholeContextSlots(int num_slots) {
+  KvCacheOptions options;
+  options.num_slots = num_slots;
+  return options;
+}
+
+}  // namespace
+
 KvCache::KvCache(const ModelConfig& config, int num_slots)
+    : KvCache(config, WholeContextSlots(num_slots)) {}
+
+KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
     : capacity_(config.context_length),
+      block_tokens_(std::max(1, options.block_tokens)),
       n_layers_(config.n_layers),
-      lengths_(num_slots, 0) {
-  const int kv_width = config.n_kv_heads * config.head_dim();
-  const size_t n = static_cast<size_t>(num_slots) * n_layers_;
-  keys_.reserve(n);
-  values_.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    keys_.emplace_back(capacity_, kv_width);
-    values_.emplace_back(capacity_, kv_width);
+      kv_width_(config.n_kv_heads * config.head_dim()),
+      slots_(options.num_slots) {
+  const int num_blocks = options.num_blocks > 0
+                             ? options.num_blocks
+                             : options.num_slots * BlocksFor(capacity_);
+  blocks_.resize(num_blocks);
+  free_.reserve(num_blocks);
+  for (int b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
+  const Eigen::Index rows =
+      static_cast<Eigen::Index>(num_blocks) * block_tokens_;
+  keys_.reserve(n_layers_);
+  values_.reserve(n_layers_);
+  for (int l = 0; l < n_layers_; ++l) {
+    keys_.emplace_back(rows, kv_width_);
+    values_.emplace_back(rows, kv_width_);
   }
 }
 
+KvBlockCounts KvCache::CountBlocks() const {
+  KvBlockCounts counts;
+  counts.total = num_blocks();
+  counts.free = static_cast<int>(free_.size());
+  counts.cached = static_cast<int>(lru_.size());
+  counts.used = counts.total - counts.free - counts.cached;
+  return counts;
+}
+
+absl::Status KvCache::Reserve(int slot, int tokens) {
+  if (tokens > capacity_) {
+    return absl::OutOfRangeError(absl::StrCat(
+        tokens, " positions exceed the context length ", capacity_));
+  }
+  Slot& s = slots_[slot];
+  const int needed = BlocksFor(tokens) - static_cast<int>(s.table.size());
+  if (needed <= 0) return absl::OkStatus();
+  if (needed > AvailableBlocks()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the KV cache needs ", needed, " more blocks of ",
+                     block_tokens_, " positions but has ", AvailableBlocks(),
+                     " available of ", num_blocks()));
+  }
+  for (int i = 0; i < needed; ++i) s.table.push_back(TakeBlock());
+  return absl::OkStatus();
+}
+
+int KvCache::TakeBlock() {
+  int b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else {
+    assert(!lru_.empty());
+    b = lru_.front();
+    lru_.pop_front();
+    Unpublish(b);
+  }
+  blocks_[b].refs = 1;
+  return b;
+}
+
+void KvCache::Release(int b) {
+  Block& block = blocks_[b];
+  assert(block.refs > 0);
+  if (--block.refs > 0) return;
+  if (block.published) {
+    lru_.push_back(b);
+    block.lru = std::prev(lru_.end());
+  } else {
+    free_.push_back(b);
+  }
+}
+
+void KvCache::Unpublish(int b) {
+  Block& block = blocks_[b];
+  auto [first, last] = published_.equal_range(block.hash);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == b) {
+      published_.erase(it);
+      break;
+    }
+  }
+  block.published = false;
+  block.prefix.clear();
+  block.prefix.shrink_to_fit();
+}
+
+void KvCache::Clear(int slot) {
+  Slot& s = slots_[slot];
+  for (int b : s.table) Release(b);
+  s.table.clear();
+  s.length = 0;
+}
+
 void KvCache::Truncate(int slot, int length) {
-  assert(length >= 0 && length <= lengths_[slot]);
-  lengths_[slot] = length;
+  Slot& s = slots_[slot];
+  assert(length >= 0 && length <= s.length);
+  s.length = length;
+  const int keep = BlocksFor(length);
+  for (int i = keep; i < static_cast<int>(s.table.size()); ++i) {
+    Release(s.table[i]);
+  }
+  s.table.resize(keep);
+  // The block the next write lands in, if partly kept, must be this slot's
+  // alone: copy a shared or published one (if the pool has no block for the
+  // copy, the decoder refuses the write instead).
+  if (length % block_tokens_ != 0 && !Writable(slot, length) &&
+      AvailableBlocks() > 0) {
+    const int old = s.table[keep - 1];
+    const int copy = TakeBlock();
+    const size_t bytes =
+        sizeof(float) * static_cast<size_t>(block_tokens_) * kv_width_;
+    for (int l = 0; l < n_layers_; ++l) {
+      std::memcpy(keys_[l].row(Row(copy, 0)).data(),
+                  keys_[l].row(Row(old, 0)).data(), bytes);
+      std::memcpy(values_[l].row(Row(copy, 0)).data(),
+                  values_[l].row(Row(old, 0)).data(), bytes);
+    }
+    Release(old);
+    s.table[keep - 1] = copy;
+  }
+}
+
+uint64_t KvCache::ChainHash(uint64_t previous, absl::Span<const int> tokens) {
+  // FNV-1a over the previous hash and the tokens, then a splitmix64 finish.
+  uint64_t h = 0xcbf29ce484222325ull ^ previous;
+  for (int t : tokens) {
+    h ^= static_cast<uint32_t>(t);
+    h *= 0x100000001b3ull;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+int KvCache::Find(uint64_t hash, absl::Span<const int> prefix) const {
+  auto [first, last] = published_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const std::vector<int>& stored = blocks_[it->second].prefix;
+    if (absl::MakeConstSpan(stored) == prefix) return it->second;
+  }
+  return -1;
+}
+
+KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
+  PrefixMatch match;
+  if (published_.empty() || prompt.empty()) return match;
+  const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
+  uint64_t hash = 0;
+  for (int i = 0; i < max_blocks; ++i) {
+    const int end = (i + 1) * block_tokens_;
+    hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
+    const int b = Find(hash, prompt.first(end));
+    if (b < 0) break;
+    match.tokens = end;
+    if (blocks_[b].refs == 0) ++match.idle_blocks;
+  }
+  return match;
+}
+
+int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
+  Slot& s = slots_[slot];
+  assert(s.length == 0 && s.table.empty());
+  if (published_.empty() || prompt.empty()) return 0;
+  const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
+  uint64_t hash = 0;
+  for (int i = 0; i < max_blocks; ++i) {
+    const int end = (i + 1) * block_tokens_;
+    hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
+    const int b = Find(hash, prompt.first(end));
+    if (b < 0) break;
+    Block& block = blocks_[b];
+    if (block.refs++ == 0) lru_.erase(block.lru);
+    s.table.push_back(b);
+    s.length = end;
+  }
+  return s.length;
+}
+
+void KvCache::Publish(int slot, absl::Span<const int> tokens) {
+  const Slot& s = slots_[slot];
+  const int full = std::min<int>(s.length, tokens.size()) / block_tokens_;
+  uint64_t hash = 0;
+  for (int i = 0; i < full; ++i) {
+    const int end = (i + 1) * block_tokens_;
+    Block& block = blocks_[s.table[i]];
+    if (block.published) {
+      hash = block.hash;
+      continue;
+    }
+    hash = ChainHash(hash, tokens.subspan(end - block_tokens_, block_tokens_));
+    // An equal block published by another slot first: this one stays
+    // private (and later blocks can still be published after it).
+    if (Find(hash, tokens.first(end)) >= 0) continue;
+    block.published = true;
+    block.hash = hash;
+    block.prefix.assign(tokens.begin(), tokens.begin() + end);
+    published_.emplace(hash, s.table[i]);
+  }
+}
+
+bool KvCache::Writable(int slot, int position) const {
+  const Slot& s = slots_[slot];
+  const size_t i = position / block_tokens_;
+  if (i >= s.table.size()) return false;
+  const Block& block = blocks_[s.table[i]];
+  return block.refs == 1 && !block.published;
+}
+
+float* KvCache::key_row(int slot, int layer, int position) {
+  const int b = slots_[slot].table[position / block_tokens_];
+  return keys_[layer].data() + Row(b, position) * kv_width_;
+}
+
+float* KvCache::value_row(int slot, int layer, int position) {
+  const int b = slots_[slot].table[position / block_tokens_];
+  return values_[layer].data() + Row(b, position) * kv_width_;
+}
+
+const float* KvCache::block_keys(int slot, int layer, int i) const {
+  return keys_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+}
+
+const float* KvCache::block_values(int slot, int layer, int i) const {
+  return values_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
 }
 
 size_t KvCache::MemoryBytes() const {

@@ -1,71 +1,191 @@
-// Keys and values of past positions, per sequence slot and layer, so that
-// decoding a new token attends over the prefix without recomputing it.
+// Keys and values of past positions, so that decoding a new token attends
+// over the prefix without recomputing it: a paged cache (vLLM's
+// PagedAttention layout) with automatic prefix caching.
 //
-// All memory is allocated once, up front: num_slots × n_layers × {K, V} ×
-// [capacity, kv_width] floats, where kv_width = n_kv_heads × head_dim. A slot
-// is reused by clearing it, which only resets its length. The decoder writes
-// rows [length, length + n) during a forward pass over n new tokens and then
-// advances the length.
+// Memory is one pool of fixed-size blocks, allocated once, up front: block b
+// holds positions of `block_tokens` consecutive tokens, keys and values, for
+// every layer. Per layer the keys are one [num_blocks × block_tokens,
+// kv_width] matrix (kv_width = n_kv_heads × head_dim), so a block's rows are
+// contiguous; likewise the values.
+//
+// A sequence lives in a slot (a handle: the engine's running sequences, the
+// decoder's batch entries). A slot has a length and a block table: position p
+// is row p % block_tokens of block table[p / block_tokens]. Blocks are taken
+// from the pool as a slot grows (Reserve) and given back when it is cleared.
+//
+// Prefix caching. A full block of prompt tokens can be published under its
+// whole prefix (the tokens of positions 0 .. end of the block): a later
+// sequence whose prompt starts with the same tokens attaches the same block
+// (AttachPrefix) instead of recomputing it. Keys are a hash chain over the
+// blocks, but a match also compares the stored prefix tokens, so a hash
+// collision is a miss, never a wrong block. Published blocks are read-only:
+// shared between slots with reference counts, never written (a slot only
+// writes at its length, and a slot attached to published blocks has its
+// length at their end; Truncate into one copies it first). When its last
+// slot lets go, a published block stays cached, in LRU order, until the pool
+// needs it for something else.
+//
+// Not thread-safe: one thread (the engine's) uses a cache.
 #ifndef TEXTGEN_MODEL_KV_CACHE_H_
 #define TEXTGEN_MODEL_KV_CACHE_H_
 
+#include <cstdint>
+#include <list>
+#include <unordered_map>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "model/config.h"
 #include "model/tensor.h"
 
 namespace textgen {
 
+struct KvCacheOptions {
+  // Slots (sequences at once).
+  int num_slots = 1;
+  // Positions per block.
+  int block_tokens = 16;
+  // Blocks in the pool; 0 means enough for every slot to hold a whole
+  // context (the memory of unpaged slots).
+  int num_blocks = 0;
+};
+
+// Block counts by state, for metrics. used + cached + free = total.
+struct KvBlockCounts {
+  int total = 0;
+  int used = 0;    // Held by at least one slot.
+  int cached = 0;  // Published, held by no slot: reusable until evicted.
+  int free = 0;
+};
+
 class KvCache {
  public:
-  // Preallocates `num_slots` slots of `config.context_length` positions each.
+  // `num_slots` slots that can each hold a whole context, in blocks of 16.
   KvCache(const ModelConfig& config, int num_slots);
+  KvCache(const ModelConfig& config, const KvCacheOptions& options);
 
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
-  int num_slots() const { return static_cast<int>(lengths_.size()); }
+  int num_slots() const { return static_cast<int>(slots_.size()); }
   int capacity() const { return capacity_; }  // Positions one slot can hold.
-  int length(int slot) const {
-    return lengths_[slot];
-  }  // Positions filled in `slot`.
+  int block_tokens() const { return block_tokens_; }
+  int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  int length(int slot) const { return slots_[slot].length; }
 
-  // Forgets the contents of `slot` (O(1): only its length is reset).
-  void Clear(int slot) { lengths_[slot] = 0; }
+  // Blocks a sequence of `tokens` positions occupies.
+  int BlocksFor(int tokens) const {
+    return (tokens + block_tokens_ - 1) / block_tokens_;
+  }
+  // Blocks that Reserve can still take: free ones and cached ones (evicted
+  // on demand).
+  int AvailableBlocks() const {
+    return static_cast<int>(free_.size() + lru_.size());
+  }
+  KvBlockCounts CountBlocks() const;
+
+  // Makes `slot` able to hold `tokens` positions, taking blocks from the pool
+  // (free ones first, then the least recently used cached ones).
+  // RESOURCE_EXHAUSTED, with nothing taken, if the pool has too few;
+  // OUT_OF_RANGE past capacity().
+  absl::Status Reserve(int slot, int tokens);
+
+  // Forgets the contents of `slot` and gives its blocks back: published ones
+  // stay cached once no slot holds them, the others are free.
+  void Clear(int slot);
   // Keeps the first `length` positions of `slot` (for rollback); length ≤
-  // length(slot).
+  // length(slot). Blocks wholly past them go back to the pool. A shared or
+  // published block that would be written again is first replaced by a
+  // private copy (if the pool has a block for it; else the decoder refuses
+  // the write).
   void Truncate(int slot, int length);
 
-  // [capacity, kv_width] row-major; row p holds position p. Rows ≥ length(slot)
-  // are stale.
-  Activations& keys(int slot, int layer) { return keys_[Index(slot, layer)]; }
-  Activations& values(int slot, int layer) {
-    return values_[Index(slot, layer)];
-  }
-  const Activations& keys(int slot, int layer) const {
-    return keys_[Index(slot, layer)];
-  }
-  const Activations& values(int slot, int layer) const {
-    return values_[Index(slot, layer)];
-  }
+  // On an empty `slot`: attaches the cached blocks that hold the longest run
+  // of whole blocks of `prompt` from its start, stopping short of the last
+  // token (it must still be computed, for its logits); the slot's length
+  // becomes their end. Returns that length (0 on a miss). The blocks are
+  // taken off the LRU list, so they cannot be evicted while the slot holds
+  // them.
+  int AttachPrefix(int slot, absl::Span<const int> prompt);
+  // How many positions AttachPrefix would attach, and how many of those
+  // blocks are cached (held by no slot, so counted in AvailableBlocks).
+  struct PrefixMatch {
+    int tokens = 0;
+    int idle_blocks = 0;
+  };
+  PrefixMatch MatchPrefix(absl::Span<const int> prompt) const;
 
-  // Called by the decoder once a forward pass has written `n` new rows in every
-  // layer.
-  void Advance(int slot, int n) { lengths_[slot] += n; }
+  // Publishes each full block of `slot` within its first length(slot)
+  // positions whose tokens are all in `tokens` (tokens[p] is position p's
+  // token: the prompt), unless an equal block is already published.
+  void Publish(int slot, absl::Span<const int> tokens);
 
-  // Bytes held by all slots.
+  // Whether `slot` may write position `position`: its block is held by this
+  // slot alone and not published. The decoder checks it before every write.
+  bool Writable(int slot, int position) const;
+
+  // The rows of `layer` for `position` of `slot`: kv_width floats each.
+  float* key_row(int slot, int layer, int position);
+  float* value_row(int slot, int layer, int position);
+  // The keys (values) of block `i` of `slot`'s table in `layer`:
+  // [block_tokens, kv_width] row-major.
+  const float* block_keys(int slot, int layer, int i) const;
+  const float* block_values(int slot, int layer, int i) const;
+  // Block ids of `slot`'s table (for tests and metrics).
+  const std::vector<int>& block_table(int slot) const {
+    return slots_[slot].table;
+  }
+  // Slots holding block `b` (for tests).
+  int references(int b) const { return blocks_[b].refs; }
+  bool published(int b) const { return blocks_[b].published; }
+
+  // Called by the decoder once a forward pass has written `n` new rows in
+  // every layer.
+  void Advance(int slot, int n) { slots_[slot].length += n; }
+
+  // Bytes held by the pool.
   size_t MemoryBytes() const;
 
  private:
-  size_t Index(int slot, int layer) const {
-    return static_cast<size_t>(slot) * n_layers_ + layer;
+  struct Block {
+    int refs = 0;
+    bool published = false;
+    uint64_t hash = 0;
+    std::vector<int> prefix;  // Published: tokens of positions 0 .. its end.
+    std::list<int>::iterator lru;  // Valid when published and refs == 0.
+  };
+  struct Slot {
+    int length = 0;
+    std::vector<int> table;
+  };
+
+  // One free block (evicting the oldest cached one if none is free), with
+  // refs = 1. The pool must have one (AvailableBlocks() > 0).
+  int TakeBlock();
+  void Release(int b);
+  void Unpublish(int b);
+  // The hash of a block's prefix: `previous` (the block before's hash, 0 for
+  // the first) folded with the block's tokens.
+  static uint64_t ChainHash(uint64_t previous, absl::Span<const int> tokens);
+  // The published block holding exactly prefix[0, end), or -1.
+  int Find(uint64_t hash, absl::Span<const int> prefix) const;
+  size_t Row(int block, int position) const {
+    return static_cast<size_t>(block) * block_tokens_ +
+           position % block_tokens_;
   }
 
   int capacity_;
+  int block_tokens_;
   int n_layers_;
-  std::vector<int> lengths_;
-  std::vector<Activations> keys_;    // [slot * n_layers + layer]
-  std::vector<Activations> values_;  // [slot * n_layers + layer]
+  int kv_width_;
+  std::vector<Slot> slots_;
+  std::vector<Block> blocks_;
+  std::vector<int> free_;  // A stack: low ids first.
+  std::list<int> lru_;     // Cached blocks, least recently released first.
+  std::unordered_multimap<uint64_t, int> published_;  // hash -> block
+  std::vector<Activations> keys_;  // [layer]: [blocks × block_tokens, kv_width]
+  std::vector<Activations> values_;  // [layer]
 };
 
 }  // namespace textgen

@@ -54,7 +54,7 @@ ctest --test-dir build-asan --output-on-failure -L soak
 # (e.g. a reactor built on one gRPC thread and destroyed on another).
 echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks), the decoder's worker pool, and each kernel family on two threads"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread
-cmake --build build-tsan -j"$jobs" --target engine_test stop_matcher_test decoder_test \
+cmake --build build-tsan -j"$jobs" --target engine_test engine_paged_test stop_matcher_test decoder_test \
   kernel_families_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher)|^(DecoderThreadsTest|WorkerPoolTest|Families/KernelFamiliesTest)\.'

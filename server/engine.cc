@@ -19,6 +19,8 @@ absl::Status EngineOptions::Validate() const {
   };
   for (absl::Status s :
        {at_least("num_slots", num_slots, 1),
+        at_least("kv_block_tokens", kv_block_tokens, 1),
+        at_least("kv_cache_tokens", kv_cache_tokens, 0),
         at_least("max_queue", max_queue, 0),
         at_least("max_prompt_tokens", max_prompt_tokens, 0),
         at_least("prefill_chunk_tokens", prefill_chunk_tokens, 1),
@@ -27,6 +29,10 @@ absl::Status EngineOptions::Validate() const {
         at_least("max_completions", max_completions, 1),
         at_least("stream_buffer_events", stream_buffer_events, 1)}) {
     TEXTGEN_RETURN_IF_ERROR(s);
+  }
+  if (kv_block_tokens > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_block_tokens must be <= 4096, got ", kv_block_tokens));
   }
   if (stream_idle_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -75,8 +81,9 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
       tokenizer_(std::move(tokenizer)),
       wakeup_(std::make_shared<Wakeup>()),
       seed_source_(std::random_device{}()),
-      cache_(decoder_->config(), options.num_slots) {
+      cache_(decoder_->config(), CacheOptions(options)) {
   stats_.num_slots = options_.num_slots;
+  UpdateBlockStats();
   // Slot 0 is handed out first (a stack, popped from the back).
   for (int slot = options_.num_slots - 1; slot >= 0; --slot) {
     free_slots_.push_back(slot);
@@ -85,6 +92,32 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
 }
 
 Engine::~Engine() { Shutdown(); }
+
+KvCacheOptions Engine::CacheOptions(const EngineOptions& options) {
+  KvCacheOptions cache;
+  cache.num_slots = options.num_slots;
+  cache.block_tokens = options.kv_block_tokens;
+  cache.num_blocks = options.kv_cache_tokens > 0
+                         ? (options.kv_cache_tokens + cache.block_tokens - 1) /
+                               cache.block_tokens
+                         : 0;
+  return cache;
+}
+
+int Engine::PositionsNeeded(int prompt_tokens, int max_new_tokens) const {
+  // The last new token is sampled, never fed back: it takes no position. A
+  // request that only scores its prompt (max_new_tokens 0) feeds the prompt.
+  return std::min(prompt_tokens + std::max(0, max_new_tokens - 1),
+                  decoder_->config().context_length);
+}
+
+void Engine::UpdateBlockStats() {
+  const KvBlockCounts counts = cache_.CountBlocks();
+  stats_.kv_blocks_total = counts.total;
+  stats_.kv_blocks_used = counts.used;
+  stats_.kv_blocks_cached = counts.cached;
+  stats_.kv_blocks_free = counts.free;
+}
 
 absl::Status Engine::Start() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -209,6 +242,19 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   if (request.max_new_tokens == 0 && request.prompt_logprobs == 0) {
     request.max_new_tokens = options_.default_max_new_tokens;
   }
+  // Admission reserves every block a request may fill: one that needs more
+  // than the whole pool could never start.
+  const int positions = PositionsNeeded(static_cast<int>(request.prompt.size()),
+                                        request.max_new_tokens);
+  if (cache_.BlocksFor(positions) > cache_.num_blocks()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.rejected_invalid;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt (", request.prompt.size(), " tokens) + max_new_tokens (",
+        request.max_new_tokens, ") need ", positions,
+        " KV-cache positions; the pool holds ",
+        cache_.num_blocks() * cache_.block_tokens(), " (--kv_cache_tokens)"));
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -311,16 +357,39 @@ bool Engine::Admit(absl::Time now) {
     }
     queue_.erase(std::remove(queue_.begin(), queue_.end(), nullptr),
                  queue_.end());
+    // First come, first served: the head waits (and those behind it) until
+    // a slot and its blocks are free.
     while (!queue_.empty() && !free_slots_.empty()) {
+      Sequence& head = *queue_.front();
+      const bool lookup = options_.prefix_cache && head.may_use_prefix_cache();
+      const KvCache::PrefixMatch match =
+          lookup ? cache_.MatchPrefix(head.prompt()) : KvCache::PrefixMatch{};
+      const int blocks = cache_.BlocksFor(PositionsNeeded(
+                             head.prompt_size(), head.max_new_tokens())) -
+                         match.tokens / cache_.block_tokens();
+      if (blocks > cache_.AvailableBlocks() - match.idle_blocks) break;
+      const int slot = free_slots_.back();
+      free_slots_.pop_back();
+      const int cached = lookup ? cache_.AttachPrefix(slot, head.prompt()) : 0;
+      // Cannot fail: the blocks were counted above.
+      cache_
+          .Reserve(slot,
+                   PositionsNeeded(head.prompt_size(), head.max_new_tokens()))
+          .IgnoreError();
+      if (lookup) {
+        stats_.prefix_cache_lookup_tokens += head.prompt_size();
+        stats_.prefix_cache_hit_tokens += cached;
+      }
       std::unique_ptr<Sequence> seq = std::move(queue_.front());
       queue_.pop_front();
-      seq->Admit(free_slots_.back(), now);
-      free_slots_.pop_back();
+      seq->Admit(slot, now);
+      seq->SkipCachedPrompt(cached);
       running_.push_back(std::move(seq));
       ++slots_in_use_;
     }
     stats_.queue_depth = static_cast<int>(queue_.size());
     stats_.slots_in_use = slots_in_use_;
+    UpdateBlockStats();
   }
   for (auto& [seq, status] : unwanted) {
     events_.clear();
@@ -394,8 +463,8 @@ void Engine::Step() {
   bool capture = false;
   for (size_t b = 0; b < batch_index_.size(); ++b) {
     const Sequence& seq = *running_[batch_index_[b]];
-    batch_.push_back({seq.slot(), seq.NextChunk(batch_tokens_[b]),
-                      seq.wants_all_logits()});
+    batch_.push_back(
+        {seq.slot(), seq.NextChunk(batch_tokens_[b]), seq.wants_all_logits()});
     // Attention maps cost memory and time for the whole batch, so they are
     // captured only when a tapped sequence picks a token this step.
     capture |=
@@ -431,6 +500,7 @@ void Engine::Step() {
     const int n = batch_tokens_[b];
     if (seq.prefilling()) prompt_tokens += n;
     const int generated_before = seq.generated();
+    const bool was_prefilling = seq.prefilling();
     const int rows = batch_[b].all_logits ? n : 1;
     step_done_[b] = seq.Advance(
         n,
@@ -439,6 +509,10 @@ void Engine::Step() {
         capture ? &result_.attention[b] : nullptr, step_, now, logprobs_,
         events);
     generated_tokens += seq.generated() - generated_before;
+    // The prompt's blocks filled so far become shareable at once.
+    if (options_.prefix_cache && was_prefilling) {
+      cache_.Publish(seq.slot(), seq.prompt());
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -477,6 +551,7 @@ void Engine::Retire(std::unique_ptr<Sequence> seq,
     std::lock_guard<std::mutex> lock(mu_);
     if (seq->slot() >= 0) --slots_in_use_;
     stats_.slots_in_use = slots_in_use_;
+    UpdateBlockStats();
     switch (finish.status.code()) {
       case absl::StatusCode::kOk:
         switch (finish.reason) {

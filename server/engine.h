@@ -15,6 +15,14 @@
 // gets the same tokens whatever else runs beside it and however its prompt
 // was chunked: with the same seed, the same output.
 //
+// KV memory is a pool of blocks (model/kv_cache.h). A request is admitted,
+// first come first served, when a slot is free and the pool can give it
+// blocks for its whole prompt and max_new_tokens (less the prompt's prefix
+// found in the prefix cache); the blocks are reserved then, so a running
+// sequence never runs out of them and never needs preempting: each runs to
+// its end and frees its blocks for the queue's head, and a request that
+// could never fit is refused by Submit. No deadlock, and no recomputation.
+//
 // Only the engine thread touches the Decoder and the KvCache. Other threads
 // talk to it through Submit (a bounded queue) and RequestStream (events out,
 // Cancel in); the engine never blocks on either.
@@ -44,8 +52,17 @@
 namespace textgen {
 
 struct EngineOptions {
-  // Sequences generating at once, each holding one KV-cache slot.
+  // Sequences generating at once, at most (each holds a KV-cache slot: a
+  // handle on blocks of the pool).
   int num_slots = 8;
+  // Positions per KV-cache block.
+  int kv_block_tokens = 16;
+  // Positions the KV-cache pool holds, over all sequences (rounded up to
+  // whole blocks); 0 means num_slots × the model's context, the memory of
+  // unpaged slots.
+  int kv_cache_tokens = 0;
+  // Reuse the KV blocks of earlier prompts' common prefixes.
+  bool prefix_cache = true;
   // Requests that may wait for a slot; Submit rejects beyond this. A request
   // with n completions counts n times.
   int max_queue = 64;
@@ -134,8 +151,13 @@ class Engine {
 
   Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
          std::shared_ptr<const Tokenizer> tokenizer);
+  static KvCacheOptions CacheOptions(const EngineOptions& options);
 
   absl::Status ValidateRequest(const GenerationRequest& request) const;
+  // KV positions `seq` may fill: prompt and new tokens, within the context.
+  int PositionsNeeded(int prompt_tokens, int max_new_tokens) const;
+  // Copies the cache's block counts into stats_ (mu_ held).
+  void UpdateBlockStats();
   // OK while someone still wants `seq`'s output; else why not: CANCELLED
   // (cancelled or dropped stream), DEADLINE_EXCEEDED, or RESOURCE_EXHAUSTED
   // (unread for options_.stream_idle_timeout).

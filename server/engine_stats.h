@@ -29,6 +29,17 @@ struct EngineStats {
   // Requests refused by Submit.
   int64_t rejected_queue_full = 0;
   int64_t rejected_invalid = 0;
+  // The KV cache's blocks by state (model/kv_cache.h): used + cached + free =
+  // total.
+  int kv_blocks_total = 0;
+  int kv_blocks_used = 0;
+  int kv_blocks_cached = 0;
+  int kv_blocks_free = 0;
+  // Prompt tokens of admitted requests that looked up the prefix cache, and
+  // those of them found cached (not computed): hits / lookups is the hit
+  // ratio.
+  int64_t prefix_cache_lookup_tokens = 0;
+  int64_t prefix_cache_hit_tokens = 0;
 };
 
 }  // namespace textgen

@@ -69,7 +69,16 @@ ABSL_FLAG(std::string, weights_dtype, "f32",
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
           "the best this CPU runs; a family the CPU cannot run is refused)");
-ABSL_FLAG(int, num_slots, 8, "Sequences generated at once (KV-cache slots)");
+ABSL_FLAG(int, num_slots, 8,
+          "Sequences generated at once, at most (each a KV-cache slot: a "
+          "handle on blocks of the pool)");
+ABSL_FLAG(int, kv_block_tokens, 16, "Positions per KV-cache block");
+ABSL_FLAG(int, kv_cache_tokens, 0,
+          "Positions the KV-cache pool holds over all sequences (whole "
+          "blocks); 0 = num_slots x the model's context, the memory of "
+          "unpaged slots");
+ABSL_FLAG(bool, prefix_cache, true,
+          "Reuse the KV-cache blocks of earlier prompts' common prefixes");
 ABSL_FLAG(int, max_queue, 64,
           "Requests that may wait for a slot; beyond, RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_completions, 8,
@@ -252,6 +261,9 @@ int Run() {
   options.address =
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
   options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);
+  options.engine.kv_block_tokens = absl::GetFlag(FLAGS_kv_block_tokens);
+  options.engine.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
+  options.engine.prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   options.engine.max_queue = absl::GetFlag(FLAGS_max_queue);
   options.engine.max_completions = absl::GetFlag(FLAGS_max_completions);
   options.engine.max_new_tokens_limit =

@@ -109,12 +109,45 @@ std::string Metrics::Render(const EngineStats& stats) const {
       Scalar("textgen_num_requests_running", MetricType::Gauge,
              "Requests generating (inference extension: TotalRunningRequests).",
              stats.slots_in_use));
+  families.push_back(Scalar(
+      "textgen_kv_cache_usage_perc", MetricType::Gauge,
+      "KV-cache utilisation, 0 to 1: blocks used / total (inference "
+      "extension: KVCacheUtilization).",
+      stats.kv_blocks_total > 0
+          ? static_cast<double>(stats.kv_blocks_used) / stats.kv_blocks_total
+          : 0.0));
+  // Paged KV cache and prefix cache (server/README.md).
+  prometheus::MetricFamily blocks =
+      Scalar("textgen_kv_blocks", MetricType::Gauge,
+             "KV-cache blocks by state: used (held by a request), cached "
+             "(a published prefix no request holds, evicted when needed), "
+             "free.",
+             stats.kv_blocks_used);
+  blocks.metric[0].label.push_back({"state", "used"});
+  for (auto [state, value] :
+       {std::pair<const char*, int>{"cached", stats.kv_blocks_cached},
+        {"free", stats.kv_blocks_free}}) {
+    prometheus::ClientMetric m = blocks.metric[0];
+    m.label[0].value = state;
+    m.gauge.value = value;
+    blocks.metric.push_back(std::move(m));
+  }
+  families.push_back(std::move(blocks));
   families.push_back(
-      Scalar("textgen_kv_cache_usage_perc", MetricType::Gauge,
-             "KV-cache utilisation, 0 to 1 (inference extension: "
-             "KVCacheUtilization).",
-             stats.num_slots > 0
-                 ? static_cast<double>(stats.slots_in_use) / stats.num_slots
+      Scalar("textgen_prefix_cache_hit_tokens_total", MetricType::Counter,
+             "Prompt tokens found in the prefix cache rather than computed.",
+             stats.prefix_cache_hit_tokens));
+  families.push_back(
+      Scalar("textgen_prefix_cache_lookup_tokens_total", MetricType::Counter,
+             "Prompt tokens of requests that looked up the prefix cache.",
+             stats.prefix_cache_lookup_tokens));
+  families.push_back(
+      Scalar("textgen_prefix_cache_hit_ratio", MetricType::Gauge,
+             "textgen_prefix_cache_hit_tokens_total / "
+             "textgen_prefix_cache_lookup_tokens_total (0 before any lookup).",
+             stats.prefix_cache_lookup_tokens > 0
+                 ? static_cast<double>(stats.prefix_cache_hit_tokens) /
+                       stats.prefix_cache_lookup_tokens
                  : 0.0));
   // Prometheus' info-metric idiom: the value is 1, the label is the fact.
   prometheus::MetricFamily kernels_info =

@@ -53,6 +53,17 @@ class Sequence {
     admitted_ = now;
   }
 
+  // Marks the first `n` prompt tokens as already in its KV slot (found in
+  // the prefix cache); n < the prompt's size, before the first chunk.
+  void SkipCachedPrompt(int n) { prompt_done_ += n; }
+  // Whether it may start from cached prompt blocks. Not when echoing or
+  // scoring the prompt: each prompt token's event (and its logits) is made as
+  // the model reads it.
+  bool may_use_prefix_cache() const { return !echoes_prompt(); }
+  absl::Span<const int> prompt() const { return request_.prompt; }
+  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
+  int max_new_tokens() const { return request_.max_new_tokens; }
+
   bool prefilling() const { return prompt_done_ < prompt_size(); }
   int prompt_remaining() const { return prompt_size() - prompt_done_; }
   // Echoed (or scored) prompt tokens become events, which must fit the
@@ -98,7 +109,6 @@ class Sequence {
   void ReaderCaughtUp() { waiting_since_ = absl::InfiniteFuture(); }
 
  private:
-  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   // Events for prompt tokens prompt_done_ .. prompt_done_ + n - 1; with
   // prompt_logprobs, scored by `logits` (the chunk's n rows: row t predicts
   // the token after position prompt_done_ + t).
@@ -106,8 +116,8 @@ class Sequence {
                   std::vector<float>& logprobs, std::vector<StreamEvent>& out);
   // `token`'s log-probability and the top alternatives after `previous`,
   // from a row of logits (log-softmaxed into `logprobs`).
-  void Score(absl::Span<const float> logits, int token, int previous,
-             int top_n, std::vector<float>& logprobs, TokenEvent& e) const;
+  void Score(absl::Span<const float> logits, int token, int previous, int top_n,
+             std::vector<float>& logprobs, TokenEvent& e) const;
   // The text of `id` following `previous`, for top alternatives; "" without a
   // tokenizer or for ids past its vocabulary (a padded embedding table).
   std::string TokenText(int id, int previous) const;
@@ -130,7 +140,7 @@ class Sequence {
   int prompt_done_ = 0;  // Prompt tokens in the KV cache.
   int generated_ = 0;
   absl::Time waiting_since_ = absl::InfiniteFuture();
-  int last_token_ = -1;       // Sampled, not yet fed to the model.
+  int last_token_ = -1;  // Sampled, not yet fed to the model.
   // With prompt_logprobs: the score of the next chunk's first prompt token,
   // which the previous chunk's last row predicted.
   std::optional<TokenEvent> next_prompt_score_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -327,6 +328,56 @@ TEST(KernelFamiliesTest, EveryFamilyIsBatchInvariantForEveryWeightType) {
       ASSERT_EQ(split, all);
     });
   }
+}
+
+// A paged KV cache scores and sums attention block by block: for every block
+// size (1, odd, the engine's 16, larger than the keys) and every family, the
+// per-block calls give the contiguous call's scores and outputs bit for bit.
+TEST(KernelFamiliesTest, AttentionSplitIntoKeyBlocksEqualsOneCall) {
+  const int depth = 72, rows = 7, start = 30, keys = start + rows;  // 72: tails
+  const Activations q = Random(rows, depth, 5);
+  const Activations k = Random(keys, depth, 6);
+  const Activations v = Random(keys, depth, 7);
+  ForEachFamily([&](kernels::KernelFamily) {
+    std::vector<float> scratch(kernels::AttentionScratchFloats(depth));
+    Activations whole = Activations::Zero(rows, keys);
+    kernels::AttentionScores(q.data(), rows, depth, depth, k.data(), depth,
+                             keys, start, whole.data(), keys, scratch.data());
+    Activations p = whole;
+    for (int t = 0; t < rows; ++t)
+      kernels::Softmax(p.row(t).data(), start + t + 1);
+    Activations out_whole(rows, depth);
+    for (int t = 0; t < rows; ++t) {
+      kernels::WeightedSum(p.row(t).data(), start + t + 1, v.data(), depth,
+                           depth, out_whole.row(t).data());
+    }
+    for (int block : {1, 5, 16, 32, 64}) {
+      SCOPED_TRACE(block);
+      Activations split = Activations::Zero(rows, keys);
+      Activations out_split(rows, depth);
+      for (int b0 = 0; b0 < keys; b0 += block) {
+        const int n = std::min(block, keys - b0);
+        kernels::AttentionScores(q.data(), rows, depth, depth,
+                                 k.data() + static_cast<long>(b0) * depth,
+                                 depth, n, start - b0, split.data() + b0, keys,
+                                 scratch.data());
+      }
+      for (int t = 0; t < rows; ++t) {
+        const int visible = start + t + 1;
+        for (int j = 0; j < visible; ++j) ASSERT_EQ(split(t, j), whole(t, j));
+        for (int b0 = 0; b0 < visible; b0 += block) {
+          kernels::WeightedSum(p.row(t).data() + b0,
+                               std::min(block, visible - b0),
+                               v.data() + static_cast<long>(b0) * depth, depth,
+                               depth, out_split.row(t).data(),
+                               /*accumulate=*/b0 > 0);
+        }
+      }
+      ASSERT_EQ(std::memcmp(out_split.data(), out_whole.data(),
+                            sizeof(float) * rows * depth),
+                0);
+    }
+  });
 }
 
 TEST(KernelDispatchTest, NamesAndAutoPickTheBestFamily) {

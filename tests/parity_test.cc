@@ -30,6 +30,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -410,6 +411,121 @@ TEST_P(ParityTest, BatchedStepGivesEachSequenceItsOwnLogits) {
       GetParam().c_str(), delta);
   EXPECT_LE(delta, kSelfConsistency);
   EXPECT_EQ(delta, 0.0f) << "batched logits are no longer bit-exact";
+}
+
+// The paged KV cache (model/kv_cache.h): attention reads its keys and values
+// block by block, and any block size gives the logits of one block holding
+// the whole context (the unpaged layout) bit for bit, prompt chunked across
+// block boundaries.
+TEST_P(ParityTest, KvBlockSizeNeverChangesLogits) {
+  auto logits_with = [&](int block_tokens) {
+    KvCacheOptions options;
+    options.block_tokens = block_tokens;
+    KvCache cache(config(), options);
+    Activations all(golden_.ids.size(), config().vocab_size);
+    int pos = 0;
+    for (int n : {13, 27, 1, 1, 22}) {
+      ForwardResult result;
+      const SequenceChunk chunk{
+          0, absl::MakeConstSpan(golden_.ids.data() + pos, n)};
+      EXPECT_TRUE(
+          decoder_
+              ->Forward({chunk}, cache, {LogitsMode::kAllTokens, false}, result)
+              .ok());
+      all.middleRows(pos, n) = result.logits;
+      pos += n;
+    }
+    EXPECT_EQ(pos, 64);
+    return all;
+  };
+  const Activations unpaged = logits_with(config().context_length);
+  for (int block_tokens : {1, 16, 32}) {
+    SCOPED_TRACE(block_tokens);
+    const Activations paged = logits_with(block_tokens);
+    ASSERT_EQ(std::memcmp(paged.data(), unpaged.data(),
+                          sizeof(float) * unpaged.size()),
+              0)
+        << "max|Δ| = " << MaxAbsDiff(paged, unpaged);
+  }
+}
+
+// Prefix caching: a sequence that starts from another's published prompt
+// blocks gets the logits and greedy tokens of one that computed everything
+// (bit for bit), while the owner keeps writing its own blocks beside it; the
+// shared blocks' bytes never change.
+TEST_P(ParityTest, CachedPrefixContinuationEqualsColdContinuation) {
+  const std::vector<int>& ids = golden_.ids;
+  KvCacheOptions options;
+  options.num_slots = 3;
+  options.block_tokens = 16;
+  KvCache cache(config(), options);
+  ForwardResult result;
+  // Slot 0 reads 40 prompt tokens and publishes its two full blocks.
+  const SequenceChunk owner{0, absl::MakeConstSpan(ids.data(), 40)};
+  ASSERT_TRUE(decoder_->Forward({owner}, cache, {}, result).ok());
+  cache.Publish(0, absl::MakeConstSpan(ids.data(), 40));
+  const int kv_floats =
+      options.block_tokens * config().n_kv_heads * config().head_dim();
+  auto shared_bytes = [&] {
+    std::vector<float> bytes;
+    for (int l = 0; l < config().n_layers; ++l) {
+      for (int i = 0; i < 2; ++i) {
+        const float* k = cache.block_keys(0, l, i);
+        const float* v = cache.block_values(0, l, i);
+        bytes.insert(bytes.end(), k, k + kv_floats);
+        bytes.insert(bytes.end(), v, v + kv_floats);
+      }
+    }
+    return bytes;
+  };
+  const std::vector<float> before = shared_bytes();
+
+  // Slot 1 finds 32 tokens cached and computes the rest of the 64; slot 0
+  // goes on with its own prompt in the same batch.
+  ASSERT_EQ(cache.AttachPrefix(1, ids), 32);
+  const std::vector<SequenceChunk> rest = {
+      {1, absl::MakeConstSpan(ids.data() + 32, 32)},
+      {0, absl::MakeConstSpan(ids.data() + 40, 24)}};
+  ASSERT_TRUE(
+      decoder_->Forward(rest, cache, {LogitsMode::kAllTokens, false}, result)
+          .ok());
+  const ForwardResult cold = FullPass(ids);
+  const Activations cached_rows = result.logits.middleRows(0, 32);
+  const Activations cold_rows = cold.logits.middleRows(32, 32);
+  ASSERT_EQ(std::memcmp(cached_rows.data(), cold_rows.data(),
+                        sizeof(float) * cold_rows.size()),
+            0)
+      << "max|Δ| = " << MaxAbsDiff(cached_rows, cold_rows);
+
+  // Greedy continuation: slot 1 (cached prefix) beside slot 2, which computes
+  // the whole prompt itself first; then both decode in the same steps.
+  const SequenceChunk whole{2, ids};
+  ForwardResult cold_result;
+  ASSERT_TRUE(decoder_->Forward({whole}, cache, {}, cold_result).ok());
+  auto argmax = [](const float* row, int n) {
+    return static_cast<int>(std::max_element(row, row + n) - row);
+  };
+  const int vocab = config().vocab_size;
+  int cached_next = argmax(result.logits.row(31).data(), vocab);
+  int cold_next = argmax(cold_result.logits.row(0).data(), vocab);
+  for (int step = 0; step < 8 && 64 + step < config().context_length; ++step) {
+    ASSERT_EQ(cached_next, cold_next) << "step " << step;
+    const std::vector<SequenceChunk> batch = {
+        {1, absl::MakeConstSpan(&cached_next, 1)},
+        {2, absl::MakeConstSpan(&cold_next, 1)}};
+    ASSERT_TRUE(decoder_->Forward(batch, cache, {}, result).ok());
+    ASSERT_EQ(std::memcmp(result.logits.row(0).data(),
+                          result.logits.row(1).data(), sizeof(float) * vocab),
+              0)
+        << "step " << step;
+    cached_next = argmax(result.logits.row(0).data(), vocab);
+    cold_next = argmax(result.logits.row(1).data(), vocab);
+  }
+  EXPECT_EQ(shared_bytes(), before) << "a shared block was written";
+  for (int slot = 0; slot < 3; ++slot) cache.Clear(slot);
+  const KvBlockCounts counts = cache.CountBlocks();
+  EXPECT_EQ(counts.used, 0);
+  EXPECT_EQ(counts.cached, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, ParityTest,
