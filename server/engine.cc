@@ -361,6 +361,7 @@ bool Engine::Admit(absl::Time now) {
     // a slot and its blocks are free.
     while (!queue_.empty() && !free_slots_.empty()) {
       Sequence& head = *queue_.front();
+      if (WaitsForFirstCompletion(head)) break;
       const bool lookup = options_.prefix_cache && head.may_use_prefix_cache();
       const KvCache::PrefixMatch match =
           lookup ? cache_.MatchPrefix(head.prompt()) : KvCache::PrefixMatch{};
@@ -397,6 +398,21 @@ bool Engine::Admit(absl::Time now) {
     Retire(std::move(seq), std::move(events_));
   }
   return true;
+}
+
+bool Engine::WaitsForFirstCompletion(const Sequence& seq) const {
+  if (!options_.prefix_cache || seq.completion_index() == 0) return false;
+  const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+  if (stream == nullptr) return false;
+  // Its siblings share its stream; completion 0 was queued first, so it is
+  // running (or has ended) by now.
+  for (const std::unique_ptr<Sequence>& other : running_) {
+    if (other != nullptr && other->completion_index() == 0 &&
+        other->prefilling() && other->stream().lock() == stream) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Engine::Reap(absl::Time now) {

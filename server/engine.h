@@ -168,6 +168,10 @@ class Engine {
   // Moves queued requests into free slots; ends queued ones that were
   // cancelled or expired. Returns false once the engine should stop.
   bool Admit(absl::Time now);
+  // Whether `seq`, completion i > 0 of a request, should wait for completion
+  // 0 to finish its prompt: with prefix caching it then finds the prompt's
+  // blocks cached and shares them instead of computing them again.
+  bool WaitsForFirstCompletion(const Sequence& seq) const;
   // Ends running sequences that were cancelled, dropped or expired.
   void Reap(absl::Time now);
   // Chooses this step's batch; false if nothing can run.

@@ -60,6 +60,8 @@ class Sequence {
   // scoring the prompt: each prompt token's event (and its logits) is made as
   // the model reads it.
   bool may_use_prefix_cache() const { return !echoes_prompt(); }
+  // Which of its request's n completions this is (0 for the first).
+  int completion_index() const { return completion_index_; }
   absl::Span<const int> prompt() const { return request_.prompt; }
   int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   int max_new_tokens() const { return request_.max_new_tokens; }

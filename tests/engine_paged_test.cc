@@ -235,6 +235,42 @@ TEST(EnginePagedTest, RequestLargerThanThePoolIsRefusedAtOnce) {
   EXPECT_EQ(out.ids.size(), 10u);
 }
 
+TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
+  EngineOptions options;
+  options.kv_block_tokens = 8;
+  options.prefill_chunk_tokens = 16;  // Completion 0 takes three steps.
+  std::unique_ptr<Engine> engine = MakeEngine(options, "gpt2_learned");
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int> prompt = Prompt(45, engine->config().vocab_size, 4);
+  GenerationRequest request = Request(prompt, 10, 0.9f, 500);
+  request.n = 4;
+  auto stream = engine->Submit(request);
+  ASSERT_TRUE(stream.ok());
+  std::vector<Output> out(4);
+  for (int finished = 0; finished < 4;) {
+    std::optional<StreamEvent> event = (*stream)->WaitNext(kWait);
+    ASSERT_TRUE(event) << "no event for " << kWait;
+    if (auto* token = std::get_if<TokenEvent>(&*event)) {
+      out[token->completion_index].ids.push_back(token->id);
+    } else {
+      const FinishEvent& finish = std::get<FinishEvent>(*event);
+      out[finish.completion_index].finish = finish;
+      ++finished;
+    }
+  }
+  // Completions 1..3 waited for completion 0's prompt and found its five full
+  // blocks (40 of the 45 tokens) cached.
+  EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 3 * 40);
+  std::unique_ptr<Decoder> reference =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(out[i].finish && out[i].finish->status.ok());
+    EXPECT_EQ(out[i].ids, RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)))
+        << "completion " << i;
+  }
+  EXPECT_TRUE(AllBlocksBack(*engine));
+}
+
 TEST(EnginePagedTest, EchoedPromptIsWholeEvenWhenItsPrefixIsCached) {
   std::unique_ptr<Engine> engine = MakeEngine({}, "gpt2_learned");
   ASSERT_NE(engine, nullptr);
