@@ -44,7 +44,8 @@ ModelMemory EstimateModelMemory(const ModelConfig& c,
   // An untied model keeps its embedding table as well, in f32.
   if (!c.tied_lm_head) m.weights += V * C * f32;
   if (c.positions != PositionKind::kRotary) m.positions = T * C * f32;
-  m.kv_cache_per_slot = 2 * L * T * kv_cols * f32;
+  m.kv_cache_per_token = 2 * L * kv_cols * f32;
+  m.kv_cache_per_slot = T * m.kv_cache_per_token;
   m.largest_tensor =
       std::max({V * C, C * ff_in_cols, C * (q_cols + 2 * kv_cols), T * C}) *
       f32;
@@ -60,17 +61,23 @@ uint64_t PhysicalMemoryBytes() {
 
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type, int kv_slots,
-                               uint64_t budget_bytes,
+                               int64_t kv_tokens, uint64_t budget_bytes,
                                const std::string& source) {
   const uint64_t budget =
       budget_bytes == 0 ? PhysicalMemoryBytes() : budget_bytes;
   const ModelMemory m = EstimateModelMemory(config, weight_type);
-  const double total = m.Total(kv_slots);
+  const double total = m.Total(kv_slots, kv_tokens);
   if (total <= static_cast<double>(budget)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       source, ": the model needs about ", MiB(total), " (weights ",
       MiB(m.weights), ", position table ", MiB(m.positions), ", KV cache ",
-      kv_slots, " x ", MiB(m.kv_cache_per_slot), ", load temporary ",
+      kv_slots, " x ", MiB(m.kv_cache_per_slot),
+      kv_tokens > 0
+          ? absl::StrCat(" + a pool of ", kv_tokens, " positions ",
+                         MiB(static_cast<double>(kv_tokens) *
+                             m.kv_cache_per_token))
+          : "",
+      ", load temporary ",
       MiB(m.largest_tensor), "), over the memory budget of ", MiB(budget),
       budget_bytes == 0 ? " (the machine's physical memory)" : "",
       "; config: ", DescribeConfig(config)));

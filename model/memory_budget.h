@@ -20,11 +20,15 @@ struct ModelMemory {
   double weights = 0;            // Every parameter, as held in memory.
   double positions = 0;          // The learned or sinusoidal position table.
   double kv_cache_per_slot = 0;  // Keys and values of one full context.
-  double largest_tensor = 0;     // The loader's one temporary (f32).
+  double kv_cache_per_token = 0;  // Of one position.
+  double largest_tensor = 0;      // The loader's one temporary (f32).
 
-  // Weights, positions, `kv_slots` KV-cache slots and the load temporary.
-  double Total(int kv_slots) const {
-    return weights + positions + kv_slots * kv_cache_per_slot + largest_tensor;
+  // Weights, positions, `kv_slots` full-context KV-cache slots plus a pool of
+  // `kv_tokens` positions, and the load temporary.
+  double Total(int kv_slots, int64_t kv_tokens = 0) const {
+    return weights + positions + kv_slots * kv_cache_per_slot +
+           static_cast<double>(kv_tokens) * kv_cache_per_token +
+           largest_tensor;
   }
 };
 
@@ -34,12 +38,13 @@ ModelMemory EstimateModelMemory(const ModelConfig& config,
 // The machine's physical memory in bytes (what a budget of 0 means).
 uint64_t PhysicalMemoryBytes();
 
-// OK if the model of `config`, with `kv_slots` KV-cache slots, fits in
-// `budget_bytes` (0 = the machine's physical memory); otherwise
-// RESOURCE_EXHAUSTED naming `source`, each part's size and the budget.
+// OK if the model of `config`, with `kv_slots` full-context KV-cache slots
+// and a KV pool of `kv_tokens` positions, fits in `budget_bytes` (0 = the
+// machine's physical memory); otherwise RESOURCE_EXHAUSTED naming `source`,
+// each part's size and the budget.
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type, int kv_slots,
-                               uint64_t budget_bytes,
+                               int64_t kv_tokens, uint64_t budget_bytes,
                                const std::string& source);
 
 }  // namespace textgen

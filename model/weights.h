@@ -76,10 +76,12 @@ struct LoadOptions {
   // Embeddings of an untied model, norms and biases stay f32.
   kernels::WeightType weight_type = kernels::WeightType::kF32;
   // The memory the config implies (model/memory_budget.h: weights, position
-  // table, `kv_cache_slots` full-context KV-cache slots) must fit in this many
-  // bytes, checked before any weight is allocated; 0 = physical memory.
+  // table, `kv_cache_slots` full-context KV-cache slots and a KV pool of
+  // `kv_cache_tokens` positions) must fit in this many bytes, checked before
+  // any weight is allocated; 0 = physical memory.
   uint64_t memory_budget_bytes = 0;
   int kv_cache_slots = 1;
+  int64_t kv_cache_tokens = 0;
 };
 
 // "f32", "bf16" or "int8" (any case), as --weights_dtype takes it; else

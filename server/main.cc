@@ -206,11 +206,16 @@ int Run() {
   }
   load_options.memory_budget_bytes =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
-  // The engine's slots, and DebugAttention's one.
-  load_options.kv_cache_slots =
-      absl::GetFlag(FLAGS_num_slots) +
-      (absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff ? 1
-                                                                        : 0);
+  // The engine's KV pool (--kv_cache_tokens positions, or by default a full
+  // context per slot), and DebugAttention's one slot.
+  const int debug_slots =
+      absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff ? 1 : 0;
+  if (absl::GetFlag(FLAGS_kv_cache_tokens) > 0) {
+    load_options.kv_cache_slots = debug_slots;
+    load_options.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
+  } else {
+    load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
+  }
 
   const std::string model_path = absl::GetFlag(FLAGS_model);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);

@@ -426,6 +426,17 @@ TEST_F(CheckpointErrorsTest, KvCacheSlotsCountAgainstTheBudget) {
   options.kv_cache_slots = 5;
   EXPECT_EQ(LoadCheckpoint(dir_.string(), options).status().code(),
             absl::StatusCode::kResourceExhausted);
+  // A KV pool of positions (--kv_cache_tokens) counts by the position: four
+  // contexts' worth fits, one position more does not.
+  options.kv_cache_slots = 0;
+  options.kv_cache_tokens = 4 * config.context_length;
+  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
+  options.kv_cache_tokens = 4 * config.context_length + 1;
+  const absl::Status over = LoadCheckpoint(dir_.string(), options).status();
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.message(),
+              HasSubstr(absl::StrCat("a pool of ", 4 * config.context_length + 1,
+                                     " positions")));
 }
 
 // /dev/zero never ends: read as a model it would exhaust memory.
