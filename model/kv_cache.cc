@@ -171,9 +171,9 @@ int KvCache::Find(uint64_t hash, absl::Span<const int> prefix) const {
   return -1;
 }
 
-KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
-  PrefixMatch match;
-  if (published_.empty() || prompt.empty()) return match;
+std::vector<int> KvCache::MatchingBlocks(absl::Span<const int> prompt) const {
+  std::vector<int> blocks;
+  if (published_.empty() || prompt.empty()) return blocks;
   const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
   uint64_t hash = 0;
   for (int i = 0; i < max_blocks; ++i) {
@@ -181,7 +181,15 @@ KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
     hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
     const int b = Find(hash, prompt.first(end));
     if (b < 0) break;
-    match.tokens = end;
+    blocks.push_back(b);
+  }
+  return blocks;
+}
+
+KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
+  PrefixMatch match;
+  for (int b : MatchingBlocks(prompt)) {
+    match.tokens += block_tokens_;
     if (blocks_[b].refs == 0) ++match.idle_blocks;
   }
   return match;
@@ -190,18 +198,11 @@ KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
 int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
   Slot& s = slots_[slot];
   assert(s.length == 0 && s.table.empty());
-  if (published_.empty() || prompt.empty()) return 0;
-  const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
-  uint64_t hash = 0;
-  for (int i = 0; i < max_blocks; ++i) {
-    const int end = (i + 1) * block_tokens_;
-    hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
-    const int b = Find(hash, prompt.first(end));
-    if (b < 0) break;
+  for (int b : MatchingBlocks(prompt)) {
     Block& block = blocks_[b];
     if (block.refs++ == 0) lru_.erase(block.lru);
     s.table.push_back(b);
-    s.length = end;
+    s.length += block_tokens_;
   }
   return s.length;
 }

@@ -170,6 +170,9 @@ class KvCache {
   static uint64_t ChainHash(uint64_t previous, absl::Span<const int> tokens);
   // The published block holding exactly prefix[0, end), or -1.
   int Find(uint64_t hash, absl::Span<const int> prefix) const;
+  // The published blocks that `prompt` starts with, in order (never its last
+  // token's block: that one must be computed, for its logits); the block ids.
+  std::vector<int> MatchingBlocks(absl::Span<const int> prompt) const;
   size_t Row(int block, int position) const {
     return static_cast<size_t>(block) * block_tokens_ +
            position % block_tokens_;
