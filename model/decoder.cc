@@ -171,7 +171,8 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     for (size_t i = 0; i < batch.size(); ++i) {
       const int T = static_cast<int>(batch[i].tokens.size());
       const int kept = batch[i].all_logits ? T : 1;
-      last_.middleRows(row, kept) = x_.middleRows(first_row_[i] + T - kept, kept);
+      last_.middleRows(row, kept) =
+          x_.middleRows(first_row_[i] + T - kept, kept);
       result.first_row[i] = row;
       row += kept;
     }

@@ -72,13 +72,12 @@ absl::Status CheckMemoryBudget(const ModelConfig& config,
       source, ": the model needs about ", MiB(total), " (weights ",
       MiB(m.weights), ", position table ", MiB(m.positions), ", KV cache ",
       kv_slots, " x ", MiB(m.kv_cache_per_slot),
-      kv_tokens > 0
-          ? absl::StrCat(" + a pool of ", kv_tokens, " positions ",
-                         MiB(static_cast<double>(kv_tokens) *
-                             m.kv_cache_per_token))
-          : "",
-      ", load temporary ",
-      MiB(m.largest_tensor), "), over the memory budget of ", MiB(budget),
+      kv_tokens > 0 ? absl::StrCat(" + a pool of ", kv_tokens, " positions ",
+                                   MiB(static_cast<double>(kv_tokens) *
+                                       m.kv_cache_per_token))
+                    : "",
+      ", load temporary ", MiB(m.largest_tensor),
+      "), over the memory budget of ", MiB(budget),
       budget_bytes == 0 ? " (the machine's physical memory)" : "",
       "; config: ", DescribeConfig(config)));
 }

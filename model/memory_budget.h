@@ -17,9 +17,9 @@ namespace textgen {
 // Bytes, as doubles: the products of three 2^30-bounded config values
 // overflow 64-bit integers, and an estimate needs no exact count.
 struct ModelMemory {
-  double weights = 0;            // Every parameter, as held in memory.
-  double positions = 0;          // The learned or sinusoidal position table.
-  double kv_cache_per_slot = 0;  // Keys and values of one full context.
+  double weights = 0;             // Every parameter, as held in memory.
+  double positions = 0;           // The learned or sinusoidal position table.
+  double kv_cache_per_slot = 0;   // Keys and values of one full context.
   double kv_cache_per_token = 0;  // Of one position.
   double largest_tensor = 0;      // The loader's one temporary (f32).
 
@@ -27,8 +27,7 @@ struct ModelMemory {
   // `kv_tokens` positions, and the load temporary.
   double Total(int kv_slots, int64_t kv_tokens = 0) const {
     return weights + positions + kv_slots * kv_cache_per_slot +
-           static_cast<double>(kv_tokens) * kv_cache_per_token +
-           largest_tensor;
+           static_cast<double>(kv_tokens) * kv_cache_per_token + largest_tensor;
   }
 };
 

@@ -283,9 +283,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
       completion.echo_prompt = false;
       completion.prompt_logprobs = 0;
     }
-    queue_.push_back(std::make_unique<Sequence>(
-        std::move(completion), i, decoder_->config(), tokenizer_.get(), stream,
-        arrival));
+    queue_.push_back(
+        std::make_unique<Sequence>(std::move(completion), i, decoder_->config(),
+                                   tokenizer_.get(), stream, arrival));
   }
   stats_.queue_depth = static_cast<int>(queue_.size());
   wakeup_->Notify();

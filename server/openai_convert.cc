@@ -525,17 +525,18 @@ std::string CompletionBuilder::Response() const {
     Json choice = {{"index", i},
                    {"text", std::move(text)},
                    {"logprobs", nullptr},
-                   {"finish_reason", finish != nullptr
-                                         ? Json(OpenAiFinishReason(finish->reason))
-                                         : Json(nullptr)},
+                   {"finish_reason",
+                    finish != nullptr ? Json(OpenAiFinishReason(finish->reason))
+                                      : Json(nullptr)},
                    {"token_ids", std::move(ids)}};
     if (logprobs_) choice["logprobs"] = LogprobsJson(tokens, 0);
     choices.push_back(std::move(choice));
   }
   Json response = Envelope(id_, created_, model_);
   // Completion i used seed + i.
-  response["seed"] = finishes_.empty() ? 0 : finishes_.front().seed -
-                                                 finishes_.front().completion_index;
+  response["seed"] = finishes_.empty() ? 0
+                                       : finishes_.front().seed -
+                                             finishes_.front().completion_index;
   response["choices"] = std::move(choices);
   response["usage"] = UsageJson(TotalUsage());
   return Dump(response);

@@ -13,8 +13,8 @@
 // `temperature` (default 1, as OpenAI's), `top_p`, `stop` (a string or an
 // array), `seed`, `logprobs` (0..20 alternatives), `echo`, `stream`,
 // `stream_options.include_usage`, `n` (choices, up to the server's
-// --max_completions; choice i samples with seed + i), and textgen's extras under
-// the names vLLM uses for them: `top_k`, `repetition_penalty`, and
+// --max_completions; choice i samples with seed + i), and textgen's extras
+// under the names vLLM uses for them: `top_k`, `repetition_penalty`, and
 // `attention_tap` ({"layers": [...], "heads": [...]}, as the proto's).
 // Omitted `max_tokens` means the server's --default_max_new_tokens.
 // Scoring, as evaluation harnesses do it: `echo: true` with an integer

@@ -20,8 +20,7 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
 }  // namespace
 
 Sequence::Sequence(GenerationRequest request, int completion_index,
-                   const ModelConfig& config,
-                   const Tokenizer* tokenizer,
+                   const ModelConfig& config, const Tokenizer* tokenizer,
                    std::weak_ptr<RequestStream> stream, absl::Time arrival)
     : request_(std::move(request)),
       completion_index_(completion_index),

@@ -34,9 +34,8 @@ class Sequence {
   // it carries that completion's seed. `tokenizer` may be null (ids only, no
   // text) and must outlive the sequence.
   Sequence(GenerationRequest request, int completion_index,
-           const ModelConfig& config,
-           const Tokenizer* tokenizer, std::weak_ptr<RequestStream> stream,
-           absl::Time arrival);
+           const ModelConfig& config, const Tokenizer* tokenizer,
+           std::weak_ptr<RequestStream> stream, absl::Time arrival);
 
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;

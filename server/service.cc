@@ -140,7 +140,7 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
-  int completions_left_;  // Under link_->mu.
+  int completions_left_;                      // Under link_->mu.
   Metrics* const metrics_;                    // May be null.
   const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
@@ -209,8 +209,7 @@ grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
   }
   // gRPC owns reactors from here and deletes them in OnDone.
   return new GenerateReactor(*std::move(stream), CompletionsOf(*request),
-                             metrics_,
-                             std::move(pass->stream));
+                             metrics_, std::move(pass->stream));
 }
 
 grpc::ServerWriteReactor<pb::DebugAttentionResponse>*

@@ -435,8 +435,8 @@ TEST_F(CheckpointErrorsTest, KvCacheSlotsCountAgainstTheBudget) {
   const absl::Status over = LoadCheckpoint(dir_.string(), options).status();
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.message(),
-              HasSubstr(absl::StrCat("a pool of ", 4 * config.context_length + 1,
-                                     " positions")));
+              HasSubstr(absl::StrCat(
+                  "a pool of ", 4 * config.context_length + 1, " positions")));
 }
 
 // /dev/zero never ends: read as a model it would exhaust memory.

@@ -411,8 +411,8 @@ TEST_F(E2eTest, NCompletionsEachEqualTheirOwnCallWithSeedPlusIndex) {
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(refused.status.error_message(),
               HasSubstr("n must be in 1..8 (--max_completions), got 9"));
-  EXPECT_TRUE(WaitForStats(
-      [](const EngineStats& s) { return s.slots_in_use == 0; }));
+  EXPECT_TRUE(
+      WaitForStats([](const EngineStats& s) { return s.slots_in_use == 0; }));
 }
 
 TEST_F(E2eTest, CancelsAndDeadlinesReturnEverySlot) {

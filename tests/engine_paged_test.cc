@@ -265,7 +265,8 @@ TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
       testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(out[i].finish && out[i].finish->status.ok());
-    EXPECT_EQ(out[i].ids, RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)))
+    EXPECT_EQ(out[i].ids,
+              RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)))
         << "completion " << i;
   }
   EXPECT_TRUE(AllBlocksBack(*engine));

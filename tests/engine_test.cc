@@ -294,16 +294,16 @@ struct GoldenPromptScores {
 
 GoldenPromptScores LoadGoldenPromptScores(const std::string& config) {
   GoldenPromptScores g;
-  auto file = SafetensorsFile::Open(testing::GoldenDir(config) +
-                                    "/golden.safetensors");
+  auto file =
+      SafetensorsFile::Open(testing::GoldenDir(config) + "/golden.safetensors");
   EXPECT_TRUE(file.ok()) << file.status();
   if (!file.ok()) return g;
   auto ids = file->ReadInts("input_ids");
   EXPECT_TRUE(ids.ok()) << ids.status();
   if (!ids.ok()) return g;
   g.ids.assign(ids->begin(), ids->end());
-  auto logprobs = file->ReadFloats(
-      "prompt_logprobs", {static_cast<int>(g.ids.size()) - 1});
+  auto logprobs =
+      file->ReadFloats("prompt_logprobs", {static_cast<int>(g.ids.size()) - 1});
   EXPECT_TRUE(logprobs.ok()) << logprobs.status();
   if (logprobs.ok()) g.logprobs = *std::move(logprobs);
   return g;
