@@ -23,6 +23,7 @@
 #include "model/generate.h"
 #include "model/sampler.h"
 #include "server/engine.h"
+#include "tests/engine_streams.h"
 #include "tests/test_util.h"
 
 namespace textgen {
@@ -38,34 +39,9 @@ std::vector<int> Prompt(int n, int vocab, unsigned seed) {
   return ids;
 }
 
-struct Output {
-  std::vector<int> prompt_ids;  // Echoed.
-  std::vector<int> ids;
-  std::vector<float> logprobs;
-  std::optional<FinishEvent> finish;
-};
-
-Output Collect(RequestStream& stream) {
-  Output out;
-  while (!out.finish) {
-    std::optional<StreamEvent> event = stream.WaitNext(kWait);
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.id() << ": no event for " << kWait;
-      break;
-    }
-    if (auto* token = std::get_if<TokenEvent>(&*event)) {
-      if (token->is_prompt) {
-        out.prompt_ids.push_back(token->id);
-      } else {
-        out.ids.push_back(token->id);
-        out.logprobs.push_back(token->logprob);
-      }
-    } else {
-      out.finish = std::get<FinishEvent>(*event);
-    }
-  }
-  return out;
-}
+using testing::Collect;
+using testing::CollectCompletions;
+using testing::Output;
 
 GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
                           float temperature, uint64_t seed) {
@@ -149,8 +125,8 @@ TEST_P(EnginePagedParityTest, CachedPrefixGivesTheColdTokens) {
     const Output want = Collect(**cold_stream);
     const Output got = Collect(**cached_stream);
     ASSERT_TRUE(got.finish && got.finish->status.ok());
-    EXPECT_EQ(got.ids, want.ids);
-    EXPECT_EQ(got.logprobs, want.logprobs);  // Bit for bit.
+    EXPECT_EQ(got.ids(), want.ids());
+    EXPECT_EQ(got.logprobs(), want.logprobs());  // Bit for bit.
     EXPECT_EQ(got.finish->usage.prompt_tokens,
               static_cast<int>(requests[i].prompt.size()));
     if (i > 0) {
@@ -206,7 +182,7 @@ TEST(EnginePagedTest, TinyPoolQueuesEvictsAndEveryRequestGetsItsTokens) {
     SCOPED_TRACE(i);
     const Output out = Collect(*streams[i]);
     ASSERT_TRUE(out.finish && out.finish->status.ok());
-    EXPECT_EQ(out.ids, RunAlone(*reference, requests[i]));
+    EXPECT_EQ(out.ids(), RunAlone(*reference, requests[i]));
   }
   EXPECT_TRUE(AllBlocksBack(*engine));
   const EngineStats stats = engine->stats();
@@ -232,7 +208,7 @@ TEST(EnginePagedTest, RequestLargerThanThePoolIsRefusedAtOnce) {
   ASSERT_TRUE(fits.ok()) << fits.status();
   const Output out = Collect(**fits);
   ASSERT_TRUE(out.finish && out.finish->status.ok());
-  EXPECT_EQ(out.ids.size(), 10u);
+  EXPECT_EQ(out.ids().size(), 10u);
 }
 
 TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
@@ -246,18 +222,7 @@ TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
   request.n = 4;
   auto stream = engine->Submit(request);
   ASSERT_TRUE(stream.ok());
-  std::vector<Output> out(4);
-  for (int finished = 0; finished < 4;) {
-    std::optional<StreamEvent> event = (*stream)->WaitNext(kWait);
-    ASSERT_TRUE(event) << "no event for " << kWait;
-    if (auto* token = std::get_if<TokenEvent>(&*event)) {
-      out[token->completion_index].ids.push_back(token->id);
-    } else {
-      const FinishEvent& finish = std::get<FinishEvent>(*event);
-      out[finish.completion_index].finish = finish;
-      ++finished;
-    }
-  }
+  const std::vector<Output> out = CollectCompletions(**stream, 4);
   // Completions 1..3 waited for completion 0's prompt and found its five full
   // blocks (40 of the 45 tokens) cached.
   EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 3 * 40);
@@ -265,7 +230,7 @@ TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
       testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(out[i].finish && out[i].finish->status.ok());
-    EXPECT_EQ(out[i].ids,
+    EXPECT_EQ(out[i].ids(),
               RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)))
         << "completion " << i;
   }
@@ -284,8 +249,8 @@ TEST(EnginePagedTest, EchoedPromptIsWholeEvenWhenItsPrefixIsCached) {
   auto second = engine->Submit(echo);
   ASSERT_TRUE(second.ok());
   const Output echoed = Collect(**second);
-  EXPECT_EQ(echoed.prompt_ids, prompt);
-  EXPECT_EQ(echoed.ids, plain.ids);
+  EXPECT_EQ(echoed.prompt_ids(), prompt);
+  EXPECT_EQ(echoed.ids(), plain.ids());
   EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 0);
 }
 

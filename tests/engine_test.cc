@@ -49,6 +49,7 @@
 #include "model/tokenizer.h"
 #include "model/tokenizer_factory.h"
 #include "model/utf8.h"
+#include "tests/engine_streams.h"
 #include "tests/test_util.h"
 
 namespace textgen {
@@ -107,42 +108,9 @@ SamplingParams Sampled(float temperature = 1.0f, int top_k = 0,
   return p;
 }
 
-// Everything a stream produced.
-struct Output {
-  std::vector<TokenEvent> prompt;     // Echoed prompt tokens.
-  std::vector<TokenEvent> generated;  // Generated tokens.
-  std::optional<FinishEvent> finish;
-
-  std::vector<int> ids() const {
-    std::vector<int> ids;
-    for (const TokenEvent& e : generated) ids.push_back(e.id);
-    return ids;
-  }
-  std::string text() const {
-    std::string text;
-    for (const TokenEvent& e : generated) text += e.text;
-    return text;
-  }
-};
-
-// Reads `stream` to its FinishEvent (or fails after kWait without one).
-Output Collect(RequestStream& stream) {
-  Output out;
-  while (!out.finish) {
-    std::optional<StreamEvent> event = stream.WaitNext(kWait);
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.id() << ": no event for " << kWait;
-      break;
-    }
-    if (auto* token = std::get_if<TokenEvent>(&*event)) {
-      (token->is_prompt ? out.prompt : out.generated).push_back(*token);
-    } else {
-      out.finish = std::get<FinishEvent>(*event);
-    }
-  }
-  EXPECT_FALSE(stream.Poll().has_value()) << "an event after FinishEvent";
-  return out;
-}
+using testing::Collect;
+using testing::CollectCompletions;
+using testing::Output;
 
 // Polls `done` until it holds or kWait passes.
 template <typename F>
@@ -499,31 +467,6 @@ TEST(EngineTest, ThirtyTwoConcurrentRequestsEachGetWhatTheyGetAlone) {
   EXPECT_EQ(stats.queue_depth, 0);
   EXPECT_EQ(stats.finished_length, kRequests);
   EXPECT_EQ(stats.generated_tokens, total_tokens);
-}
-
-// Reads a stream with n completions to its n-th FinishEvent: each
-// completion's events apart.
-std::vector<Output> CollectCompletions(RequestStream& stream, int n) {
-  std::vector<Output> out(n);
-  int finished = 0;
-  while (finished < n) {
-    std::optional<StreamEvent> event = stream.WaitNext(kWait);
-    if (!event) {
-      ADD_FAILURE() << "stream " << stream.id() << ": no event for " << kWait;
-      break;
-    }
-    if (auto* token = std::get_if<TokenEvent>(&*event)) {
-      Output& o = out.at(token->completion_index);
-      (token->is_prompt ? o.prompt : o.generated).push_back(*token);
-    } else {
-      const FinishEvent& finish = std::get<FinishEvent>(*event);
-      EXPECT_FALSE(out.at(finish.completion_index).finish) << "ended twice";
-      out.at(finish.completion_index).finish = finish;
-      ++finished;
-    }
-  }
-  EXPECT_FALSE(stream.Poll().has_value()) << "an event after the last finish";
-  return out;
 }
 
 TEST(EngineTest, NCompletionsEqualNSingleRequestsEvenWithFewerSlots) {
