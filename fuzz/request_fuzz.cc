@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
+#include "model/config.h"
 #include "model/tokenizer_factory.h"
 #include "server/openai_convert.h"
 #include "server/proto_convert.h"
@@ -38,10 +39,22 @@ const textgen::Tokenizer& ShippedTokenizer() {
   return *tokenizer;
 }
 
-// The engine's view of an accepted request: OK or INVALID_ARGUMENT.
+const textgen::ModelConfig& ShippedConfig() {
+  static const textgen::ModelConfig config = [] {
+    auto loaded =
+        textgen::LoadModelConfig(std::string(TEXTGEN_SOURCE_DIR) +
+                                 "/models/shakespeare-char/config.json");
+    FUZZ_CHECK(loaded.ok());
+    return *std::move(loaded);
+  }();
+  return config;
+}
+
+// The engine's view of an accepted request: OK or INVALID_ARGUMENT (a
+// decoder-only model refuses a source with INVALID_ARGUMENT too).
 void CheckTranslation(const textgen::v1::GenerateRequest& request) {
   const absl::StatusOr<textgen::GenerationRequest> translated =
-      textgen::ToEngineRequest(request, &ShippedTokenizer());
+      textgen::ToEngineRequest(request, &ShippedTokenizer(), ShippedConfig());
   FUZZ_CHECK(translated.ok() ||
              translated.status().code() == absl::StatusCode::kInvalidArgument);
 }

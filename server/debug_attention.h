@@ -1,5 +1,8 @@
 // DebugAttention's work: one forward pass over a prompt with attention
-// capture, its maps cut into messages under a byte budget.
+// capture, its maps cut into messages under a byte budget. For an
+// encoder–decoder model the pass is Encode over the source, then Forward over
+// the target's start, both capturing: encoder self-attention, decoder
+// self-attention and cross-attention maps, each labelled with its kind.
 //
 // The engine thread's Decoder is not thread-safe, and a second kind of work in
 // its batching loop would complicate it, so DebugAttention has a Decoder of
@@ -8,8 +11,9 @@
 // KvCache, used by one call at a time under a mutex. The pass runs on the
 // calling (gRPC callback) thread, bounded by max_tokens.
 //
-// Maps go out [layer][head][query][key], the first message carrying the
-// prompt's tokens; a map that does not fit the rest of a message comes in
+// Maps go out kind by kind (encoder self, decoder self, cross), each
+// [layer][head][query][key], the first message carrying the prompt's tokens
+// (and the source's); a map that does not fit the rest of a message comes in
 // pieces of whole rows (AttentionMap.first_query).
 #ifndef TEXTGEN_SERVER_DEBUG_ATTENTION_H_
 #define TEXTGEN_SERVER_DEBUG_ATTENTION_H_
@@ -71,8 +75,12 @@ class AttentionDebugger {
   absl::StatusOr<std::shared_ptr<const Ticket>> Admit();
 
   // The replies for `request`, or INVALID_ARGUMENT naming the field (the
-  // prompt, a layer or head out of range, a prompt over max_tokens, maps over
-  // max_map_bytes). Repeated layers and heads count once. `check` is asked
+  // prompt or source, a layer or head out of range, a prompt or source over
+  // max_tokens, maps over max_map_bytes), or CheckSourcePresence's status (a
+  // source missing for an encoder–decoder model, or given to a decoder-only
+  // one). Repeated layers and heads count once; a layer filter applies to
+  // the encoder's blocks and the decoder's alike (a layer neither has is
+  // refused). `check` is asked
   // before each step (waiting for the decoder, the pass, paging); a non-OK
   // status (the call cancelled or past its deadline) ends the call with it.
   // Thread-safe: calls take turns.
@@ -89,13 +97,23 @@ class AttentionDebugger {
   const std::unique_ptr<Decoder> decoder_;
   KvCache cache_;
   ForwardResult result_;
+  EncodeResult encoded_;
 };
 
-// `maps` (of the prompt `ids`) as DebugAttention messages: the tokens first,
-// then the maps of `layers` × `heads`, each message under `budget` bytes.
+// The maps of one kind to send, and which of their layers.
+struct SelectedMaps {
+  const AttentionMaps* maps = nullptr;
+  absl::Span<const int> layers;
+};
+
+// `selected` (of the prompt `ids` and the source `source_ids`, empty for a
+// decoder-only model) as DebugAttention messages: the tokens first, then
+// each selection's maps of its layers × `heads`, in the order given, each
+// message under `budget` bytes. num_layers counts the decoder self-attention
+// layers sent, num_encoder_layers the encoder's.
 std::vector<textgen::v1::DebugAttentionResponse> PageAttentionMaps(
-    const AttentionMaps& maps, absl::Span<const int> ids,
-    const Tokenizer* tokenizer, absl::Span<const int> layers,
+    absl::Span<const SelectedMaps> selected, absl::Span<const int> ids,
+    absl::Span<const int> source_ids, const Tokenizer* tokenizer,
     absl::Span<const int> heads, size_t budget);
 
 }  // namespace textgen

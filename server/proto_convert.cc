@@ -1,5 +1,6 @@
 #include "server/proto_convert.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -41,32 +42,44 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
-absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
-                                           const Tokenizer* tokenizer) {
+namespace {
+
+// The ids of `prompt` (field `field`: "prompt" or "source"), with the
+// tokenizer's BOS first for text when `with_bos`.
+absl::StatusOr<std::vector<int>> TextOrIds(const pb::Prompt& prompt,
+                                           const Tokenizer* tokenizer,
+                                           const char* field, bool with_bos) {
   std::vector<int> ids;
   switch (prompt.kind_case()) {
     case pb::Prompt::KIND_NOT_SET:
-      return Invalid("prompt: set prompt.text or prompt.token_ids");
+      return Invalid(absl::StrCat(field, ": set ", field, ".text or ", field,
+                                  ".token_ids"));
     case pb::Prompt::kText: {
-      if (prompt.text().empty()) return Invalid("prompt.text is empty");
+      if (prompt.text().empty()) {
+        return Invalid(absl::StrCat(field, ".text is empty"));
+      }
       if (tokenizer == nullptr) {
-        return Invalid(
-            "prompt.text: this model has no tokenizer; send "
-            "prompt.token_ids");
+        return Invalid(absl::StrCat(field,
+                                    ".text: this model has no tokenizer; send ",
+                                    field, ".token_ids"));
       }
       absl::StatusOr<std::vector<int>> encoded =
           tokenizer->Encode(prompt.text());
       if (!encoded.ok()) {
         return Invalid(
-            absl::StrCat("prompt.text: ", encoded.status().message()));
+            absl::StrCat(field, ".text: ", encoded.status().message()));
       }
-      if (tokenizer->bos_id() >= 0) ids.push_back(tokenizer->bos_id());
+      if (with_bos && tokenizer->bos_id() >= 0) {
+        ids.push_back(tokenizer->bos_id());
+      }
       ids.insert(ids.end(), encoded->begin(), encoded->end());
       break;
     }
     case pb::Prompt::kTokenIds: {
       const auto& given = prompt.token_ids().ids();
-      if (given.empty()) return Invalid("prompt.token_ids.ids is empty");
+      if (given.empty()) {
+        return Invalid(absl::StrCat(field, ".token_ids.ids is empty"));
+      }
       ids.assign(given.begin(), given.end());
       break;
     }
@@ -74,10 +87,70 @@ absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
   return ids;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
+                                           const Tokenizer* tokenizer) {
+  return TextOrIds(prompt, tokenizer, "prompt", /*with_bos=*/true);
+}
+
+absl::StatusOr<std::vector<int>> DecoderPromptIds(const pb::Prompt* prompt,
+                                                  const Tokenizer* tokenizer,
+                                                  const ModelConfig& config) {
+  const bool absent =
+      prompt == nullptr || prompt->kind_case() == pb::Prompt::KIND_NOT_SET;
+  if (!config.is_encoder_decoder() || !absent) {
+    return PromptIds(prompt != nullptr ? *prompt : pb::Prompt(), tokenizer);
+  }
+  // The target starts from the decoder start token (SEQ2SEQ.md).
+  if (tokenizer == nullptr || tokenizer->bos_id() < 0) {
+    return Invalid(
+        "prompt: this model's tokenizer names no BOS (decoder start) token; "
+        "send prompt.token_ids starting with it");
+  }
+  return std::vector<int>{tokenizer->bos_id()};
+}
+
+absl::Status CheckSourcePresence(bool has_source, const ModelConfig& config) {
+  if (config.is_encoder_decoder() && !has_source) {
+    return absl::FailedPreconditionError(
+        "this is an encoder-decoder model: send `source` (the text or token "
+        "ids its encoder reads); `prompt` is optional (the start of the "
+        "answer)");
+  }
+  if (!config.is_encoder_decoder() && has_source) {
+    return Invalid(absl::StrCat(
+        "source: this model (", ArchitectureName(config),
+        ") is decoder-only and takes no source; send the text as `prompt`"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> SourceIds(const pb::Prompt& source,
+                                           const Tokenizer* tokenizer) {
+  // SEQ2SEQ.md: the source is encoded with no special tokens.
+  return TextOrIds(source, tokenizer, "source", /*with_bos=*/false);
+}
+
+int MaxSourceTokens(int max_prompt_tokens, const ModelConfig& config) {
+  return max_prompt_tokens > 0
+             ? std::min(max_prompt_tokens, config.context_length)
+             : config.context_length;
+}
+
 absl::StatusOr<GenerationRequest> ToEngineRequest(
-    const pb::GenerateRequest& request, const Tokenizer* tokenizer) {
+    const pb::GenerateRequest& request, const Tokenizer* tokenizer,
+    const ModelConfig& config) {
   GenerationRequest out;
-  TEXTGEN_ASSIGN_OR_RETURN(out.prompt, PromptIds(request.prompt(), tokenizer));
+  TEXTGEN_RETURN_IF_ERROR(CheckSourcePresence(request.has_source(), config));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      out.prompt,
+      DecoderPromptIds(request.has_prompt() ? &request.prompt() : nullptr,
+                       tokenizer, config));
+  if (request.has_source()) {
+    TEXTGEN_ASSIGN_OR_RETURN(out.source,
+                             SourceIds(request.source(), tokenizer));
+  }
   out.max_new_tokens = request.max_new_tokens();
   // proto3 zeros mean "unset": greedy, no top-p cut, no penalty.
   const pb::SamplingParams& sampling = request.sampling();
@@ -101,6 +174,18 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
     out.attention_tap = std::move(tap);
   }
   return out;
+}
+
+pb::AttentionKind ToProto(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kDecoderSelf:
+      return pb::ATTENTION_KIND_DECODER_SELF;
+    case AttentionKind::kEncoderSelf:
+      return pb::ATTENTION_KIND_ENCODER_SELF;
+    case AttentionKind::kCross:
+      return pb::ATTENTION_KIND_CROSS;
+  }
+  return pb::ATTENTION_KIND_UNSPECIFIED;
 }
 
 pb::FinishReason ToProto(FinishReason reason) {
@@ -132,6 +217,7 @@ void ToProto(const TokenEvent& event, pb::Token& token) {
     out->set_layer(row.layer);
     out->set_head(row.head);
     out->mutable_weights()->Add(row.weights.begin(), row.weights.end());
+    out->set_kind(ToProto(row.kind));
   }
   token.set_position(event.position);
   token.set_is_prompt(event.is_prompt);
@@ -165,7 +251,9 @@ void AppendPromptTokens(
 
 void DescribeModel(const ModelConfig& config, const Tokenizer* tokenizer,
                    pb::ModelInfo& info) {
-  info.set_architecture(FamilyName(config.family));
+  // Decoder-only models keep reporting their family (clients read it).
+  info.set_architecture(ArchitectureName(config));
+  info.set_num_encoder_layers(config.encoder_layers);
   info.set_positional_encoding(PositionKindName(config.positions));
   info.set_num_layers(config.n_layers);
   info.set_num_heads(config.n_heads);

@@ -40,11 +40,42 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
 absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
                                            const Tokenizer* tokenizer);
 
-// The engine request for `request` (without its deadline), or
-// INVALID_ARGUMENT naming the field. Maps proto3's zero defaults to "unset":
-// temperature 0 is greedy, top_p 0 is 1, repetition_penalty 0 is 1.
+// The decoder's prompt for a model of `config`: PromptIds, except that an
+// encoder–decoder model's prompt may be absent (not set, or no kind set),
+// meaning its decoder start token alone (the tokenizer's BOS;
+// INVALID_ARGUMENT asking for prompt.token_ids if the tokenizer names none).
+absl::StatusOr<std::vector<int>> DecoderPromptIds(
+    const textgen::v1::Prompt* prompt, const Tokenizer* tokenizer,
+    const ModelConfig& config);
+
+// Whether a request's source suits the model: OK when an encoder–decoder
+// model gets one and a decoder-only model does not; FAILED_PRECONDITION
+// asking for `source` when an encoder–decoder model gets none;
+// INVALID_ARGUMENT when a decoder-only model gets one.
+absl::Status CheckSourcePresence(bool has_source, const ModelConfig& config);
+
+// The source's token ids: text encoded with no special tokens (no BOS, no
+// EOS), token ids as given; INVALID_ARGUMENT naming `source` when it is
+// empty, has no kind set, or the tokenizer refuses the text. Not checked
+// against the model.
+absl::StatusOr<std::vector<int>> SourceIds(const textgen::v1::Prompt& source,
+                                           const Tokenizer* tokenizer);
+
+// The longest source accepted, in tokens: `max_prompt_tokens` (the server's
+// --max_prompt_tokens, 0 = no flag) within the model's context (a source,
+// unlike a prompt, need leave no room for new tokens).
+int MaxSourceTokens(int max_prompt_tokens, const ModelConfig& config);
+
+// The engine request for `request` (without its deadline), or the status of
+// CheckSourcePresence, DecoderPromptIds and SourceIds. Maps proto3's zero
+// defaults to "unset": temperature 0 is greedy, top_p 0 is 1,
+// repetition_penalty 0 is 1.
 absl::StatusOr<GenerationRequest> ToEngineRequest(
-    const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer);
+    const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer,
+    const ModelConfig& config);
+
+// The API's name for an attention kind.
+textgen::v1::AttentionKind ToProto(AttentionKind kind);
 
 // The completions a request asks for: its n, where proto3's 0 means 1.
 inline int CompletionsOf(const textgen::v1::GenerateRequest& request) {
