@@ -13,6 +13,7 @@
 #define TEXTGEN_CLIENT_ATTENTION_HTML_H_
 
 #include <string>
+#include <vector>
 
 #include "client/attention_maps.h"
 
@@ -20,6 +21,13 @@ namespace textgen {
 
 // The page for these maps; `title` is the page's title.
 std::string RenderAttentionHtml(const AttentionMaps& maps,
+                                const std::string& title);
+
+// The page for an encoder–decoder model's maps, one AttentionMaps per kind
+// (TextgenClient::AttentionByKind): the page shows the kinds side by side,
+// cross-attention with the source's tokens as columns and the target's as
+// rows. One decoder self-attention set is the page above.
+std::string RenderAttentionHtml(const std::vector<AttentionMaps>& kinds,
                                 const std::string& title);
 
 }  // namespace textgen

@@ -71,6 +71,14 @@ class Canvas {
     Fill({r.x - 1, r.y, 1, r.height}, c);
     Fill({r.x + r.width, r.y, 1, r.height}, c);
   }
+  // Copies `other` with its top-left at (x, y) (it must fit).
+  void Paste(const Canvas& other, int x, int y) {
+    for (int row = 0; row < other.height_; ++row) {
+      std::copy_n(&other.rgb_[3 * static_cast<size_t>(row) * other.width_],
+                  3 * other.width_,
+                  &rgb_[3 * (static_cast<size_t>(y + row) * width_ + x)]);
+    }
+  }
   // Blends colour c over pixel (x, y) with coverage alpha (0..255).
   void Blend(int x, int y, Rgb c, int alpha) {
     if (x < 0 || y < 0 || x >= width_ || y >= height_ || alpha <= 0) return;
@@ -223,8 +231,9 @@ struct LabelPlan {
   int extent = 0;   // room left of and above a matrix
 };
 
-LabelPlan PlanLabels(const AttentionMaps& maps, int shown, int cell_px,
-                     const HeatmapOptions& options, bool with_labels) {
+LabelPlan PlanLabels(const AttentionMaps& maps, int shown, int shown_keys,
+                     int cell_px, const HeatmapOptions& options,
+                     bool with_labels) {
   LabelPlan plan;
   if (!with_labels) {
     plan.extent = 3;  // room for the frame
@@ -240,6 +249,11 @@ LabelPlan PlanLabels(const AttentionMaps& maps, int shown, int cell_px,
     longest = std::max(
         longest,
         DecodeUtf8(DisplayToken(maps.tokens[t], kMaxLabelChars)).size());
+  }
+  for (int k = 0; k < shown_keys; ++k) {
+    longest = std::max(
+        longest,
+        DecodeUtf8(DisplayToken(maps.key_token(k), kMaxLabelChars)).size());
   }
   plan.extent = static_cast<int>(longest) * CharPx(plan.font_px) + 6;
   return plan;
@@ -262,14 +276,16 @@ Rgb WeightColor(float weight) {
           channel(kZeroColour.b, kOneColour.b)};
 }
 
-HeatmapLayout::HeatmapLayout(int num_layers, int num_heads, int num_tokens,
-                             int cell_px, int label_px, int title_px)
+HeatmapLayout::HeatmapLayout(int num_layers, int num_heads, int num_queries,
+                             int num_keys, int cell_px, int label_px,
+                             int title_px)
     : num_heads_(std::max(num_heads, 1)),
-      num_tokens_(num_tokens),
+      num_tokens_(num_queries),
+      num_keys_(num_keys),
       cell_px_(cell_px),
       label_px_(label_px),
       title_px_(title_px) {
-  panel_width_ = label_px_ + num_tokens_ * cell_px_;
+  panel_width_ = label_px_ + num_keys_ * cell_px_;
   panel_height_ = title_px_ + label_px_ + num_tokens_ * cell_px_;
   width_ = 2 * kMargin + num_heads_ * panel_width_ + (num_heads_ - 1) * kGap;
   const int grid_height =
@@ -285,7 +301,7 @@ PixelRect HeatmapLayout::Matrix(int panel) const {
   const int col = panel % num_heads_;
   const int x = kMargin + col * (panel_width_ + kGap) + label_px_;
   const int y = kMargin + row * (panel_height_ + kGap) + title_px_ + label_px_;
-  return {x, y, num_tokens_ * cell_px_, num_tokens_ * cell_px_};
+  return {x, y, num_keys_ * cell_px_, num_tokens_ * cell_px_};
 }
 
 PixelRect HeatmapLayout::Cell(int panel, int q, int k) const {
@@ -308,11 +324,16 @@ HeatmapLayout LayoutHeatmap(const AttentionMaps& maps,
                             const HeatmapOptions& options, bool with_labels) {
   const int shown =
       std::min<int>(maps.num_tokens(), std::max(options.max_tokens, 1));
-  const int cell = options.cell_px > 0 ? options.cell_px : AutoCellPx(shown);
-  const LabelPlan labels = PlanLabels(maps, shown, cell, options, with_labels);
+  const int shown_keys =
+      std::min<int>(maps.num_keys(), std::max(options.max_tokens, 1));
+  const int cell = options.cell_px > 0
+                       ? options.cell_px
+                       : AutoCellPx(std::max(shown, shown_keys));
+  const LabelPlan labels =
+      PlanLabels(maps, shown, shown_keys, cell, options, with_labels);
   return HeatmapLayout(static_cast<int>(maps.layers.size()),
-                       static_cast<int>(maps.heads.size()), shown, cell,
-                       labels.extent, TitlePx(options, with_labels));
+                       static_cast<int>(maps.heads.size()), shown, shown_keys,
+                       cell, labels.extent, TitlePx(options, with_labels));
 }
 
 std::string DisplayToken(const std::string& text, int max_chars) {
@@ -351,10 +372,22 @@ std::string DisplayToken(const std::string& text, int max_chars) {
   return out;
 }
 
-absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
-                                           const HeatmapOptions& options) {
+std::string PanelTitle(const AttentionMaps& maps, int layer, int head) {
+  return absl::StrCat(
+      maps.encoder_decoder ? absl::StrCat(MapKindTitle(maps.kind), " ") : "",
+      "L", layer, " H", head);
+}
+
+namespace {
+
+// One section of RenderHeatmaps: maps as RenderHeatmap draws them. `font`
+// may be null (no labels).
+absl::StatusOr<Canvas> DrawHeatmap(const AttentionMaps& maps,
+                                   const HeatmapOptions& options, Font* font,
+                                   HeatmapImage& result) {
   const size_t t = maps.num_tokens();
-  if (t == 0 || maps.layers.empty() || maps.heads.empty()) {
+  const size_t keys = maps.num_keys();
+  if (t == 0 || keys == 0 || maps.layers.empty() || maps.heads.empty()) {
     return absl::InvalidArgumentError("no attention maps to draw");
   }
   if (maps.maps.size() != maps.layers.size() * maps.heads.size()) {
@@ -363,31 +396,26 @@ absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
                      " layers x ", maps.heads.size(), " heads"));
   }
   for (const std::vector<float>& m : maps.maps) {
-    if (m.size() != t * t) {
+    if (m.size() != t * keys) {
       return absl::InvalidArgumentError(
-          absl::StrCat("a map has ", m.size(), " weights, not ", t, "x", t));
+          absl::StrCat("a map has ", m.size(), " weights, not ", t, "x", keys));
     }
   }
 
-  HeatmapImage result;
-  std::unique_ptr<Font> font;
-  if (!options.font_path.empty()) {
-    absl::StatusOr<std::unique_ptr<Font>> loaded =
-        Font::Load(options.font_path);
-    if (loaded.ok()) {
-      font = std::move(*loaded);
-    } else {
-      result.warnings.push_back(
-          absl::StrCat(loaded.status().message(), ": drawing without labels"));
-    }
-  }
   const HeatmapLayout layout = LayoutHeatmap(maps, options, font != nullptr);
   const int shown = layout.num_tokens();
-  if (static_cast<size_t>(shown) < t) {
+  const int shown_keys = layout.num_keys();
+  const bool causal = maps.kind == MapKind::kDecoderSelf;
+  if (static_cast<size_t>(shown) < t ||
+      static_cast<size_t>(shown_keys) < keys) {
     result.warnings.push_back(
-        absl::StrCat("the prompt has ", t, " tokens; drawing the first ", shown,
+        causal ? absl::StrCat(
+                     "the prompt has ", t, " tokens; drawing the first ", shown,
                      " (--max_tokens_shown), which is exactly the attention of "
-                     "that prefix"));
+                     "that prefix")
+               : absl::StrCat(MapKindTitle(maps.kind), " maps of ", t, "x",
+                              keys, " tokens: drawing the first ", shown, "x",
+                              shown_keys, " (--max_tokens_shown)"));
   }
 
   Canvas canvas(layout.width(), layout.height());
@@ -396,10 +424,10 @@ absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
       const int panel = static_cast<int>(li * maps.heads.size() + hi);
       const std::vector<float>& m = maps.map(li, hi);
       for (int q = 0; q < shown; ++q) {
-        for (int k = 0; k < shown; ++k) {
-          // Above the diagonal is the mask: drawn as weight 0 whatever the data
-          // says.
-          const float w = k > q ? 0.0f : m[q * t + k];
+        for (int k = 0; k < shown_keys; ++k) {
+          // Above the diagonal is the causal mask: drawn as weight 0 whatever
+          // the data says.
+          const float w = causal && k > q ? 0.0f : m[q * keys + k];
           canvas.Fill(layout.Cell(panel, q, k), WeightColor(w));
         }
       }
@@ -417,25 +445,29 @@ absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
 
   if (font != nullptr) {
     const LabelPlan labels =
-        PlanLabels(maps, shown, layout.cell_px(), options, true);
+        PlanLabels(maps, shown, shown_keys, layout.cell_px(), options, true);
     for (size_t li = 0; li < maps.layers.size(); ++li) {
       for (size_t hi = 0; hi < maps.heads.size(); ++hi) {
         const int panel = static_cast<int>(li * maps.heads.size() + hi);
         const PixelRect title = layout.Title(panel);
         const TextMask text = font->Render(
-            absl::StrCat("L", maps.layers[li], " H", maps.heads[hi]),
-            options.font_px);
+            PanelTitle(maps, maps.layers[li], maps.heads[hi]), options.font_px);
         DrawText(&canvas, text, title.x + layout.label_px(), title.y + 2, kInk,
                  false);
         const PixelRect m = layout.Matrix(panel);
+        // Query labels right-aligned left of row i; key labels above column
+        // k, rotated.
         for (int i = 0; i < shown; i += labels.stride) {
           const TextMask label = font->Render(
               DisplayToken(maps.tokens[i], kMaxLabelChars), labels.font_px);
           const int centre = i * layout.cell_px() + layout.cell_px() / 2;
-          // Query labels right-aligned left of row i; key labels above column
-          // i, rotated.
           DrawText(&canvas, label, m.x - 4 - label.width,
                    m.y + centre - label.height / 2, kInk, false);
+        }
+        for (int k = 0; k < shown_keys; k += labels.stride) {
+          const TextMask label = font->Render(
+              DisplayToken(maps.key_token(k), kMaxLabelChars), labels.font_px);
+          const int centre = k * layout.cell_px() + layout.cell_px() / 2;
           DrawText(&canvas, label, m.x + centre - label.height / 2,
                    m.y - 4 - label.width, kInk, true);
         }
@@ -448,12 +480,58 @@ absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
              bar.y + bar.height + 3, kInk, false);
   }
 
-  absl::StatusOr<std::string> png = EncodePng(canvas);
+  if (result.section_top.empty()) result.tokens_shown = shown;
+  return canvas;
+}
+
+}  // namespace
+
+absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
+                                           const HeatmapOptions& options) {
+  return RenderHeatmaps({maps}, options);
+}
+
+absl::StatusOr<HeatmapImage> RenderHeatmaps(
+    const std::vector<AttentionMaps>& sections, const HeatmapOptions& options) {
+  if (sections.empty()) {
+    return absl::InvalidArgumentError("no attention maps to draw");
+  }
+  HeatmapImage result;
+  std::unique_ptr<Font> font;
+  if (!options.font_path.empty()) {
+    absl::StatusOr<std::unique_ptr<Font>> loaded =
+        Font::Load(options.font_path);
+    if (loaded.ok()) {
+      font = std::move(*loaded);
+    } else {
+      result.warnings.push_back(
+          absl::StrCat(loaded.status().message(), ": drawing without labels"));
+    }
+  }
+  std::vector<Canvas> drawn;
+  int width = 0, height = 0;
+  for (const AttentionMaps& maps : sections) {
+    absl::StatusOr<Canvas> canvas =
+        DrawHeatmap(maps, options, font.get(), result);
+    if (!canvas.ok()) return canvas.status();
+    result.section_top.push_back(height);
+    width = std::max(width, canvas->width());
+    height += canvas->height();
+    drawn.push_back(*std::move(canvas));
+  }
+  // One section is the picture itself; more are stacked, left-aligned, on
+  // white.
+  Canvas whole =
+      drawn.size() == 1 ? std::move(drawn[0]) : Canvas(width, height);
+  if (drawn.size() > 1) {
+    for (size_t i = 0; i < drawn.size(); ++i)
+      whole.Paste(drawn[i], 0, result.section_top[i]);
+  }
+  absl::StatusOr<std::string> png = EncodePng(whole);
   if (!png.ok()) return png.status();
   result.png = std::move(*png);
-  result.width = layout.width();
-  result.height = layout.height();
-  result.tokens_shown = shown;
+  result.width = whole.width();
+  result.height = whole.height();
   return result;
 }
 

@@ -3,6 +3,13 @@
 // H<head>" with the prompt's tokens along both axes (queries down the left,
 // keys across the top), and a colour bar.
 //
+// An encoder–decoder model's maps come in three kinds
+// (client/attention_maps.h), drawn as sections one under the other
+// (RenderHeatmaps), each panel titled with its kind ("cross L1 H0"): encoder
+// self-attention (source × source), decoder self-attention (target × target)
+// and cross-attention, whose rows are the target's tokens and whose columns are
+// the source's.
+//
 // Colour: one monotone ramp from white (weight 0) to dark blue (weight 1),
 // linear in the weight, so a darker cell always means more attention. Cells
 // above the diagonal (the causal mask) are exactly the weight-0 colour.
@@ -70,11 +77,18 @@ class HeatmapLayout {
   // token labels left of and above each panel (0 without a font). title_px:
   // room for a panel's title.
   HeatmapLayout(int num_layers, int num_heads, int num_tokens, int cell_px,
-                int label_px, int title_px);
+                int label_px, int title_px)
+      : HeatmapLayout(num_layers, num_heads, num_tokens, num_tokens, cell_px,
+                      label_px, title_px) {}
+  // Panels of num_queries rows and num_keys columns (cross-attention).
+  HeatmapLayout(int num_layers, int num_heads, int num_queries, int num_keys,
+                int cell_px, int label_px, int title_px);
 
   int width() const { return width_; }
   int height() const { return height_; }
+  // Rows (queries) drawn per panel; num_keys() columns.
   int num_tokens() const { return num_tokens_; }
+  int num_keys() const { return num_keys_; }
   int cell_px() const { return cell_px_; }
   int label_px() const { return label_px_; }
 
@@ -88,7 +102,7 @@ class HeatmapLayout {
   PixelRect ColourBar() const;
 
  private:
-  int num_heads_, num_tokens_, cell_px_, label_px_, title_px_;
+  int num_heads_, num_tokens_, num_keys_, cell_px_, label_px_, title_px_;
   int panel_width_, panel_height_;
   int width_, height_;
 };
@@ -105,14 +119,26 @@ std::string DisplayToken(const std::string& text, int max_chars = 8);
 struct HeatmapImage {
   std::string png;                    // the PNG file's bytes
   int width = 0, height = 0;          // pixels
-  int tokens_shown = 0;               // cells per side
+  int tokens_shown = 0;               // cells per side (rows, first section)
   std::vector<std::string> warnings;  // no font, prompt capped
+  // RenderHeatmaps: where each section starts (its LayoutHeatmap's y = 0).
+  std::vector<int> section_top;
 };
+
+// The title of a panel: "L<layer> H<head>", after the kind's name ("cross
+// L0 H1") for an encoder–decoder model's maps.
+std::string PanelTitle(const AttentionMaps& maps, int layer, int head);
 
 // Draws the maps. Errors: no maps, a map of the wrong size, PNG encoding
 // failure.
 absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
                                            const HeatmapOptions& options);
+
+// Draws several sets of maps (an encoder–decoder model's kinds) one under
+// the other, each as RenderHeatmap draws it alone, left-aligned. Errors as
+// RenderHeatmap's, or none to draw.
+absl::StatusOr<HeatmapImage> RenderHeatmaps(
+    const std::vector<AttentionMaps>& sections, const HeatmapOptions& options);
 
 }  // namespace textgen
 

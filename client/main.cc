@@ -70,6 +70,11 @@ ABSL_FLAG(std::string, prompt, "", "generate, attention: the prompt text");
 ABSL_FLAG(std::vector<std::string>, prompt_ids, {},
           "generate, attention: the prompt as token ids, e.g. 1,2,3 (instead "
           "of --prompt)");
+ABSL_FLAG(std::string, source, "",
+          "generate, attention: an encoder-decoder model's source text (what "
+          "its encoder reads; --prompt is then optional: the answer's start)");
+ABSL_FLAG(std::vector<std::string>, source_ids, {},
+          "generate, attention: the source as comma-separated token ids");
 ABSL_FLAG(std::string, text, "", "tokenize: the text");
 ABSL_FLAG(int, max_new_tokens, 0,
           "generate: tokens at most; 0 = the server's default");
@@ -136,18 +141,24 @@ usage: textgen [--server HOST:PORT] [--lb_policy P] [--timeout_ms N]
                [--token T, or TEXTGEN_TOKEN in the environment] COMMAND [flags]
 
 commands:
-  generate  --prompt TEXT | --prompt_ids ID,... [--max_new_tokens N --temperature T
+  generate  --prompt TEXT | --prompt_ids ID,... [--source TEXT | --source_ids ID,...]
+            [--max_new_tokens N --temperature T
             --top_k K --top_p P --repetition_penalty R --seed S --stop STR ...
             --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
             --tap_layers L,... --tap_heads H,... --json]
             Streams the text to stdout as it is made; a summary on stderr.
+            An encoder-decoder model needs --source (what it reads); its
+            --prompt is optional (the start of the answer).
             With --top_logprobs, --prompt_logprobs or a tap: a table, one line
             per token.
             --json: every stream message as one JSON object per line.
-  attention --prompt TEXT | --prompt_ids ID,... [--layer L --head H]
-            --out FILE.png [--html FILE.html]
+  attention --prompt TEXT | --prompt_ids ID,... [--source TEXT | --source_ids ID,...]
+            [--layer L --head H] --out FILE.png [--html FILE.html]
             [--max_tokens_shown N --cell_px N --font TTF]
             A heatmap per head (rows: queries, columns: keys) and a hoverable HTML view.
+            With --source (encoder-decoder models): encoder self, decoder self and
+            cross-attention, one section each; cross rows are the target's tokens,
+            columns the source's.
   info      The model and the server's limits (--json for JSON).
   tokenize  --text TEXT: one "id<TAB>token" line per token (--json for JSON).
   health    Prints the serving status; exit 0 only when SERVING.
@@ -239,22 +250,48 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-// --prompt or --prompt_ids, exactly one; INVALID_ARGUMENT names the problem.
-absl::StatusOr<v1::Prompt> PromptFromFlags(absl::string_view command) {
+// --source or --source_ids, at most one: nullopt when neither is given.
+absl::StatusOr<std::optional<v1::Prompt>> SourceFromFlags() {
+  const std::string& text = absl::GetFlag(FLAGS_source);
+  const std::vector<std::string>& id_flag = absl::GetFlag(FLAGS_source_ids);
+  if (!text.empty() && !id_flag.empty()) {
+    return absl::InvalidArgumentError(
+        "--source and --source_ids exclude each other: give one");
+  }
+  if (text.empty() && id_flag.empty()) return std::nullopt;
+  v1::Prompt source;
+  if (!text.empty()) {
+    source.set_text(text);
+    return source;
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
+                           ParseIndices(id_flag, "source_ids", "token ids"));
+  source.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
+  return source;
+}
+
+// --prompt or --prompt_ids, exactly one, or none with a source (an
+// encoder–decoder model then starts from its BOS): nullopt. INVALID_ARGUMENT
+// names the problem.
+absl::StatusOr<std::optional<v1::Prompt>> PromptFromFlags(
+    absl::string_view command, bool has_source) {
   const std::string& text = absl::GetFlag(FLAGS_prompt);
   const std::vector<std::string>& id_flag = absl::GetFlag(FLAGS_prompt_ids);
   if (!text.empty() && !id_flag.empty()) {
     return absl::InvalidArgumentError(
         "--prompt and --prompt_ids exclude each other: give one");
   }
+  if (has_source && text.empty() && id_flag.empty()) return std::nullopt;
   v1::Prompt prompt;
   if (!text.empty()) {
     prompt.set_text(text);
     return prompt;
   }
   if (id_flag.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        command, " needs --prompt TEXT or --prompt_ids ID,ID,..."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(command,
+                     " needs --prompt TEXT or --prompt_ids ID,ID,... (or, for "
+                     "an encoder-decoder model, --source)"));
   }
   TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> ids,
                            ParseIndices(id_flag, "prompt_ids", "token ids"));
@@ -268,7 +305,8 @@ absl::StatusOr<v1::Prompt> PromptFromFlags(absl::string_view command) {
 // where the bracketed pairs are the top alternatives, most likely first, and
 // logprob is "prompt" for echoed prompt tokens (not scored); then one line per
 // attention row: an empty first cell, "L<layer> H<head>", and its weights over
-// keys 0..position-1, space-separated.
+// keys 0..position-1, space-separated; an encoder-decoder model's cross rows
+// then follow as "cross L<layer> H<head>", one weight per source token.
 // Tokens are shown escaped (\n, a visible space), so no token holds a tab or
 // a space.
 constexpr char kTokenTableHeader[] =
@@ -292,7 +330,9 @@ std::string TokenTableLines(const v1::Token& token) {
   }
   lines += "\n";
   for (const v1::AttentionRow& row : token.attention()) {
-    absl::StrAppend(&lines, "\tL", row.layer(), " H", row.head(), "\t");
+    absl::StrAppend(&lines, "\t",
+                    row.kind() == v1::ATTENTION_KIND_CROSS ? "cross " : "", "L",
+                    row.layer(), " H", row.head(), "\t");
     for (int k = 0; k < row.weights_size(); ++k) {
       absl::StrAppendFormat(&lines, k == 0 ? "%.4f" : " %.4f", row.weights(k));
     }
@@ -306,8 +346,12 @@ std::string TokenTableLines(const v1::Token& token) {
 absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
     const std::vector<std::string>& stops) {
   v1::GenerateRequest request;
-  TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_prompt(),
-                           PromptFromFlags("generate"));
+  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> source,
+                           SourceFromFlags());
+  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> prompt,
+                           PromptFromFlags("generate", source.has_value()));
+  if (source) *request.mutable_source() = *source;
+  if (prompt) *request.mutable_prompt() = *prompt;
   request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_temperature(
@@ -434,7 +478,10 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
 }
 
 int Attention(TextgenClient& client) {
-  absl::StatusOr<v1::Prompt> prompt = PromptFromFlags("attention");
+  absl::StatusOr<std::optional<v1::Prompt>> source = SourceFromFlags();
+  if (!source.ok()) return UsageError(std::string(source.status().message()));
+  absl::StatusOr<std::optional<v1::Prompt>> prompt =
+      PromptFromFlags("attention", source->has_value());
   if (!prompt.ok()) return UsageError(std::string(prompt.status().message()));
   const std::string out = absl::GetFlag(FLAGS_out);
   const std::string html = absl::GetFlag(FLAGS_html);
@@ -447,16 +494,22 @@ int Attention(TextgenClient& client) {
       ParseIndices(absl::GetFlag(FLAGS_head), "head");
   if (!heads.ok()) return UsageError(std::string(heads.status().message()));
 
-  absl::StatusOr<AttentionMaps> maps =
-      client.Attention(*prompt, *layers, *heads);
-  if (!maps.ok()) return CallError(maps.status(), client.target());
+  absl::StatusOr<std::vector<AttentionMaps>> kinds = client.AttentionByKind(
+      prompt->has_value() ? &**prompt : nullptr,
+      source->has_value() ? &**source : nullptr, *layers, *heads);
+  if (!kinds.ok()) return CallError(kinds.status(), client.target());
+  // The decoder's self-attention: the prompt's (or the target's) maps.
+  const AttentionMaps* maps = &kinds->front();
+  for (const AttentionMaps& kind : *kinds) {
+    if (kind.kind == MapKind::kDecoderSelf) maps = &kind;
+  }
 
   if (!out.empty()) {
     HeatmapOptions options;
     options.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
     options.cell_px = absl::GetFlag(FLAGS_cell_px);
     options.font_path = absl::GetFlag(FLAGS_font);
-    absl::StatusOr<HeatmapImage> image = RenderHeatmap(*maps, options);
+    absl::StatusOr<HeatmapImage> image = RenderHeatmaps(*kinds, options);
     if (!image.ok()) {
       std::cerr << "textgen: cannot draw the heatmap: "
                 << image.status().message() << "\n";
@@ -469,11 +522,25 @@ int Attention(TextgenClient& client) {
         "textgen: wrote %s (%dx%d px): %d layers x %d heads, %d of %d tokens\n",
         out, image->width, image->height, maps->layers.size(),
         maps->heads.size(), image->tokens_shown, maps->num_tokens());
+    if (kinds->size() > 1) {
+      std::string sections;
+      for (const AttentionMaps& kind : *kinds) {
+        absl::StrAppend(&sections, sections.empty() ? "" : ", ",
+                        MapKindTitle(kind.kind), " ", kind.num_tokens(), "x",
+                        kind.num_keys());
+      }
+      std::cerr << "textgen: sections (rows x columns): " << sections << "\n";
+    }
   }
   if (!html.empty()) {
-    const std::string page = RenderAttentionHtml(
-        *maps,
-        absl::StrCat("Attention of \"", absl::StrJoin(maps->tokens, ""), "\""));
+    const std::string title =
+        kinds->size() > 1
+            ? absl::StrCat("Attention of \"",
+                           absl::StrJoin(kinds->back().key_tokens, ""),
+                           "\" -> \"", absl::StrJoin(maps->tokens, ""), "\"")
+            : absl::StrCat("Attention of \"", absl::StrJoin(maps->tokens, ""),
+                           "\"");
+    const std::string page = RenderAttentionHtml(*kinds, title);
     if (!WriteFile(html, page)) return kExitError;
     std::cerr << "textgen: wrote " << html << "\n";
   }

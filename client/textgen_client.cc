@@ -6,12 +6,14 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc_health/v1/health.grpc.pb.h"
+#include "model/status_macros.h"
 
 namespace textgen {
 namespace {
@@ -152,8 +154,20 @@ absl::Status TextgenClient::Generate(
 absl::StatusOr<AttentionMaps> TextgenClient::Attention(
     const v1::Prompt& prompt, const std::vector<int>& layers,
     const std::vector<int>& heads) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::vector<AttentionMaps> kinds,
+                           AttentionByKind(&prompt, nullptr, layers, heads));
+  for (AttentionMaps& maps : kinds) {
+    if (maps.kind == MapKind::kDecoderSelf) return std::move(maps);
+  }
+  return absl::DataLossError("the reply has no decoder self-attention maps");
+}
+
+absl::StatusOr<std::vector<AttentionMaps>> TextgenClient::AttentionByKind(
+    const v1::Prompt* prompt, const v1::Prompt* source,
+    const std::vector<int>& layers, const std::vector<int>& heads) {
   v1::DebugAttentionRequest request;
-  *request.mutable_prompt() = prompt;
+  if (prompt != nullptr) *request.mutable_prompt() = *prompt;
+  if (source != nullptr) *request.mutable_source() = *source;
   for (int l : layers) request.add_layers(l);
   for (int h : heads) request.add_heads(h);
   grpc::ClientContext context;
@@ -161,27 +175,35 @@ absl::StatusOr<AttentionMaps> TextgenClient::Attention(
   std::unique_ptr<grpc::ClientReader<v1::DebugAttentionResponse>> reader =
       stub_->DebugAttention(&context, request);
 
-  AttentionMaps maps;
-  // (layer, head) → its rows so far, by query.
-  std::map<std::pair<int, int>, std::map<int, std::vector<float>>> rows;
+  std::vector<std::string> target_texts, source_texts;
+  std::vector<int> target_ids, source_ids;
+  // (kind, layer, head) → its rows so far, by query.
+  std::map<std::tuple<int, int, int>, std::map<int, std::vector<float>>> rows;
   v1::DebugAttentionResponse response;
   absl::Status bad;
   while (reader->Read(&response)) {
-    if (response.tokens_size() > 0) {
-      for (const v1::PromptToken& t : response.tokens()) {
-        maps.tokens.push_back(t.text());
-        maps.token_ids.push_back(t.id());
-      }
+    for (const v1::PromptToken& t : response.tokens()) {
+      target_texts.push_back(t.text());
+      target_ids.push_back(t.id());
     }
-    const size_t n = maps.tokens.size();
+    for (const v1::PromptToken& t : response.source_tokens()) {
+      source_texts.push_back(t.text());
+      source_ids.push_back(t.id());
+    }
     for (const v1::AttentionMap& m : response.maps()) {
+      // Keys: the source's positions, but for decoder self-attention.
+      const size_t n = m.kind() == v1::ATTENTION_KIND_ENCODER_SELF ||
+                               m.kind() == v1::ATTENTION_KIND_CROSS
+                           ? source_texts.size()
+                           : target_texts.size();
       if (n == 0 || m.weights_size() % n != 0) {
-        bad = absl::DataLossError(absl::StrCat(
-            "map L", m.layer(), " H", m.head(), ": ", m.weights_size(),
-            " weights are not whole rows of ", n, " tokens"));
+        bad = absl::DataLossError(
+            absl::StrCat("map ", v1::AttentionKind_Name(m.kind()), " L",
+                         m.layer(), " H", m.head(), ": ", m.weights_size(),
+                         " weights are not whole rows of ", n, " keys"));
         continue;
       }
-      auto& piece = rows[{m.layer(), m.head()}];
+      auto& piece = rows[{m.kind(), m.layer(), m.head()}];
       for (int r = 0; r < m.weights_size() / static_cast<int>(n); ++r) {
         piece[m.first_query() + r].assign(m.weights().begin() + r * n,
                                           m.weights().begin() + (r + 1) * n);
@@ -192,31 +214,57 @@ absl::StatusOr<AttentionMaps> TextgenClient::Attention(
   if (!status.ok()) return status;
   if (!bad.ok()) return bad;
 
-  std::set<int> layer_set, head_set;
-  for (const auto& [key, unused] : rows) {
-    layer_set.insert(key.first);
-    head_set.insert(key.second);
-  }
-  maps.layers.assign(layer_set.begin(), layer_set.end());
-  maps.heads.assign(head_set.begin(), head_set.end());
-  const size_t n = maps.tokens.size();
-  for (int layer : maps.layers) {
-    for (int head : maps.heads) {
-      const auto& piece = rows[{layer, head}];
-      if (piece.size() != n ||
-          (n > 0 && piece.rbegin()->first != static_cast<int>(n) - 1)) {
-        return absl::DataLossError(absl::StrCat("map L", layer, " H", head,
-                                                " has ", piece.size(), " of ",
-                                                n, " rows"));
-      }
-      std::vector<float> map;
-      map.reserve(n * n);
-      for (const auto& [q, row] : piece)
-        map.insert(map.end(), row.begin(), row.end());
-      maps.maps.push_back(std::move(map));
+  const bool encoder_decoder = !source_texts.empty();
+  std::vector<AttentionMaps> kinds;
+  // In the API's order: encoder self, decoder self, cross.
+  for (const auto& [wire, kind] :
+       {std::pair{v1::ATTENTION_KIND_ENCODER_SELF, MapKind::kEncoderSelf},
+        std::pair{v1::ATTENTION_KIND_DECODER_SELF, MapKind::kDecoderSelf},
+        std::pair{v1::ATTENTION_KIND_CROSS, MapKind::kCross}}) {
+    AttentionMaps maps;
+    maps.kind = kind;
+    maps.encoder_decoder = encoder_decoder;
+    if (kind == MapKind::kEncoderSelf) {
+      maps.tokens = source_texts;
+      maps.token_ids = source_ids;
+    } else {
+      maps.tokens = target_texts;
+      maps.token_ids = target_ids;
     }
+    if (kind == MapKind::kCross) {
+      maps.key_tokens = source_texts;
+      maps.key_token_ids = source_ids;
+    }
+    std::set<int> layer_set, head_set;
+    for (const auto& [key, unused] : rows) {
+      if (std::get<0>(key) != wire) continue;
+      layer_set.insert(std::get<1>(key));
+      head_set.insert(std::get<2>(key));
+    }
+    if (layer_set.empty()) continue;
+    maps.layers.assign(layer_set.begin(), layer_set.end());
+    maps.heads.assign(head_set.begin(), head_set.end());
+    const size_t n = maps.num_tokens();
+    for (int layer : maps.layers) {
+      for (int head : maps.heads) {
+        const auto& piece = rows[{wire, layer, head}];
+        if (piece.size() != n ||
+            (n > 0 && piece.rbegin()->first != static_cast<int>(n) - 1)) {
+          return absl::DataLossError(
+              absl::StrCat("map ", MapKindTitle(kind), " L", layer, " H", head,
+                           " has ", piece.size(), " of ", n, " rows"));
+        }
+        std::vector<float> map;
+        map.reserve(n * maps.num_keys());
+        for (const auto& [q, row] : piece)
+          map.insert(map.end(), row.begin(), row.end());
+        maps.maps.push_back(std::move(map));
+      }
+    }
+    kinds.push_back(std::move(maps));
   }
-  return maps;
+  if (kinds.empty()) return absl::DataLossError("the reply has no maps");
+  return kinds;
 }
 
 absl::StatusOr<v1::ModelInfo> TextgenClient::Info() {

@@ -76,6 +76,14 @@ class TextgenClient {
   absl::StatusOr<AttentionMaps> Attention(const v1::Prompt& prompt,
                                           const std::vector<int>& layers,
                                           const std::vector<int>& heads);
+  // Every kind of map DebugAttention returns, one AttentionMaps per kind in
+  // the API's order (encoder self, decoder self, cross; a decoder-only model
+  // has decoder self only). `prompt` and `source` may be null (not sent): an
+  // encoder–decoder model needs a source and starts an absent prompt from its
+  // BOS. Errors as Attention's.
+  absl::StatusOr<std::vector<AttentionMaps>> AttentionByKind(
+      const v1::Prompt* prompt, const v1::Prompt* source,
+      const std::vector<int>& layers, const std::vector<int>& heads);
 
   absl::StatusOr<v1::ModelInfo> Info();
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const std::string& text);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -563,26 +564,38 @@ std::string AttentionJson(
   // carries.
   data.num_layers = info.num_layers();
   data.num_heads = info.num_heads();
+  data.num_encoder_layers = info.num_encoder_layers();
   for (const pb::DebugAttentionResponse& response : responses) {
     for (const pb::PromptToken& token : response.tokens()) {
       data.token_ids.push_back(token.id());
       data.token_texts.push_back(token.text());
     }
+    for (const pb::PromptToken& token : response.source_tokens()) {
+      data.source_ids.push_back(token.id());
+      data.source_texts.push_back(token.text());
+    }
   }
-  // The pieces (whole rows from first_query on) into one T×T map per
-  // (layer, head), in the order the maps came.
-  const size_t n = data.token_ids.size();
-  std::map<std::pair<int, int>, size_t> index;
+  // The pieces (whole rows from first_query on) into one map per (kind,
+  // layer, head), in the order the maps came: T×T, S×S or T×S by kind.
+  const size_t t = data.token_ids.size(), s = data.source_ids.size();
+  std::map<std::tuple<int, int, int>, size_t> index;
   for (const pb::DebugAttentionResponse& response : responses) {
     for (const pb::AttentionMap& map : response.maps()) {
-      auto [it, inserted] =
-          index.try_emplace({map.layer(), map.head()}, data.maps.size());
+      const bool encoder = map.kind() == pb::ATTENTION_KIND_ENCODER_SELF;
+      const bool cross = map.kind() == pb::ATTENTION_KIND_CROSS;
+      const size_t rows = encoder ? s : t;
+      const size_t keys = encoder || cross ? s : t;
+      auto [it, inserted] = index.try_emplace(
+          {map.kind(), map.layer(), map.head()}, data.maps.size());
       if (inserted) {
-        data.maps.push_back(
-            {map.layer(), map.head(), std::vector<float>(n * n)});
+        data.maps.push_back({map.layer(), map.head(),
+                             encoder ? "encoder_self"
+                             : cross ? "cross"
+                                     : "decoder_self",
+                             std::vector<float>(rows * keys)});
       }
       std::vector<float>& weights = data.maps[it->second].weights;
-      const size_t offset = static_cast<size_t>(map.first_query()) * n;
+      const size_t offset = static_cast<size_t>(map.first_query()) * keys;
       for (int i = 0; i < map.weights_size() && offset + i < weights.size();
            ++i) {
         weights[offset + i] = map.weights(i);
