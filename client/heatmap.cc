@@ -480,7 +480,9 @@ absl::StatusOr<Canvas> DrawHeatmap(const AttentionMaps& maps,
              bar.y + bar.height + 3, kInk, false);
   }
 
-  if (result.section_top.empty()) result.tokens_shown = shown;
+  // The figure the summary reports: the decoder's (the prompt's) own maps,
+  // or the first section's.
+  if (causal || result.section_top.empty()) result.tokens_shown = shown;
   return canvas;
 }
 
