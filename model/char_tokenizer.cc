@@ -57,8 +57,9 @@ absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromJson(
     }
   }
   std::string bos, eos;
-  for (auto [key, out] : {std::pair<const char*, std::string*>{"bos_token", &bos},
-                          {"eos_token", &eos}}) {
+  for (auto [key, out] :
+       {std::pair<const char*, std::string*>{"bos_token", &bos},
+        {"eos_token", &eos}}) {
     auto it = root.find(key);
     if (it == root.end() || it->is_null()) continue;
     if (!it->is_string()) {
@@ -108,8 +109,9 @@ absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromChars(
     }
     t->control_tokens_.push_back(name);
   }
-  for (auto [name, id] : {std::pair<const std::string*, int*>{&bos, &t->bos_id_},
-                          {&eos, &t->eos_id_}}) {
+  for (auto [name, id] :
+       {std::pair<const std::string*, int*>{&bos, &t->bos_id_},
+        {&eos, &t->eos_id_}}) {
     if (name->empty()) continue;
     for (size_t k = 0; k < control_tokens.size(); ++k) {
       if (control_tokens[k] == *name) *id = static_cast<int>(chars.size() + k);
@@ -124,11 +126,11 @@ absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromChars(
 }
 
 std::string CharTokenizer::Describe() const {
-  return absl::StrCat("char: ", chars_.size(), " characters",
-                      control_tokens_.empty()
-                          ? ""
-                          : absl::StrCat(" + ", control_tokens_.size(),
-                                         " control tokens"));
+  return absl::StrCat(
+      "char: ", chars_.size(), " characters",
+      control_tokens_.empty()
+          ? ""
+          : absl::StrCat(" + ", control_tokens_.size(), " control tokens"));
 }
 
 absl::StatusOr<std::vector<int>> CharTokenizer::Encode(

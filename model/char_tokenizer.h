@@ -59,8 +59,8 @@ class CharTokenizer : public Tokenizer {
  private:
   CharTokenizer() = default;
 
-  std::vector<std::string> chars_;                // id -> UTF-8
-  std::vector<std::string> control_tokens_;       // id - chars_.size() -> name
+  std::vector<std::string> chars_;           // id -> UTF-8
+  std::vector<std::string> control_tokens_;  // id - chars_.size() -> name
   int bos_id_ = -1;
   int eos_id_ = -1;
   std::unordered_map<char32_t, int> id_of_char_;  // code point -> id

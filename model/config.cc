@@ -430,11 +430,10 @@ std::string DescribeConfig(const ModelConfig& c) {
                          " encoder layers +")
           : "";
   return absl::StrCat(FamilyName(c.family), ":", encoder, " ", c.n_layers,
-                      " layers, ",
-                      c.n_heads, " heads (", c.n_kv_heads, " kv), d_model ",
-                      c.d_model, ", d_ff ", c.d_ff, ", vocab ", c.vocab_size,
-                      ", context ", c.context_length, ", ",
-                      PositionKindName(c.positions), " positions, ",
+                      " layers, ", c.n_heads, " heads (", c.n_kv_heads,
+                      " kv), d_model ", c.d_model, ", d_ff ", c.d_ff,
+                      ", vocab ", c.vocab_size, ", context ", c.context_length,
+                      ", ", PositionKindName(c.positions), " positions, ",
                       c.tied_lm_head ? "tied" : "separate", " head");
 }
 
@@ -469,7 +468,8 @@ int64_t CountParameters(const ModelConfig& c) {
     // each decoder block's cross-attention: a norm, q, [k | v] and out.
     total += c.encoder_layers * layer + norm;
     if (c.positions == PositionKind::kLearned) total += c.context_length * d;
-    const int64_t cross = norm + (d * d + d) + (d * 2 * d + 2 * d) + (d * d + d);
+    const int64_t cross =
+        norm + (d * d + d) + (d * 2 * d + 2 * d) + (d * d + d);
     total += c.n_layers * cross;
   }
   if (!c.tied_lm_head) total += c.vocab_size * d;

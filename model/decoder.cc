@@ -57,9 +57,8 @@ absl::Status Decoder::CheckTokens(absl::Span<const int> tokens,
   return absl::OkStatus();
 }
 
-AttentionMaps Decoder::EmptyMaps(AttentionKind kind, int n_layers,
-                                 int queries, int keys,
-                                 int first_position) const {
+AttentionMaps Decoder::EmptyMaps(AttentionKind kind, int n_layers, int queries,
+                                 int keys, int first_position) const {
   AttentionMaps maps;
   maps.kind = kind;
   maps.n_layers = n_layers;
@@ -159,9 +158,8 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     for (const SequenceChunk& s : batch) {
       const int T = static_cast<int>(s.tokens.size());
       const int start = cache.length(s.slot);
-      result.attention.push_back(EmptyMaps(AttentionKind::kDecoderSelf,
-                                           config_.n_layers, T, start + T,
-                                           start));
+      result.attention.push_back(EmptyMaps(
+          AttentionKind::kDecoderSelf, config_.n_layers, T, start + T, start));
       if (config_.is_encoder_decoder()) {
         result.cross_attention.push_back(
             EmptyMaps(AttentionKind::kCross, config_.n_layers, T,
@@ -181,9 +179,9 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
             /*accumulate=*/true);
     if (config_.is_encoder_decoder()) {
       // x += CrossAttention(Norm(x)), over the slot's source
-      Norm(layer.cross_norm, x_, normed_);                     // [N, d_model]
+      Norm(layer.cross_norm, x_, normed_);  // [N, d_model]
       Project(normed_, layer.cross_q, layer.cross_q_bias, qkv_);  // q [N, H D]
-      AttendSources(l, batch, cache, capture);                 // attn_ [N, H D]
+      AttendSources(l, batch, cache, capture);  // attn_ [N, H D]
       Project(attn_, layer.cross_out, layer.cross_out_bias, x_,
               /*accumulate=*/true);
     }
@@ -594,12 +592,11 @@ void Decoder::AttendWithinSources(int l, absl::Span<const SourceChunk> batch,
       const int i = task / H, h = task % H;
       const int S = static_cast<int>(batch[i].tokens.size());
       const float* row = qkv_.row(first_row_[i]).data();
-      AttendAll(row + h * D, stride, S, row + (H + h) * D,
-                row + (2 * H + h) * D, stride, S,
-                attn_.row(first_row_[i]).data() + h * D, H * D,
-                attention_scratch_[t],
-                capture != nullptr ? capture->attention[i].row(l, h, 0)
-                                   : nullptr);
+      AttendAll(
+          row + h * D, stride, S, row + (H + h) * D, row + (2 * H + h) * D,
+          stride, S, attn_.row(first_row_[i]).data() + h * D, H * D,
+          attention_scratch_[t],
+          capture != nullptr ? capture->attention[i].row(l, h, 0) : nullptr);
     }
   });
 }
@@ -626,15 +623,14 @@ void Decoder::AttendSources(int l, absl::Span<const SequenceChunk> batch,
     for (int task = begin; task < end; ++task) {
       const int i = task / H, h = task % H;
       const int slot = batch[i].slot;
-      AttendAll(qkv_.row(first_row_[i]).data() + h * D, C,
-                static_cast<int>(batch[i].tokens.size()),
-                cache.cross_keys(slot, l) + h * D,
-                cache.cross_values(slot, l) + h * D, C,
-                cache.source_length(slot),
-                attn_.row(first_row_[i]).data() + h * D, C,
-                attention_scratch_[t],
-                capture != nullptr ? capture->cross_attention[i].row(l, h, 0)
-                                   : nullptr);
+      AttendAll(
+          qkv_.row(first_row_[i]).data() + h * D, C,
+          static_cast<int>(batch[i].tokens.size()),
+          cache.cross_keys(slot, l) + h * D,
+          cache.cross_values(slot, l) + h * D, C, cache.source_length(slot),
+          attn_.row(first_row_[i]).data() + h * D, C, attention_scratch_[t],
+          capture != nullptr ? capture->cross_attention[i].row(l, h, 0)
+                             : nullptr);
     }
   });
 }

@@ -167,10 +167,8 @@ absl::StatusOr<LayerWeights> LoadGpt2Block(TensorReader& r,
   const int C = c.d_model, I = c.d_ff;
   LayerWeights L;
   TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, LoadNorm(r, h + "ln_1", C, true));
-  TEXTGEN_ASSIGN_OR_RETURN(L.qkv,
-                           r.Conv1D(h + "attn.c_attn.weight", C, 3 * C));
-  TEXTGEN_ASSIGN_OR_RETURN(L.qkv_bias,
-                           r.Vector(h + "attn.c_attn.bias", 3 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.qkv, r.Conv1D(h + "attn.c_attn.weight", C, 3 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.qkv_bias, r.Vector(h + "attn.c_attn.bias", 3 * C));
   TEXTGEN_ASSIGN_OR_RETURN(L.attn_out,
                            r.Conv1D(h + "attn.c_proj.weight", C, C));
   TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
@@ -191,8 +189,7 @@ absl::Status LoadCrossAttention(TensorReader& r, const std::string& h, int C,
   const std::string a = h + "crossattention.";
   TEXTGEN_ASSIGN_OR_RETURN(L.cross_q, r.Conv1D(a + "q_attn.weight", C, C));
   TEXTGEN_ASSIGN_OR_RETURN(L.cross_q_bias, r.Vector(a + "q_attn.bias", C));
-  TEXTGEN_ASSIGN_OR_RETURN(L.cross_kv,
-                           r.Conv1D(a + "c_attn.weight", C, 2 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_kv, r.Conv1D(a + "c_attn.weight", C, 2 * C));
   TEXTGEN_ASSIGN_OR_RETURN(L.cross_kv_bias, r.Vector(a + "c_attn.bias", 2 * C));
   TEXTGEN_ASSIGN_OR_RETURN(L.cross_out, r.Conv1D(a + "c_proj.weight", C, C));
   TEXTGEN_ASSIGN_OR_RETURN(L.cross_out_bias, r.Vector(a + "c_proj.bias", C));

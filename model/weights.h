@@ -68,10 +68,10 @@ struct LayerWeights {
   // otherwise). Queries from the decoder, keys and values from the encoder's
   // output (the context).
   NormWeights cross_norm;
-  kernels::PackedWeights cross_q;  // [d_model, d_model]
-  RowVector cross_q_bias;          // [d_model]
-  kernels::PackedWeights cross_kv;  // [d_model, 2 d_model] = [K | V] columns
-  RowVector cross_kv_bias;          // [2 d_model]
+  kernels::PackedWeights cross_q;    // [d_model, d_model]
+  RowVector cross_q_bias;            // [d_model]
+  kernels::PackedWeights cross_kv;   // [d_model, 2 d_model] = [K | V] columns
+  RowVector cross_kv_bias;           // [2 d_model]
   kernels::PackedWeights cross_out;  // [d_model, d_model]
   RowVector cross_out_bias;          // [d_model]
 };

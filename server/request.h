@@ -143,6 +143,8 @@ absl::Status CheckIndices(absl::Span<const int> values, int count,
 struct Usage {
   int prompt_tokens = 0;
   int generated_tokens = 0;
+  // Encoder–decoder models: tokens of the source the encoder read.
+  int source_tokens = 0;
 };
 
 struct Timings {
