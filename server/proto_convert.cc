@@ -132,12 +132,6 @@ absl::StatusOr<std::vector<int>> SourceIds(const pb::Prompt& source,
   return TextOrIds(source, tokenizer, "source", /*with_bos=*/false);
 }
 
-int MaxSourceTokens(int max_prompt_tokens, const ModelConfig& config) {
-  return max_prompt_tokens > 0
-             ? std::min(max_prompt_tokens, config.context_length)
-             : config.context_length;
-}
-
 absl::StatusOr<GenerationRequest> ToEngineRequest(
     const pb::GenerateRequest& request, const Tokenizer* tokenizer,
     const ModelConfig& config) {
@@ -228,6 +222,7 @@ void ToProto(const FinishEvent& event, pb::Finished& finished) {
   finished.set_reason(ToProto(event.reason));
   finished.mutable_usage()->set_prompt_tokens(event.usage.prompt_tokens);
   finished.mutable_usage()->set_generated_tokens(event.usage.generated_tokens);
+  finished.mutable_usage()->set_source_tokens(event.usage.source_tokens);
   pb::Timings* timings = finished.mutable_timings();
   timings->set_queue_seconds(absl::ToDoubleSeconds(event.timings.queue));
   timings->set_time_to_first_token_seconds(

@@ -61,11 +61,6 @@ absl::Status CheckSourcePresence(bool has_source, const ModelConfig& config);
 absl::StatusOr<std::vector<int>> SourceIds(const textgen::v1::Prompt& source,
                                            const Tokenizer* tokenizer);
 
-// The longest source accepted, in tokens: `max_prompt_tokens` (the server's
-// --max_prompt_tokens, 0 = no flag) within the model's context (a source,
-// unlike a prompt, need leave no room for new tokens).
-int MaxSourceTokens(int max_prompt_tokens, const ModelConfig& config);
-
 // The engine request for `request` (without its deadline), or the status of
 // CheckSourcePresence, DecoderPromptIds and SourceIds. Maps proto3's zero
 // defaults to "unset": temperature 0 is greedy, top_p 0 is 1,

@@ -278,17 +278,6 @@ TextGenerationService::SubmitGenerate(const pb::GenerateRequest& request,
   absl::StatusOr<GenerationRequest> engine_request =
       status.ok() ? ToEngineRequest(request, tokenizer_, engine_->config())
                   : absl::StatusOr<GenerationRequest>(status);
-  if (engine_request.ok()) {
-    // The source's bound is the prompt's flag (within the context).
-    const int max_source = MaxSourceTokens(engine_->options().max_prompt_tokens,
-                                           engine_->config());
-    if (static_cast<int>(engine_request->source.size()) > max_source) {
-      engine_request = absl::InvalidArgumentError(absl::StrCat(
-          "source is ", engine_request->source.size(), " tokens; at most ",
-          max_source, " (--max_prompt_tokens, within the model's context of ",
-          engine_->config().context_length, ")"));
-    }
-  }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
       absl::UnknownError("not submitted");
   if (engine_request.ok()) {

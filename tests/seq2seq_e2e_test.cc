@@ -254,7 +254,9 @@ class Seq2seqE2eTest : public ::testing::Test {
         if (row[v] > row[best]) best = v;
       }
       out.push_back(best);
-      if (best == kEos) break;
+      // The engine ends a sequence at either control token
+      // (Tokenizer::EndsSequence).
+      if (best == kEos || best == kBos) break;
       next = {best};
     }
     return out;
@@ -378,7 +380,8 @@ TEST_F(Seq2seqE2eTest, GenerateRefusesBadSources) {
          r.mutable_source()->set_text("thirteen char");
        },
        grpc::StatusCode::INVALID_ARGUMENT,
-       "source is 13 tokens; at most 12 (--max_prompt_tokens"},
+       "source is 13 tokens; at most 12 (the model's context, and "
+       "--max_prompt_tokens)"},
       {"empty prompt text with a source",
        [](pb::GenerateRequest& r) {
          r.mutable_source()->set_text("ab");
@@ -557,6 +560,139 @@ TEST_F(Seq2seqE2eTest, DebugAttentionSplitsCrossMapsIntoPiecesOfRows) {
             MapOf(direct.encoder, 2, 1));
   EXPECT_EQ(reply.map(pb::ATTENTION_KIND_DECODER_SELF, 0, 1),
             MapOf(direct.decoder, 0, 1));
+}
+
+TEST_F(Seq2seqE2eTest, GenerateWithSourceEqualsTheModelsGreedyDecoding) {
+  StartServer(Seq2seqDir());
+  const std::vector<std::string> sources = {"3rd of March 99",
+                                            "12/25/2001",
+                                            "the first of May, 1999",
+                                            "x",
+                                            "June 7th 04",
+                                            "2 Feb 1988",
+                                            "31.12.1999",
+                                            "ok?"};
+  // Each alone, then all at once: batched decode steps mix source lengths.
+  std::vector<Outcome> alone(sources.size()), together(sources.size());
+  auto request_for = [](const std::string& source) {
+    pb::GenerateRequest request;
+    request.mutable_source()->set_text(source);
+    request.set_max_new_tokens(12);
+    return request;
+  };
+  for (size_t i = 0; i < sources.size(); ++i) {
+    alone[i] = Generate(request_for(sources[i]));
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { together[i] = Generate(request_for(sources[i])); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    SCOPED_TRACE(sources[i]);
+    ASSERT_TRUE(alone[i].status.ok()) << alone[i].status.error_message();
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    auto source = tokenizer_->Encode(sources[i]);
+    ASSERT_TRUE(source.ok());
+    const std::vector<int> greedy = GreedyAlone(*source, 12);
+    EXPECT_EQ(alone[i].ids(), greedy);
+    EXPECT_EQ(together[i].ids(), greedy);
+    ASSERT_TRUE(alone[i].finished.has_value());
+    const pb::Finished& finished = *alone[i].finished;
+    EXPECT_EQ(finished.usage().source_tokens(),
+              static_cast<int>(source->size()));
+    EXPECT_EQ(finished.usage().prompt_tokens(), 1);  // [BOS]
+    EXPECT_EQ(finished.usage().generated_tokens(),
+              static_cast<int>(greedy.size()));
+    EXPECT_EQ(finished.reason(), greedy.size() < 12 ? pb::FINISH_REASON_EOS
+                                                    : pb::FINISH_REASON_LENGTH);
+    // The first generated token sits after [BOS].
+    EXPECT_EQ(alone[i].tokens.front().position(), 1);
+  }
+  EXPECT_EQ(server_->engine().stats().slots_in_use, 0);
+}
+
+TEST_F(Seq2seqE2eTest, GeneratePromptStartsTheAnswerAfterBos) {
+  StartServer(Seq2seqDir());
+  pb::GenerateRequest request;
+  request.mutable_source()->set_text("March 3rd 99");
+  request.mutable_prompt()->set_text("19");
+  request.set_max_new_tokens(4);
+  request.set_echo_prompt(true);
+  const Outcome out = Generate(request);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_TRUE(out.finished.has_value());
+  EXPECT_EQ(out.finished->usage().prompt_tokens(), 3);
+  ASSERT_GE(out.tokens.size(), 3u);
+  auto digits = tokenizer_->Encode("19");
+  ASSERT_TRUE(digits.ok());
+  const std::vector<int> ids = out.ids();
+  EXPECT_EQ(std::vector<int>(ids.begin(), ids.begin() + 3),
+            (std::vector<int>{kBos, (*digits)[0], (*digits)[1]}));
+  EXPECT_TRUE(out.tokens[2].is_prompt());
+  EXPECT_FALSE(out.tokens.size() > 3 && out.tokens[3].is_prompt());
+
+  // Token ids out of the vocabulary: the engine's refusal, naming `source`.
+  pb::GenerateRequest bad;
+  bad.mutable_source()->mutable_token_ids()->add_ids(99);
+  const Outcome refused = Generate(bad);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.status.error_message(), HasSubstr("source"));
+}
+
+TEST_F(Seq2seqE2eTest, AttentionTapStreamsCrossRowsEqualToDebugAttention) {
+  StartServer(Seq2seqDir());
+  const std::string text = "the 3rd of March";
+  auto source = tokenizer_->Encode(text);
+  ASSERT_TRUE(source.ok());
+  const size_t s = source->size();
+  pb::GenerateRequest request;
+  request.mutable_source()->set_text(text);
+  request.set_max_new_tokens(6);
+  request.mutable_attention_tap()->add_layers(1);
+  const Outcome out = Generate(request);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_FALSE(out.tokens.empty());
+
+  // The whole target's maps, for comparison: DebugAttention of [BOS] +
+  // every generated token but the last (each row predicted the next token).
+  std::vector<int> target = {kBos};
+  for (size_t i = 0; i + 1 < out.tokens.size(); ++i) {
+    target.push_back(out.tokens[i].id());
+  }
+  pb::DebugAttentionRequest again;
+  *again.mutable_source() = TextPrompt(text);
+  *again.mutable_prompt() = IdsPrompt(target);
+  const AttentionReply maps = DebugAttention(again);
+  ASSERT_TRUE(maps.status.ok()) << maps.status.error_message();
+
+  for (const pb::Token& token : out.tokens) {
+    SCOPED_TRACE(absl::StrCat("position ", token.position()));
+    // Layer 1's decoder rows (every head), then its cross rows.
+    ASSERT_EQ(token.attention_size(), 2 * kHeads);
+    const int query = token.position() - 1;
+    for (int i = 0; i < token.attention_size(); ++i) {
+      const pb::AttentionRow& row = token.attention(i);
+      const bool cross = i >= kHeads;
+      EXPECT_EQ(row.kind(), cross ? pb::ATTENTION_KIND_CROSS
+                                  : pb::ATTENTION_KIND_DECODER_SELF);
+      EXPECT_EQ(row.layer(), 1);
+      EXPECT_EQ(row.head(), i % kHeads);
+      const size_t keys = cross ? s : static_cast<size_t>(token.position());
+      ASSERT_EQ(static_cast<size_t>(row.weights_size()), keys);
+      double sum = 0;
+      for (float w : row.weights()) sum += w;
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+      const std::vector<float>& map = maps.map(row.kind(), 1, row.head());
+      const size_t width = cross ? s : target.size();
+      ASSERT_GE(map.size(), (query + 1) * width);
+      const std::vector<float> expected(map.begin() + query * width,
+                                        map.begin() + query * width + keys);
+      EXPECT_EQ(std::vector<float>(row.weights().begin(), row.weights().end()),
+                expected);
+    }
+  }
 }
 
 }  // namespace
