@@ -9,6 +9,10 @@
     for token in client.generate(prompt_ids=[18, 15], top_logprobs=5, echo_prompt=True,
                                  tap_layers=[0], tap_heads=[1]):
         token.top_logprobs, token.attention   # (.id, .text, .logprob), (.layer, .head, .weights)
+    # An encoder-decoder model (info().architecture == "encoder-decoder") reads a source;
+    # its prompt is optional (the start of the answer):
+    answer = client.generate(source="3rd of March 99", max_new_tokens=16).text()
+    att = client.attention(source="3rd of March 99")   # + att.cross_weights, .encoder_weights
 
 The message classes are generated from proto/textgen/v1/textgen.proto at build time
 (target textgen_python_stubs, into build/client/python). They are found on sys.path
@@ -27,7 +31,7 @@ Needs only Debian's python3-grpcio and python3-protobuf.
 import os
 import pathlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import grpc
@@ -104,21 +108,47 @@ class Attention:
 
     weights[i][j][q][k] is layer layers[i], head heads[j]: how much query token q attends
     to key token k (rows sum to 1; 0 above the diagonal, where the mask is).
+
+    An encoder-decoder model's (a source was sent) also has, as BertViz's model_view takes
+    them: source_tokens (S of them); encoder_weights[i][j][q][k], encoder layer
+    encoder_layers[i], head heads[j], source token q over source token k (S x S, no mask);
+    cross_weights[i][j][q][k], decoder layer layers[i], head heads[j], target token q
+    over source token k (T x S). Empty for a decoder-only model.
     """
     tokens: List[str]
     token_ids: List[int]
     layers: List[int]
     heads: List[int]
     weights: List[List[List[List[float]]]]
+    source_tokens: List[str] = field(default_factory=list)
+    source_token_ids: List[int] = field(default_factory=list)
+    encoder_layers: List[int] = field(default_factory=list)
+    encoder_weights: List[List[List[List[float]]]] = field(default_factory=list)
+    cross_weights: List[List[List[List[float]]]] = field(default_factory=list)
 
 
-def _prompt(prompt: Optional[str], prompt_ids: Optional[Sequence[int]]) -> "textgen_pb2.Prompt":
-    """Exactly one of prompt (text) and prompt_ids (token ids), as a textgen_pb2.Prompt."""
+def _prompt(prompt: Optional[str], prompt_ids: Optional[Sequence[int]],
+            optional: bool = False, name: str = "prompt") -> Optional["textgen_pb2.Prompt"]:
+    """Exactly one of prompt (text) and prompt_ids (token ids), as a textgen_pb2.Prompt;
+    or neither (None) when optional."""
+    if prompt is None and prompt_ids is None and optional:
+        return None
     if (prompt is None) == (prompt_ids is None):
-        raise ValueError("give exactly one of prompt (text) and prompt_ids (token ids)")
+        raise ValueError(f"give exactly one of {name} (text) and {name}_ids (token ids)")
     if prompt is not None:
         return textgen_pb2.Prompt(text=prompt)
     return textgen_pb2.Prompt(token_ids=textgen_pb2.TokenIds(ids=list(prompt_ids)))
+
+
+def _source_and_prompt(request, prompt, prompt_ids, source, source_ids):
+    """Sets request.source (optional) and request.prompt (optional with a source: an
+    encoder-decoder model then starts from its BOS)."""
+    src = _prompt(source, source_ids, optional=True, name="source")
+    if src is not None:
+        request.source.CopyFrom(src)
+    given = _prompt(prompt, prompt_ids, optional=src is not None)
+    if given is not None:
+        request.prompt.CopyFrom(given)
 
 
 class TextgenClient:
@@ -182,11 +212,15 @@ class TextgenClient:
                  stop: Sequence[str] = (), top_logprobs: int = 0, echo_prompt: bool = False,
                  attention_tap: bool = False, tap_layers: Sequence[int] = (),
                  tap_heads: Sequence[int] = (), prompt_logprobs: int = 0, n: int = 1,
+                 source: Optional[str] = None, source_ids: Optional[Sequence[int]] = None,
                  timeout: Optional[float] = None) -> GenerateStream:
         """Starts a generation; iterate the result for its tokens (see GenerateStream).
 
         Every field of textgen.v1.GenerateRequest:
-          prompt or prompt_ids: the prompt as text or as token ids (exactly one).
+          prompt or prompt_ids: the prompt as text or as token ids (exactly one; for an
+            encoder-decoder model optional: the start of the answer).
+          source or source_ids: an encoder-decoder model's source, as text or token ids
+            (what its encoder reads; required by such a model, refused by others).
           max_new_tokens: 0 is the server's default. temperature 0 is greedy.
           top_k, top_p, repetition_penalty, seed (None: the server picks, see .finished.seed),
           stop: strings that end the generation.
@@ -207,9 +241,10 @@ class TextgenClient:
         if seed is not None:
             sampling.seed = seed
         request = textgen_pb2.GenerateRequest(
-            prompt=_prompt(prompt, prompt_ids), max_new_tokens=max_new_tokens,
+            max_new_tokens=max_new_tokens,
             sampling=sampling, stop=list(stop), top_logprobs=top_logprobs,
             echo_prompt=echo_prompt, prompt_logprobs=prompt_logprobs, n=n)
+        _source_and_prompt(request, prompt, prompt_ids, source, source_ids)
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
                 layers=list(tap_layers), heads=list(tap_heads)))
@@ -218,42 +253,65 @@ class TextgenClient:
 
     def attention(self, prompt: Optional[str] = None, *,
                   prompt_ids: Optional[Sequence[int]] = None, layers: Sequence[int] = (),
-                  heads: Sequence[int] = (), timeout: Optional[float] = None) -> Attention:
+                  heads: Sequence[int] = (), source: Optional[str] = None,
+                  source_ids: Optional[Sequence[int]] = None,
+                  timeout: Optional[float] = None) -> Attention:
         """The prompt's (text or token ids) attention maps (empty layers/heads = all),
-        assembled from the stream."""
-        request = textgen_pb2.DebugAttentionRequest(
-            prompt=_prompt(prompt, prompt_ids), layers=list(layers), heads=list(heads))
+        assembled from the stream. With a source (encoder-decoder models; the prompt is
+        then optional) also the encoder's and the cross-attention maps."""
+        request = textgen_pb2.DebugAttentionRequest(layers=list(layers), heads=list(heads))
+        _source_and_prompt(request, prompt, prompt_ids, source, source_ids)
+        kinds = textgen_pb2.AttentionKind
         tokens: List[str] = []
         ids: List[int] = []
-        rows: Dict[Tuple[int, int], Dict[int, List[float]]] = {}
+        source_tokens: List[str] = []
+        source_token_ids: List[int] = []
+        rows: Dict[Tuple[int, int, int], Dict[int, List[float]]] = {}
         for response in self._stub.DebugAttention(request, timeout=self._timeout(timeout),
                                                   metadata=self._metadata):
             if response.tokens:
                 tokens = [t.text for t in response.tokens]
                 ids = [t.id for t in response.tokens]
-            n = len(tokens)
+            if response.source_tokens:
+                source_tokens = [t.text for t in response.source_tokens]
+                source_token_ids = [t.id for t in response.source_tokens]
             for m in response.maps:
+                # Keys: the source's tokens, but for the decoder's self-attention.
+                n = len(tokens) if m.kind in (kinds.ATTENTION_KIND_DECODER_SELF,
+                                              kinds.ATTENTION_KIND_UNSPECIFIED) \
+                    else len(source_tokens)
                 if n == 0 or len(m.weights) % n:
-                    raise ValueError(f"map L{m.layer} H{m.head}: {len(m.weights)} weights "
-                                     f"is not whole rows of {n} tokens")
-                piece = rows.setdefault((m.layer, m.head), {})
+                    raise ValueError(f"map {kinds.Name(m.kind)} L{m.layer} H{m.head}: "
+                                     f"{len(m.weights)} weights is not whole rows of {n} keys")
+                piece = rows.setdefault((m.kind, m.layer, m.head), {})
                 for r in range(len(m.weights) // n):
                     piece[m.first_query + r] = list(m.weights[r * n:(r + 1) * n])
-        layer_ids = sorted({layer for layer, _ in rows})
-        head_ids = sorted({head for _, head in rows})
-        n = len(tokens)
-        weights = []
-        for layer in layer_ids:
-            per_head = []
-            for head in head_ids:
-                piece = rows.get((layer, head), {})
-                if sorted(piece) != list(range(n)):
-                    raise ValueError(f"map L{layer} H{head}: got rows {sorted(piece)[:5]}..., "
-                                     f"expected 0..{n - 1}")
-                per_head.append([piece[q] for q in range(n)])
-            weights.append(per_head)
-        return Attention(tokens=tokens, token_ids=ids, layers=layer_ids, heads=head_ids,
-                         weights=weights)
+
+        def assemble(kind, queries):
+            """[layer][head][query][key] of one kind, and its layers."""
+            layer_ids = sorted({layer for k, layer, _ in rows if k == kind})
+            head_ids = sorted({head for k, _, head in rows if k == kind})
+            weights = []
+            for layer in layer_ids:
+                per_head = []
+                for head in head_ids:
+                    piece = rows.get((kind, layer, head), {})
+                    if sorted(piece) != list(range(queries)):
+                        raise ValueError(f"map {kinds.Name(kind)} L{layer} H{head}: got rows "
+                                         f"{sorted(piece)[:5]}..., expected 0..{queries - 1}")
+                    per_head.append([piece[q] for q in range(queries)])
+                weights.append(per_head)
+            return layer_ids, head_ids, weights
+
+        layer_ids, head_ids, weights = assemble(kinds.ATTENTION_KIND_DECODER_SELF, len(tokens))
+        encoder_layers, encoder_heads, encoder_weights = assemble(
+            kinds.ATTENTION_KIND_ENCODER_SELF, len(source_tokens))
+        _, _, cross_weights = assemble(kinds.ATTENTION_KIND_CROSS, len(tokens))
+        return Attention(tokens=tokens, token_ids=ids, layers=layer_ids,
+                         heads=head_ids or encoder_heads, weights=weights,
+                         source_tokens=source_tokens, source_token_ids=source_token_ids,
+                         encoder_layers=encoder_layers, encoder_weights=encoder_weights,
+                         cross_weights=cross_weights)
 
     def info(self, timeout: Optional[float] = None) -> "textgen_pb2.ModelInfo":
         """The model's architecture, sizes, tokenizer and the server's limits."""
