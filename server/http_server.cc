@@ -288,8 +288,8 @@ void HttpServer::AddRoutes() {
                                      const httplib::Request& request,
                                      httplib::Response& response) {
     Metrics* metrics = service_->metrics();
-    absl::StatusOr<CompletionRequest> parsed =
-        ParseCompletionRequest(request.body, model);
+    absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
+        request.body, model, service_->engine().config().is_encoder_decoder());
     // Who is calling comes before what they ask: a caller without a token
     // learns nothing from validation. An unparsable request needs no more
     // than `generate`.

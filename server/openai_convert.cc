@@ -159,14 +159,20 @@ const char* ErrorType(int http_status) {
 }  // namespace
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(
-    absl::string_view body, absl::string_view model_name) {
+    absl::string_view body, absl::string_view model_name,
+    bool encoder_decoder) {
   absl::StatusOr<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.status();
   const Json& json = *parsed;
   if (absl::Status s = CheckModel(json, model_name); !s.ok()) return s;
   CompletionRequest out;
   pb::GenerateRequest& request = out.generate;
-  if (absl::Status s = ParsePrompt(json, *request.mutable_prompt()); !s.ok()) {
+  // An encoder-decoder model reads the prompt as its source and answers
+  // from its decoder start token.
+  if (absl::Status s =
+          ParsePrompt(json, encoder_decoder ? *request.mutable_source()
+                                            : *request.mutable_prompt());
+      !s.ok()) {
     return s;
   }
   if (const Json* n = Field(json, "n")) {
@@ -271,6 +277,13 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
     if (!echo.ok()) return echo.status();
     request.set_echo_prompt(*echo);
   }
+  if (encoder_decoder && request.echo_prompt()) {
+    return Invalid(
+        "echo",
+        "is not supported by an encoder-decoder model: its prompt is "
+        "the source it reads, which the completion does not "
+        "continue");
+  }
   // echo with N alternatives scores the prompt too (OpenAI's legacy way).
   const bool scores_prompt = request.echo_prompt() && out.logprobs &&
                              !Field(json, "logprobs")->is_boolean();
@@ -336,9 +349,20 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     }
   }
   pb::DebugAttentionRequest& request = out.debug_attention;
-  if (absl::Status s = ParsePrompt(*parsed, *request.mutable_prompt());
-      !s.ok()) {
-    return s;
+  // Encoder-decoder models: "source" (what the encoder reads), and "prompt"
+  // optional (the target's start; absent = BOS).
+  if (const Json* source = Field(*parsed, "source")) {
+    Json only_source = {{"prompt", *source}};
+    if (absl::Status s = ParsePrompt(only_source, *request.mutable_source());
+        !s.ok()) {
+      return Invalid("source", "must be a string or an array of token ids");
+    }
+  }
+  if (Field(*parsed, "prompt") != nullptr || !request.has_source()) {
+    if (absl::Status s = ParsePrompt(*parsed, *request.mutable_prompt());
+        !s.ok()) {
+      return s;
+    }
   }
   if (const Json* list = Field(*parsed, "layers")) {
     absl::StatusOr<std::vector<int>> layers = IntList(*list, "layers");
@@ -420,9 +444,13 @@ Json Envelope(const std::string& id, int64_t created,
 }
 
 Json UsageJson(const Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
+  // An encoder-decoder model's `prompt` was its source: that is what the
+  // client sent (the decoder's [BOS] start is the server's business).
+  const int prompt =
+      usage.source_tokens > 0 ? usage.source_tokens : usage.prompt_tokens;
+  return {{"prompt_tokens", prompt},
           {"completion_tokens", usage.generated_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.generated_tokens}};
+          {"total_tokens", prompt + usage.generated_tokens}};
 }
 
 }  // namespace
@@ -443,9 +471,12 @@ std::string CompletionBuilder::Event(const TokenEvent& token) const {
     for (const AttentionRow& row : token.attention) {
       Json weights = Json::array();
       for (float w : row.weights) weights.push_back(RoundWeight(w));
-      rows.push_back({{"layer", row.layer},
-                      {"head", row.head},
-                      {"weights", std::move(weights)}});
+      Json out = {{"layer", row.layer},
+                  {"head", row.head},
+                  {"weights", std::move(weights)}};
+      // Cross rows (encoder-decoder models) weigh the source's tokens.
+      if (row.kind == AttentionKind::kCross) out["kind"] = "cross";
+      rows.push_back(std::move(out));
     }
     chunk["choices"][0]["attention"] = std::move(rows);
     chunk["choices"][0]["position"] = token.position;
@@ -463,6 +494,7 @@ Usage CompletionBuilder::TotalUsage() const {
   Usage total;
   for (const FinishEvent& f : finishes_) {
     total.prompt_tokens = f.usage.prompt_tokens;  // One prompt for all.
+    total.source_tokens = f.usage.source_tokens;
     total.generated_tokens += f.usage.generated_tokens;
   }
   return total;
@@ -616,6 +648,8 @@ std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
                 // For the attention explorer (and any client that draws maps).
                 {"num_layers", info.num_layers()},
                 {"num_heads", info.num_heads()},
+                // Encoder-decoder models: a completion's prompt is the source.
+                {"num_encoder_layers", info.num_encoder_layers()},
                 {"max_attention_tokens", info.limits().max_attention_tokens()},
                 {"debug_attention", info.limits().debug_attention_enabled()},
                 {"tokenizer", info.tokenizer()}};

@@ -26,6 +26,14 @@
 // `logit_bias`, non-zero `presence_penalty`/`frequency_penalty`) are a 400
 // rather than silently ignored; unknown fields are ignored, as OpenAI's SDKs
 // send new ones over time.
+//
+// Encoder–decoder models (GET /v1/models "architecture": "encoder-decoder"):
+// a completion's `prompt` is the source (GenerateRequest.source: what the
+// encoder reads, e.g. the text to translate); the completion is the decoder's
+// answer from its start token, and usage.prompt_tokens counts the source's
+// tokens. `echo` is a 400 for them (the answer does not continue the source).
+// POST /v1/attention takes their source as "source" (text or ids) and the
+// target's start as an optional "prompt".
 #ifndef TEXTGEN_SERVER_OPENAI_CONVERT_H_
 #define TEXTGEN_SERVER_OPENAI_CONVERT_H_
 
@@ -55,12 +63,15 @@ struct CompletionRequest {
 // The request in `body`, or INVALID_ARGUMENT naming the field (as the
 // error's param, see ErrorParam), or NOT_FOUND when `model` is given and is
 // not `model_name`.
+// `encoder_decoder`: the served model is one (its prompt is the source).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(
-    absl::string_view body, absl::string_view model_name);
+    absl::string_view body, absl::string_view model_name,
+    bool encoder_decoder = false);
 
 // A parsed POST /v1/attention: {"prompt": text or ids, "layers": [...],
 // "heads": [...], "encoding": "json" or "u8"}, empty lists meaning all, no
-// encoding "json".
+// encoding "json"; for an encoder-decoder model also "source": text or ids
+// ("prompt" then optional).
 struct AttentionRequest {
   textgen::v1::DebugAttentionRequest debug_attention;
   AttentionEncoding encoding = AttentionEncoding::kJson;

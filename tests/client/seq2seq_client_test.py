@@ -13,7 +13,10 @@ checkpoint is made here). What they show:
     --source), cross panels with the source's tokens as columns;
   - `--html` embeds the maps with their kinds: cross maps T rows of S weights;
   - the Python client's attention(source=...) has encoder (S x S), decoder (T x T) and
-    cross (T x S) maps, rows summing to 1.
+    cross (T x S) maps, rows summing to 1;
+  - HTTP: a completion's `prompt` is the source (the same answer as gRPC's, usage counting
+    the source), `echo` is an OpenAI-shaped 400, the tap's cross rows say so, GET
+    /v1/models reports the architecture, POST /v1/attention takes "source".
 
     /usr/bin/python3 tests/client/seq2seq_client_test.py --server_bin build/server/textgen_server \
         --model unused --cli build/client/textgen \
@@ -22,6 +25,8 @@ checkpoint is made here). What they show:
 
 import json
 import os
+import urllib.error
+import urllib.request
 import subprocess
 import sys
 import tempfile
@@ -31,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
-from live_server import LiveServer, parse_args  # noqa: E402
+from live_server import parse_args, start_with_http  # noqa: E402
 
 import grpc  # noqa: E402
 from textgen_client import TextgenClient, textgen_pb2  # noqa: E402
@@ -48,7 +53,7 @@ class Seq2seqClientTest(unittest.TestCase):
         cls.model = os.path.join(cls.tmp.name, "tiny-seq2seq")
         subprocess.run([sys.executable, os.path.join(REPO, "tests", "make_tiny_seq2seq.py"),
                         cls.model], check=True)
-        cls.server = LiveServer(ARGS.server_bin, cls.model)
+        cls.server, cls.http_port = start_with_http(ARGS.server_bin, cls.model)
         cls.client = TextgenClient(cls.server.target, timeout=60)
 
     @classmethod
@@ -175,6 +180,67 @@ class Seq2seqClientTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as caught:
             self.client.attention("19")
         self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+
+    # ---- HTTP ------------------------------------------------------------------------------
+
+    def http(self, path, body=None):
+        """(status, parsed JSON or the raw text for event streams)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.http_port}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                text = response.read().decode()
+                status = response.status
+        except urllib.error.HTTPError as e:
+            text, status = e.read().decode(), e.code
+        return status, (text if text.startswith("data:") else json.loads(text))
+
+    def test_http_completion_prompt_is_the_source(self):
+        status, reply = self.http("/v1/completions", {"prompt": SOURCE, "max_tokens": 8,
+                                                      "temperature": 0})
+        self.assertEqual(status, 200, reply)
+        tokens = list(self.client.generate(source=SOURCE, max_new_tokens=8))
+        self.assertEqual(reply["choices"][0]["text"], "".join(t.text for t in tokens))
+        self.assertEqual(reply["usage"]["prompt_tokens"], len(SOURCE))
+        self.assertEqual(reply["usage"]["completion_tokens"], len(tokens))
+
+        status, reply = self.http("/v1/completions", {"prompt": SOURCE, "echo": True})
+        self.assertEqual(status, 400)
+        self.assertEqual(reply["error"]["type"], "invalid_request_error")
+        self.assertEqual(reply["error"]["param"], "echo")
+        self.assertIn("encoder-decoder", reply["error"]["message"])
+
+        status, events = self.http("/v1/completions", {
+            "prompt": SOURCE, "max_tokens": 2, "stream": True,
+            "attention_tap": {"layers": [0], "heads": [1]}})
+        self.assertEqual(status, 200, events)
+        chunks = [json.loads(e[6:]) for e in events.split("\n\n")
+                  if e.startswith("data: {")]
+        rows = [r for c in chunks for r in c["choices"][0].get("attention", [])]
+        self.assertEqual([r.get("kind") for r in rows], [None, "cross"] * 2)
+        for cross in rows[1::2]:
+            self.assertEqual(len(cross["weights"]), len(SOURCE))
+
+        status, models = self.http("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(models["data"][0]["architecture"], "encoder-decoder")
+        self.assertEqual(models["data"][0]["num_encoder_layers"], ENCODER_LAYERS)
+
+    def test_http_attention_takes_a_source(self):
+        status, att = self.http("/v1/attention", {"source": SOURCE, "prompt": [97, 20]})
+        self.assertEqual(status, 200, att)
+        self.assertEqual("".join(t["text"] for t in att["source_tokens"]), SOURCE)
+        self.assertEqual([t["id"] for t in att["tokens"]], [97, 20])
+        self.assertEqual(att["num_encoder_layers"], ENCODER_LAYERS)
+        cross = [m for m in att["maps"] if m["kind"] == "cross"]
+        self.assertEqual(len(cross), DECODER_LAYERS * HEADS)
+        for m in cross:
+            self.assertEqual([len(r) for r in m["weights"]], [len(SOURCE)] * 2)
+        status, err = self.http("/v1/attention", {"prompt": "19"})
+        self.assertEqual(status, 400)  # FAILED_PRECONDITION is a 400, as OpenAI has no 412
+        self.assertIn("send `source`", err["error"]["message"])
 
 
 if __name__ == "__main__":
