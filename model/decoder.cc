@@ -45,8 +45,24 @@ Decoder::Decoder(ModelConfig config,
   }
 }
 
-absl::Status Decoder::CheckTokens(absl::Span<const int> tokens,
-                                  const char* what, size_t i) const {
+absl::Status Decoder::CheckBatchEntry(int slot, absl::Span<const int> tokens,
+                                      const char* what, size_t i,
+                                      const KvCache& cache,
+                                      std::vector<bool>& seen) const {
+  if (slot < 0 || slot >= cache.num_slots()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", i, ": slot ",
+                                                   slot, " is outside [0, ",
+                                                   cache.num_slots(), ")"));
+  }
+  if (seen[slot]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " ", i, ": slot ", slot, " appears twice in the batch"));
+  }
+  seen[slot] = true;
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", i, ": no tokens"));
+  }
   for (int id : tokens) {
     if (id < 0 || id >= config_.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -78,21 +94,8 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
   int blocks_needed = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const SequenceChunk& s = batch[i];
-    if (s.slot < 0 || s.slot >= cache.num_slots()) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": slot ",
-                                                     s.slot, " is outside [0, ",
-                                                     cache.num_slots(), ")"));
-    }
-    if (seen[s.slot]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sequence ", i, ": slot ", s.slot, " appears twice in the batch"));
-    }
-    seen[s.slot] = true;
-    if (s.tokens.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sequence ", i, ": no tokens"));
-    }
-    TEXTGEN_RETURN_IF_ERROR(CheckTokens(s.tokens, "sequence", i));
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckBatchEntry(s.slot, s.tokens, "sequence", i, cache, seen));
     if (config_.is_encoder_decoder() && cache.source_length(s.slot) == 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("sequence ", i, ": slot ", s.slot,
@@ -232,31 +235,18 @@ absl::Status Decoder::ValidateSources(absl::Span<const SourceChunk> batch,
   std::vector<bool> seen(cache.num_slots(), false);
   for (size_t i = 0; i < batch.size(); ++i) {
     const SourceChunk& s = batch[i];
-    if (s.slot < 0 || s.slot >= cache.num_slots()) {
-      return absl::InvalidArgumentError(absl::StrCat("source ", i, ": slot ",
-                                                     s.slot, " is outside [0, ",
-                                                     cache.num_slots(), ")"));
-    }
-    if (seen[s.slot]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "source ", i, ": slot ", s.slot, " appears twice in the batch"));
-    }
-    seen[s.slot] = true;
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckBatchEntry(s.slot, s.tokens, "source", i, cache, seen));
     if (cache.length(s.slot) > 0 || cache.source_length(s.slot) > 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("source ", i, ": slot ", s.slot,
                        " is not empty (clear it before a new source)"));
-    }
-    if (s.tokens.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source ", i, ": no tokens"));
     }
     if (static_cast<int>(s.tokens.size()) > config_.context_length) {
       return absl::OutOfRangeError(absl::StrCat(
           "source ", i, ": ", s.tokens.size(),
           " tokens exceed the context length ", config_.context_length));
     }
-    TEXTGEN_RETURN_IF_ERROR(CheckTokens(s.tokens, "source", i));
   }
   return absl::OkStatus();
 }

@@ -164,9 +164,12 @@ class Decoder {
                         const KvCache& cache) const;
   absl::Status ValidateSources(absl::Span<const SourceChunk> batch,
                                const KvCache& cache) const;
-  // Token ids of `what` i, each in the vocabulary.
-  absl::Status CheckTokens(absl::Span<const int> tokens, const char* what,
-                           size_t i) const;
+  // Entry i of a batch (`what`: "sequence" or "source"): its slot in range
+  // and not used by an earlier entry (`seen`, updated), its tokens non-empty
+  // and in the vocabulary; else INVALID_ARGUMENT saying which.
+  absl::Status CheckBatchEntry(int slot, absl::Span<const int> tokens,
+                               const char* what, size_t i, const KvCache& cache,
+                               std::vector<bool>& seen) const;
   // Maps of one sequence: n_layers × n_heads × [queries, keys] zeros.
   AttentionMaps EmptyMaps(AttentionKind kind, int n_layers, int queries,
                           int keys, int first_position) const;

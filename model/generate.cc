@@ -19,9 +19,23 @@ absl::StatusOr<GenerateEnd> Generate(
         absl::StrCat("the prompt is ", prompt.size(),
                      " tokens; the model's context holds ", context));
   }
+  const bool encoder_decoder = decoder.config().is_encoder_decoder();
+  if (encoder_decoder && options.source.empty()) {
+    return absl::FailedPreconditionError(
+        "this model is encoder-decoder: it needs a source");
+  }
+  if (!encoder_decoder && !options.source.empty()) {
+    return absl::InvalidArgumentError(
+        "a source was given, but this model is decoder-only");
+  }
   if (options.max_new_tokens <= 0) return GenerateEnd::kLength;
 
   KvCache cache(decoder.config(), /*num_slots=*/1);
+  if (encoder_decoder) {
+    const SourceChunk source{0, options.source};
+    EncodeResult encoded;
+    TEXTGEN_RETURN_IF_ERROR(decoder.Encode({&source, 1}, cache, {}, encoded));
+  }
   Sampler sampler(options.sampling, options.seed);
   ForwardOptions forward;
   forward.capture_attention = options.capture_attention;
@@ -38,7 +52,10 @@ absl::StatusOr<GenerateEnd> Generate(
         absl::MakeConstSpan(result.logits.row(0).data(), result.logits.cols());
     token.id = sampler.Sample(token.logits, history);
     token.index = index;
-    if (options.capture_attention) token.attention = &result.attention[0];
+    if (options.capture_attention) {
+      token.attention = &result.attention[0];
+      if (encoder_decoder) token.cross_attention = &result.cross_attention[0];
+    }
     token.is_end_token = options.is_end_token && options.is_end_token(token.id);
     history.push_back(token.id);
     on_token(token);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
@@ -31,6 +32,9 @@ struct GenerateOptions {
   std::function<bool(int)> is_end_token;
   // Record each step's attention maps (GeneratedToken::attention).
   bool capture_attention = false;
+  // Encoder–decoder models: the source's ids, encoded before the prompt (the
+  // target's start) is fed. Required by them, refused by decoder-only ones.
+  std::vector<int> source;
 };
 
 // One generated token, as Generate reports it.
@@ -40,8 +44,10 @@ struct GeneratedToken {
   // The logits it was sampled from (raw, before any sampling control).
   absl::Span<const float> logits;
   // The maps of the forward pass that produced `logits` (its queries are the
-  // tokens fed in that pass), when GenerateOptions::capture_attention.
+  // tokens fed in that pass), when GenerateOptions::capture_attention; and an
+  // encoder–decoder model's cross-attention maps of that pass.
   const AttentionMaps* attention = nullptr;
+  const AttentionMaps* cross_attention = nullptr;
   bool is_end_token = false;
 };
 
@@ -54,8 +60,10 @@ enum class GenerateEnd {
 // Generates after `prompt` (non-empty, at most the model's context) on a KV
 // cache of its own, calling `on_token` for every new token before the next
 // step; the reported spans and maps are valid during the call only. Returns
-// why it stopped, or the decoder's error (an id outside the vocabulary);
-// INVALID_ARGUMENT for an empty or too long prompt.
+// why it stopped, or the decoder's error (an id outside the vocabulary, a
+// source the encoder refuses); INVALID_ARGUMENT for an empty or too long
+// prompt, or a source given to a decoder-only model; FAILED_PRECONDITION for
+// an encoder–decoder model without one.
 absl::StatusOr<GenerateEnd> Generate(
     Decoder& decoder, absl::Span<const int> prompt,
     const GenerateOptions& options,

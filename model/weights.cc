@@ -421,8 +421,8 @@ absl::StatusOr<ModelWeights> LoadWeights(
   }
   TEXTGEN_RETURN_IF_ERROR(
       CheckMemoryBudget(config, options.weight_type, options.kv_cache_slots,
-                        options.kv_cache_tokens, options.memory_budget_bytes,
-                        files[0]->source()));
+                        options.kv_cache_tokens, options.sequences(),
+                        options.memory_budget_bytes, files[0]->source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, files, options.weight_type);

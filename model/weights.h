@@ -114,6 +114,12 @@ struct LoadOptions {
   uint64_t memory_budget_bytes = 0;
   int kv_cache_slots = 1;
   int64_t kv_cache_tokens = 0;
+  // Sequences served at once, if not kv_cache_slots (with a pool): each holds
+  // its source's cross-attention keys and values in an encoder–decoder model.
+  int sequence_slots = 0;
+  int sequences() const {
+    return sequence_slots > 0 ? sequence_slots : kv_cache_slots;
+  }
 };
 
 // "f32", "bf16" or "int8" (any case), as --weights_dtype takes it; else

@@ -12,6 +12,7 @@
 
 #include "model/char_tokenizer.h"
 #include "model/checkpoint.h"
+#include "model/generate.h"
 #include "server/engine.h"
 #include "tests/engine_streams.h"
 #include "tests/seq2seq_checkpoint.h"
@@ -93,6 +94,37 @@ TEST_F(EngineSeq2SeqTest, RequestsTogetherEqualEachAlone) {
     EXPECT_EQ(out.ids(), alone[i % 3].ids()) << "request " << i;
     EXPECT_EQ(out.logprobs(), alone[i % 3].logprobs()) << "request " << i;
   }
+}
+
+TEST_F(EngineSeq2SeqTest, EngineEqualsTheSingleSequenceLoop) {
+  auto engine = Start(2);
+  auto checkpoint = LoadCheckpoint(dir_);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  Decoder decoder(*std::move(checkpoint));
+  for (const char* source : {"1999-03-03", "march 3rd 99"}) {
+    const GenerationRequest r = Request(source, 10);
+    auto stream = engine->Submit(r);
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    const Output out = Collect(**stream);
+    GenerateOptions options;
+    options.max_new_tokens = 10;
+    options.seed = *r.seed;
+    options.source = r.source;
+    options.is_end_token = [&](int id) { return tokenizer_->EndsSequence(id); };
+    std::vector<int> ids;
+    ASSERT_TRUE(
+        Generate(decoder, r.prompt, options, [&](const GeneratedToken& t) {
+          ids.push_back(t.id);
+        }).ok());
+    EXPECT_EQ(out.ids(), ids) << source;
+  }
+  // The loop's own checks.
+  GenerateOptions no_source;
+  const std::vector<int> bos = {tokenizer_->bos_id()};
+  EXPECT_EQ(Generate(decoder, bos, no_source, [](const GeneratedToken&) {})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(EngineSeq2SeqTest, TapSendsCrossAttentionRowsOverTheSource) {

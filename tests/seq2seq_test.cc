@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
+#include "model/memory_budget.h"
 #include "tests/seq2seq_checkpoint.h"
 #include "tests/test_util.h"
 
@@ -67,6 +68,29 @@ TEST_F(Seq2SeqTest, ConfigAndWeightsLoad) {
   EXPECT_STREQ(ArchitectureName(c), "encoder-decoder");
   EXPECT_EQ(decoder->weights().encoder_layers.size(), 2u);
   EXPECT_EQ(decoder->weights().layers[0].cross_q.cols(), c.d_model);
+}
+
+TEST_F(Seq2SeqTest, MemoryEstimateCountsEncoderAndCrossAttention) {
+  testing::Seq2SeqShape shape;
+  shape.width = 64;  // Whole panels, so the packed sizes are the raw ones.
+  shape.ff = 128;
+  shape.vocab = 64;
+  auto decoder = Load(shape);
+  ASSERT_NE(decoder, nullptr);
+  const ModelConfig& c = decoder->config();
+  const ModelMemory m = EstimateModelMemory(c, kernels::WeightType::kF32);
+  const double held = static_cast<double>(decoder->weights().MemoryBytes());
+  EXPECT_NEAR(m.weights + m.positions, held, 0.02 * held);
+  // A source as long as the context: every decoder layer's K and V.
+  EXPECT_EQ(m.cross_kv_per_slot,
+            4.0 * c.context_length * 2 * c.n_layers * c.d_model);
+  KvCache cache(c, 1);
+  const size_t pool = cache.MemoryBytes();
+  EncodeResult encoded;
+  const std::vector<int> source(c.context_length, 1);
+  ASSERT_TRUE(decoder->Encode({{0, source}}, cache, {}, encoded).ok());
+  EXPECT_EQ(static_cast<double>(cache.MemoryBytes() - pool),
+            m.cross_kv_per_slot);
 }
 
 TEST_F(Seq2SeqTest, CachedDecodingEqualsRecomputationBitForBit) {

@@ -16,6 +16,13 @@ golden.safetensors) this checks that:
      Conv1D orientation, q/k/v split) that a self-comparison would never catch;
   4. the stored attention is causal: exactly 0 above the diagonal, >= 0, rows sum to 1.
 
+Encoder–decoder trees (config.json with "is_encoder_decoder": true, written by the same
+script from tools/seq2seq_model.py) get the same four checks, adapted: the tensors are
+make_golden.py's padded batch; the second opinion (alt_seq2seq) runs each sequence on its
+own, cut to its length (no padding and no key mask at all), with the LayerNorm, GELU and
+softmax formulas written out; the stored maps have exactly 0 in padded key columns and
+padded query rows, real rows sum to 1, and the decoder self-attention is causal.
+
 Usage:
     /usr/bin/python3 tools/check_golden.py [--golden tests/golden]
 Exits non-zero on the first failure.
@@ -24,6 +31,7 @@ Exits non-zero on the first failure.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -33,6 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_model as ref  # noqa: E402
+import seq2seq_model as s2s  # noqa: E402
 from safetensors_io import load_file, load_metadata  # noqa: E402
 
 
@@ -159,7 +168,164 @@ def alt_llama(cfg: dict, w: dict[str, torch.Tensor], ids: torch.Tensor):
     return F.linear(x, head), maps
 
 
+def alt_seq2seq(cfg: dict, w: dict[str, torch.Tensor], src: torch.Tensor, tgt: torch.Tensor):
+    """One unpadded sequence through SEQ2SEQ.md's equations, written independently of
+    tools/seq2seq_model.py: explicit LayerNorm / GELU / softmax formulas, heads by
+    einsum, sinusoids from Python's math module, no masks (the source is cut to its
+    length, so there is nothing to mask).
+    src [S], tgt [T] -> logits [T, V], enc L_enc x [H, S, S], dec / cross L_dec x
+    [H, T, T] / [H, T, S]"""
+    C, H, eps = cfg["C"], cfg["H"], cfg["eps"]
+    D = C // H
+
+    def ln(x, name):
+        mu = x.mean(-1, keepdim=True)
+        sd = torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + eps)
+        return (x - mu) / sd * w[name + ".weight"] + w[name + ".bias"]
+
+    def lin(x, name):
+        return torch.einsum("ti,io->to", x, w[name + ".weight"]) + w[name + ".bias"]
+
+    def gelu(x):
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+    def heads(q, k, v, causal):
+        q, k, v = (t.reshape(t.shape[0], H, D) for t in (q, k, v))  # [n, H, D]
+        s = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)       # [H, Tq, Tk]
+        if causal:
+            s = s + torch.full(s.shape[1:], float("-inf"), dtype=s.dtype).triu(1)
+        e = torch.exp(s - s.amax(-1, keepdim=True))
+        a = e / e.sum(-1, keepdim=True)
+        return torch.einsum("hts,shd->thd", a, v).reshape(q.shape[0], C), a
+
+    def pos(n, table):
+        if cfg["position_embedding_type"] == "learned":
+            return w[table][:n]
+        return torch.tensor([[math.sin(p / 10000 ** (c / C)) if c % 2 == 0
+                              else math.cos(p / 10000 ** ((c - 1) / C)) for c in range(C)]
+                             for p in range(n)], dtype=torch.float64)
+
+    def mlp(x, p):
+        return lin(gelu(lin(ln(x, p + "ln_2"), p + "mlp.c_fc")), p + "mlp.c_proj")
+
+    e = w["wte.weight"][src] + pos(len(src), "encoder.wpe.weight")
+    enc = []
+    for i in range(cfg["L_enc"]):
+        p = f"encoder.h.{i}."
+        q, k, v = lin(ln(e, p + "ln_1"), p + "attn.c_attn").split(C, -1)
+        y, a = heads(q, k, v, causal=False)
+        e = e + lin(y, p + "attn.c_proj")
+        e = e + mlp(e, p)
+        enc.append(a)
+    context = ln(e, "encoder.ln_f")
+    x = w["wte.weight"][tgt] + pos(len(tgt), "wpe.weight")
+    dec, cross = [], []
+    for i in range(cfg["L_dec"]):
+        p = f"h.{i}."
+        q, k, v = lin(ln(x, p + "ln_1"), p + "attn.c_attn").split(C, -1)
+        y, a = heads(q, k, v, causal=True)
+        x = x + lin(y, p + "attn.c_proj")
+        dec.append(a)
+        q = lin(ln(x, p + "ln_cross_attn"), p + "crossattention.q_attn")
+        k, v = lin(context, p + "crossattention.c_attn").split(C, -1)
+        y, a = heads(q, k, v, causal=False)
+        x = x + lin(y, p + "crossattention.c_proj")
+        cross.append(a)
+        x = x + mlp(x, p)
+    return ln(x, "ln_f") @ w["wte.weight"].T, enc, dec, cross
+
+
 # ----------------------------------------------------------------------------- checks
+
+def check_seq2seq_dir(d: str) -> str:
+    """check_dir for an encoder–decoder tree (see the module docstring)."""
+    cfg, weights = s2s.load_model(d)                    # strict: names, shapes, file layout
+    golden = load_file(os.path.join(d, "golden.safetensors"))
+    meta = load_metadata(os.path.join(d, "golden.safetensors"))
+    assert "generator" in meta and "torch_version" in meta, f"{d}: metadata {meta}"
+
+    H, V = cfg["H"], cfg["V"]
+    src, tgt = golden["source_ids"], golden["target_ids"]
+    src_len, tgt_len = golden["source_lengths"], golden["target_lengths"]
+    (B, S), T = src.shape, tgt.shape[1]
+    want = {"source_ids": (torch.int64, [B, S]), "source_lengths": (torch.int64, [B]),
+            "target_ids": (torch.int64, [B, T]), "target_lengths": (torch.int64, [B]),
+            "logits": (torch.float32, [B, T, V])}
+    want.update({f"enc_attn.{l}": (torch.float32, [B, H, S, S]) for l in range(cfg["L_enc"])})
+    want.update({f"dec_attn.{l}": (torch.float32, [B, H, T, T]) for l in range(cfg["L_dec"])})
+    want.update({f"cross_attn.{l}": (torch.float32, [B, H, T, S]) for l in range(cfg["L_dec"])})
+    got = {k: (t.dtype, list(t.shape)) for k, t in golden.items()}
+    assert got == want, f"{d}: golden tensors {got}, expected {want}"
+    assert B >= 2 and len(set(src_len.tolist())) == B, f"{d}: want sources of different lengths"
+    assert int(src_len.max()) == S and int(tgt_len.max()) == T and int(src_len.min()) >= 1
+    assert max(S, T) <= cfg["n_positions"] and 0 <= int(src.min()) and int(src.max()) < V
+    real_src, real_tgt = s2s.key_mask(src_len, S), s2s.key_mask(tgt_len, T)
+    assert not src.masked_fill(real_src, 0).any() and not tgt.masked_fill(real_tgt, 0).any(), \
+        f"{d}: padding ids are not 0"
+
+    # Per map kind: its layers, which rows and columns are real, causal or not.
+    kinds = {"enc_attn": (cfg["L_enc"], real_src, real_src, False),
+             "dec_attn": (cfg["L_dec"], real_tgt, real_tgt, True),
+             "cross_attn": (cfg["L_dec"], real_tgt, real_src, False)}
+
+    # 2. The reference reproduces the stored values (real rows; padded rows are stored 0).
+    out = s2s.forward(cfg, weights, src, src_len, tgt)
+    mine = {"logits": out.logits}
+    for kind, layers in (("enc_attn", out.enc_attn), ("dec_attn", out.dec_attn),
+                         ("cross_attn", out.cross_attn)):
+        mine.update({f"{kind}.{l}": a for l, a in enumerate(layers)})
+    d_logits = d_attn = 0.0
+    for b in range(B):
+        s, t = int(src_len[b]), int(tgt_len[b])
+        d_logits = max(d_logits, (mine["logits"][b, :t].float() - golden["logits"][b, :t])
+                       .abs().max().item())
+        for kind, (L, real_q, _, _) in kinds.items():
+            n = int(real_q[b].sum())
+            for l in range(L):
+                diff = mine[f"{kind}.{l}"][b, :, :n].float() - golden[f"{kind}.{l}"][b, :, :n]
+                d_attn = max(d_attn, diff.abs().max().item())
+    assert d_logits <= 1e-6 and d_attn <= 1e-7, f"{d}: reference moved: {d_logits}, {d_attn}"
+
+    # 3. The independent, unbatched implementation agrees in float64, sequence by sequence.
+    x_logits = x_attn = 0.0
+    for b in range(B):
+        s, t = int(src_len[b]), int(tgt_len[b])
+        logits, enc, dec, cross = alt_seq2seq(cfg, weights, src[b, :s], tgt[b, :t])
+        x_logits = max(x_logits, (logits - out.logits[b, :t]).abs().max().item())
+        for mine_l, theirs, (q, k) in ((out.enc_attn, enc, (s, s)), (out.dec_attn, dec, (t, t)),
+                                       (out.cross_attn, cross, (t, s))):
+            for a, alt in zip(mine_l, theirs):
+                x_attn = max(x_attn, (a[b, :, :q, :k] - alt).abs().max().item())
+    assert x_logits <= 1e-10 and x_attn <= 1e-12, \
+        f"{d}: second opinion differs: {x_logits}, {x_attn}"
+
+    # 4. Stored maps: padded keys and padded rows exactly 0, real rows distributions, causal.
+    worst_sum = 0.0
+    for kind, (L, real_q, real_k, causal) in kinds.items():
+        for l in range(L):
+            a = golden[f"{kind}.{l}"]                                 # [B, H, q, k]
+            name = f"{d}: {kind}.{l}"
+            assert (a >= 0).all() and torch.isfinite(a).all(), f"{name} bad values"
+            assert not a.masked_fill(real_k[:, None, None, :], 0).any(), f"{name}: padded key"
+            assert not a.masked_fill(real_q[:, None, :, None], 0).any(), f"{name}: padded row"
+            if causal:
+                assert torch.equal(a.triu(1), torch.zeros_like(a)), f"{name} not causal"
+            sums = a.double().sum(-1)[real_q[:, None, :].expand(a.shape[:3])]
+            worst_sum = max(worst_sum, (sums - 1).abs().max().item())
+    assert worst_sum <= 1e-6, f"{d}: attention rows sum to 1 +- {worst_sum}"
+    assert torch.isfinite(golden["logits"]).all()
+    assert not golden["logits"].masked_fill(real_tgt[:, :, None], 0).any(), f"{d}: padded logits"
+
+    return (f"{os.path.basename(d):19s} ok  reference vs stored: logits {d_logits:.1g}, "
+            f"attn {d_attn:.1g}; second opinion (unbatched) vs reference: logits "
+            f"{x_logits:.1g}, attn {x_attn:.1g}; |row sum - 1| <= {worst_sum:.1g}; "
+            f"padded keys exactly 0")
+
+
+def is_encoder_decoder(d: str) -> bool:
+    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+        return bool(json.load(f).get("is_encoder_decoder"))
+
 
 def check_dir(d: str) -> str:
     """Runs all checks on one golden directory; returns a one-line summary."""
@@ -220,7 +386,7 @@ def main(argv: list[str] | None = None) -> None:
                   if os.path.isfile(os.path.join(args.golden, n, "golden.safetensors")))
     assert dirs, f"no golden directories under {args.golden}"
     for d in dirs:
-        print(check_dir(d))
+        print(check_seq2seq_dir(d) if is_encoder_decoder(d) else check_dir(d))
     print(f"all {len(dirs)} golden directories OK")
 
 

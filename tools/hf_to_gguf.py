@@ -273,6 +273,10 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
     arch = "llama" if cfg["model_type"] == "mistral" else cfg["model_type"]
     if cfg["model_type"] == "mistral" and cfg.get("sliding_window"):
         raise SystemExit("mistral with a sliding window: not written by this tool")
+    if cfg.get("is_encoder_decoder"):
+        # GGUF's gpt2 architecture has no encoder or cross-attention tensors.
+        raise SystemExit(f"{model_dir}: an encoder-decoder model has no GGUF form here; "
+                         "serve its safetensors directory")
     hf = load_file(os.path.join(model_dir, "model.safetensors"))
     w = GgufWriter(alignment)
     w.add("general.architecture", arch)

@@ -21,6 +21,19 @@ uniform causal attention over 64 tokens), so a wrong mask, scale, RoPE layout or
 mapping shows up as a large difference; norm weights are 1 + noise and biases are small
 but nonzero, so a dropped bias or a swapped norm parameter is visible too.
 
+Encoder–decoder configs (SEQ2SEQ_CONFIGS, the reference is tools/seq2seq_model.py) write
+the same three files; golden.safetensors then holds a padded batch of B = 3 sources and
+targets of different lengths (pad id 0):
+                        source_ids      I64 [B, S]        source_lengths I64 [B]
+                        target_ids      I64 [B, T]        target_lengths I64 [B]
+                                        (target_ids[b, 0] is the decoder start token)
+                        logits          F32 [B, T, V]
+                        enc_attn.{l}    F32 [B, H, S, S]  encoder self-attention, layer l
+                        dec_attn.{l}    F32 [B, H, T, T]  decoder self-attention (causal)
+                        cross_attn.{l}  F32 [B, H, T, S]  decoder -> source attention
+Rows past a sequence's length (padded queries) are 0 in every tensor; columns past the
+source length (padded keys) are 0 because the softmax gives them weight exactly 0.
+
 Everything is deterministic (fixed seeds, one thread, fixed JSON layout): running the
 script twice gives byte-identical files.
 
@@ -40,6 +53,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_model as ref  # noqa: E402
+import seq2seq_model as s2s  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402
 
 T = 64  # Prompt length of every golden case (tests/parity_test.cc expects 64).
@@ -213,6 +227,54 @@ CONFIGS: dict[str, tuple[int, str, dict]] = {
     }),
 }
 
+# Encoder–decoder (SEQ2SEQ.md): name -> (seed, storage dtype, config, source lengths,
+# target lengths).  Three sequences of different lengths so padding is exercised both
+# ways (the longest source is not the longest target).
+SEQ2SEQ_CONFIGS: dict[str, tuple[int, str, dict, list[int], list[int]]] = {
+    "seq2seq_sinusoidal": (1201, "F32", {
+        "model_type": "gpt2",
+        "architectures": ["GPT2EncoderDecoder"],
+        "is_encoder_decoder": True,
+        "add_cross_attention": True,
+        "encoder_layers": 2,
+        "n_layer": 2,
+        "vocab_size": 70,
+        "n_positions": 64,
+        "n_embd": 64,
+        "n_head": 4,
+        "n_inner": 160,
+        "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new",
+        "position_embedding_type": "sinusoidal",
+        "tie_word_embeddings": True,
+        "bos_token_id": 68,
+        "eos_token_id": 69,
+        "decoder_start_token_id": 68,
+    }, [23, 40, 9], [17, 30, 12]),
+    # Learned tables for both stacks (wpe, encoder.wpe), more encoder than decoder
+    # layers, 8 heads of 8, BF16 storage.
+    "seq2seq_learned": (1202, "BF16", {
+        "model_type": "gpt2",
+        "architectures": ["GPT2EncoderDecoder"],
+        "is_encoder_decoder": True,
+        "add_cross_attention": True,
+        "encoder_layers": 3,
+        "n_layer": 1,
+        "vocab_size": 53,
+        "n_positions": 48,
+        "n_embd": 64,
+        "n_head": 8,
+        "n_inner": 128,
+        "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new",
+        "position_embedding_type": "learned",
+        "tie_word_embeddings": True,
+        "bos_token_id": 51,
+        "eos_token_id": 52,
+        "decoder_start_token_id": 51,
+    }, [11, 37, 26], [29, 6, 21]),
+}
+
 # Shapes of published models (random weights), made at test time or by the benchmarks
 # (--only NAME --out DIR), never committed: tools/make_checkpoint.py writes the same.
 # Deep and wide, they are drawn with DEEP_INIT (see init_weights).
@@ -252,9 +314,10 @@ FC_GAIN = 1.5         # MLP input projections: pre-activations of a few units, s
                       # work in their curved region, not their linear tails.
 
 
-def init_weights(cfg: dict, g: torch.Generator, deep: bool = False
-                 ) -> dict[str, torch.Tensor]:
-    """Random float32 master weights for `cfg`, in `ref.expected_shapes` order.
+def init_weights(cfg: dict, g: torch.Generator, deep: bool = False,
+                 shapes: dict[str, list[int]] | None = None) -> dict[str, torch.Tensor]:
+    """Random float32 master weights for `cfg`, in `shapes` order (default
+    `ref.expected_shapes(cfg)`; encoder–decoders pass `s2s.expected_shapes(cfg)`).
 
     deep: for many-layer, wide shapes (LARGE_CONFIGS, tools/make_checkpoint.py presets).
     The small goldens' scales would let the residual stream grow with every layer and give
@@ -272,7 +335,7 @@ def init_weights(cfg: dict, g: torch.Generator, deep: bool = False
 
     qk_std = QK_GAIN / math.sqrt(C)
     w: dict[str, torch.Tensor] = {}
-    for name, shape in ref.expected_shapes(cfg).items():
+    for name, shape in (shapes or ref.expected_shapes(cfg)).items():
         leaf = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. "c_fc.weight"
         if leaf in ("q_norm.weight", "k_norm.weight"):
             w[name] = QK_NORM_GAIN * (1.0 + normal(shape, NORM_NOISE))
@@ -282,9 +345,15 @@ def init_weights(cfg: dict, g: torch.Generator, deep: bool = False
                 else normal(shape, BIAS_STD)
         elif name.endswith("bias"):
             w[name] = normal(shape, BIAS_STD)
-        elif name in ("wte.weight", "wpe.weight", "model.embed_tokens.weight",
-                      "lm_head.weight"):
+        elif name in ("wte.weight", "wpe.weight", "encoder.wpe.weight",
+                      "model.embed_tokens.weight", "lm_head.weight"):
             w[name] = normal(shape, embed_std)
+        elif leaf == "c_attn.weight" and ".crossattention." in name:
+            # [C, 2C]: columns [:C] are k (scores: sharp, as self-attention), [C:] are v.
+            w[name] = torch.cat([normal([C, C], qk_std),
+                                 normal([C, C], 1.0 / math.sqrt(C))], dim=1)
+        elif leaf == "q_attn.weight":  # cross-attention queries
+            w[name] = normal(shape, qk_std)
         elif leaf == "c_attn.weight":
             # [C, 3C] Conv1D: columns [:2C] are q and k, [2C:] is v.
             w[name] = torch.cat([normal([C, 2 * C], qk_std),
@@ -379,10 +448,101 @@ def make_one(name: str, out_dir: str) -> dict:
     }
 
 
+def make_one_seq2seq(name: str, out_dir: str) -> dict:
+    """Generates one encoder–decoder golden directory; returns summary numbers."""
+    seed, dtype_name, hf_config, src_lens, tgt_lens = SEQ2SEQ_CONFIGS[name]
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+
+    config = dict(hf_config, torch_dtype=TORCH_DTYPE_NAMES[dtype_name])
+    cfg = s2s.parse_config(config, source=name)
+    g = torch.Generator().manual_seed(seed)
+    master = init_weights(cfg, g, shapes=s2s.expected_shapes(cfg))   # float32
+    B, S, T = len(src_lens), max(src_lens), max(tgt_lens)
+    src_len = torch.tensor(src_lens, dtype=torch.int64)               # [B]
+    tgt_len = torch.tensor(tgt_lens, dtype=torch.int64)               # [B]
+    real_src = s2s.key_mask(src_len, S)                               # [B, S]
+    real_tgt = s2s.key_mask(tgt_len, T)                               # [B, T]
+    # Random ids, 0 (the pad id) past each length; targets start with the start token.
+    src = torch.randint(0, cfg["V"], (B, S), generator=g, dtype=torch.int64) * real_src
+    tgt = torch.randint(0, cfg["V"], (B, T), generator=g, dtype=torch.int64)
+    tgt[:, 0] = config["decoder_start_token_id"]
+    tgt = tgt * real_tgt
+
+    # 1. Write the checkpoint in its storage dtype.
+    write_json(os.path.join(d, "config.json"), config)
+    s2s.save_weights(cfg, master, os.path.join(d, "model.safetensors"),
+                     STORAGE_DTYPES[dtype_name],
+                     metadata={"format": "pt", "generator": "tools/make_golden.py"})
+
+    # 2. Read it back and run the float64 reference on the whole padded batch.
+    cfg, weights = s2s.load_model(d)
+    out = s2s.forward(cfg, weights, src, src_len, tgt)                # float64
+
+    # 3. Zero the padded query rows (their values mean nothing); padded keys are 0 already.
+    def rows(x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """x [B, ..., n, m] with real [B, n]: rows past the length set to 0."""
+        shape = [x.shape[0]] + [1] * (x.dim() - 3) + [x.shape[-2], 1]
+        return x * real.reshape(shape).to(x.dtype)
+
+    golden = {"source_ids": src, "source_lengths": src_len,
+              "target_ids": tgt, "target_lengths": tgt_len,
+              "logits": rows(out.logits[:, None], real_tgt)[:, 0]}
+    maps = [("enc_attn", out.enc_attn, real_src, real_src, False),
+            ("dec_attn", out.dec_attn, real_tgt, real_tgt, True),
+            ("cross_attn", out.cross_attn, real_tgt, real_src, False)]
+    for kind, layers, real_q, real_k, causal in maps:
+        for l, a in enumerate(layers):
+            a = rows(a, real_q)                                       # [B, H, q, k]
+            assert torch.isfinite(a).all()
+            assert not a.masked_fill(real_k[:, None, None, :], 0).any(), "padded key attended"
+            sums = a.sum(-1)[real_q[:, None, :].expand(a.shape[:3])]
+            assert (sums - 1).abs().max() < 1e-12, "rows do not sum to 1"
+            if causal:
+                assert torch.equal(a.triu(1), torch.zeros_like(a)), "not causal"
+            golden[f"{kind}.{l}"] = a
+    golden = {k: v.to(torch.float32) if v.is_floating_point() else v for k, v in golden.items()}
+
+    rounding_shift = 0.0
+    if dtype_name != "F32":  # The same reference on the float32 masters (see make_one).
+        shifted = s2s.forward(cfg, {k: v.double() for k, v in master.items()},
+                              src, src_len, tgt).logits
+        rounding_shift = ((shifted - out.logits).abs().max(-1).values * real_tgt).max().item()
+
+    save_file(golden, os.path.join(d, "golden.safetensors"), metadata={
+        "generator": "tools/make_golden.py",
+        "reference": "tools/seq2seq_model.py (float64 on the stored weights, cast to F32)",
+        "torch_version": torch.__version__,
+        "config": name,
+        "seed": str(seed),
+        "weights_dtype": dtype_name,
+        "contents": "source_ids I64 [B, S], source_lengths I64 [B], target_ids I64 [B, T], "
+                    "target_lengths I64 [B] (pad id 0; target_ids[b, 0] = decoder start); "
+                    "logits F32 [B, T, vocab]; enc_attn.{layer} F32 [B, heads, S, S]; "
+                    "dec_attn.{layer} F32 [B, heads, T, T]; cross_attn.{layer} F32 "
+                    "[B, heads, T, S]; rows past a length and columns past a source length "
+                    "are 0",
+    })
+    real_logits = out.logits[real_tgt]                                # [n, V]
+    return {
+        "name": name, "dtype": dtype_name, "family": "gpt2 enc-dec",
+        "params": sum(t.numel() for t in master.values()),
+        "logits_min": real_logits.min().item(), "logits_max": real_logits.max().item(),
+        "logits_std": real_logits.std().item(),
+        "max_prob": [mean_max_prob(golden[f"{k}.{l}"][b, :, :n])
+                     for k, layers, real_q, _, _ in maps for l in range(len(layers))
+                     for b, n in [(1, int(real_q[1].sum()))]],
+        "rounding_shift": rounding_shift,
+        "files": {f: os.path.getsize(os.path.join(d, f))
+                  for f in ("config.json", "model.safetensors", "golden.safetensors")},
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="tests/golden", help="output directory (tests/golden)")
-    ap.add_argument("--only", nargs="*", choices=sorted({**CONFIGS, **LARGE_CONFIGS}),
+    ap.add_argument("--only", nargs="*",
+                    choices=sorted({**CONFIGS, **SEQ2SEQ_CONFIGS, **LARGE_CONFIGS}),
                     help="subset of configs (the default: every small one)")
     args = ap.parse_args(argv)
 
@@ -393,11 +553,13 @@ def main(argv: list[str] | None = None) -> None:
     # Uniform causal attention over T tokens would give a mean max-prob of H_T / T.
     uniform = sum(1.0 / (i + 1) for i in range(T)) / T
     total = 0
-    for name in args.only or CONFIGS:
-        s = make_one(name, args.out)
+    for name in args.only or [*CONFIGS, *SEQ2SEQ_CONFIGS]:
+        s = make_one_seq2seq(name, args.out) if name in SEQ2SEQ_CONFIGS else make_one(name, args.out)
         size = sum(s["files"].values())
         total += size
         probs = ", ".join(f"{p:.2f}" for p in s["max_prob"])
+        if name in SEQ2SEQ_CONFIGS:  # Sequence 1's maps: encoder, decoder, cross layers.
+            probs = "sequence 1, enc/dec/cross: " + probs
         print(f"{name:19s} {s['family']:7s} {s['dtype']:4s} {s['params']:7d} params  "
               f"logits [{s['logits_min']:+.2f}, {s['logits_max']:+.2f}] std {s['logits_std']:.2f}  "
               f"mean max attn prob per layer [{probs}] (uniform {uniform:.2f})  "

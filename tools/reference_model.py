@@ -78,6 +78,8 @@ def parse_config(hf_config: dict, source: str = "config") -> dict:
     """
     cfg = dict(hf_config)
     kind = cfg.get("model_type")
+    if cfg.get("is_encoder_decoder"):
+        raise ValueError(f"{source}: an encoder-decoder; tools/seq2seq_model.py reads it")
     if kind == "gpt2":
         C = cfg["n_embd"]
         cfg.update(family="gpt2", C=C, H=cfg["n_head"], KV=cfg["n_head"], V=cfg["vocab_size"],

@@ -42,6 +42,9 @@ ABSL_FLAG(std::string, prompt, "",
 ABSL_FLAG(std::string, prompt_ids, "",
           "Comma-separated prompt token ids, instead of --prompt (output is "
           "then ids too when there is no tokenizer).");
+ABSL_FLAG(std::string, source, "",
+          "Encoder-decoder models: the text to transform (e.g. a date to "
+          "normalise); --prompt then forces the answer's start.");
 ABSL_FLAG(int, max_new_tokens, 256,
           "Tokens to generate (stops early at end of sequence or when the "
           "context is full).");
@@ -79,7 +82,8 @@ void Write(const std::string& text) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Generates text from a checkpoint, streamed to stdout as it is decoded.\n"
-      "  textgen_generate --model DIR_OR_BIN [--tokenizer FILE] --prompt TEXT");
+      "  textgen_generate --model DIR_OR_BIN [--tokenizer FILE] --prompt TEXT\n"
+      "  textgen_generate --model ENCODER_DECODER_DIR --source TEXT");
   absl::ParseCommandLine(argc, argv);
 
   textgen::SamplingParams sampling;
@@ -191,6 +195,14 @@ int main(int argc, char** argv) {
   }
 
   textgen::GenerateOptions options;
+  if (!absl::GetFlag(FLAGS_source).empty()) {
+    if (!tokenizer) return Fail("--source needs a tokenizer");
+    auto ids = tokenizer->Encode(absl::GetFlag(FLAGS_source));
+    if (!ids.ok()) {
+      return Fail(absl::StrCat("--source: ", ids.status().message()));
+    }
+    options.source = *std::move(ids);
+  }
   options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   options.sampling = sampling;
   options.seed = absl::GetFlag(FLAGS_seed);
