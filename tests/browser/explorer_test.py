@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,14 +43,22 @@ class ExplorerInChromiumTest(unittest.TestCase):
         reason = missing()
         if reason:  # Only under CI=true: elsewhere main skips first.
             self.fail(reason)
-        server, port = start_with_http(ARGS.server_bin, ARGS.model)
+        model, script = ARGS.model, "explorer.js"
+        tmp = tempfile.TemporaryDirectory()
+        if ARGS.seq2seq:
+            # The tiny random encoder-decoder checkpoint, and the page's checks for it.
+            model, script = os.path.join(tmp.name, "tiny-seq2seq"), "seq2seq_explorer.js"
+            subprocess.run([sys.executable, os.path.join(REPO, "tests", "make_tiny_seq2seq.py"),
+                            model], check=True)
+        server, port = start_with_http(ARGS.server_bin, model)
         try:
             proc = subprocess.run(
-                ["node", os.path.join(HERE, "explorer.js"), f"http://127.0.0.1:{port}",
+                ["node", os.path.join(HERE, script), f"http://127.0.0.1:{port}",
                  CHROMIUM, ARGS.screenshot],
                 capture_output=True, text=True, timeout=240)
         finally:
             server.stop()
+            tmp.cleanup()
         for line in proc.stdout.splitlines():
             if line.startswith("figure: "):
                 print(line[len("figure: "):])
@@ -62,6 +71,9 @@ if __name__ == "__main__":
     parser.add_argument("--server_bin", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--screenshot", required=True)
+    parser.add_argument("--seq2seq", action="store_true",
+                        help="serve tests/make_tiny_seq2seq.py's encoder-decoder checkpoint "
+                             "(--model unused) and run seq2seq_explorer.js")
     ARGS, rest = parser.parse_known_args()
     # A skip ctest shows as one (SKIP_RETURN_CODE 77), not as a pass.
     if missing() and os.environ.get("CI") != "true":
