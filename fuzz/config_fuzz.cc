@@ -25,10 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        {textgen::kernels::WeightType::kF32, textgen::kernels::WeightType::kBF16,
         textgen::kernels::WeightType::kInt8}) {
     const textgen::ModelMemory m = textgen::EstimateModelMemory(*config, type);
-    const double total = m.Total(/*kv_slots=*/9, /*kv_tokens=*/4096);
+    const double total =
+        m.Total(/*kv_slots=*/9, /*kv_tokens=*/4096, /*sequences=*/9);
     FUZZ_CHECK(std::isfinite(total) && total > 0);
     const absl::Status s = textgen::CheckMemoryBudget(
-        *config, type, /*kv_slots=*/1, /*kv_tokens=*/4096,
+        *config, type, /*kv_slots=*/1, /*kv_tokens=*/4096, /*sequences=*/9,
         /*budget_bytes=*/1 << 30, "fuzz");
     FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kResourceExhausted);
   }

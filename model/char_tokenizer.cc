@@ -42,11 +42,38 @@ absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromJson(
     }
     list.push_back(c.get<std::string>());
   }
-  return FromChars(list, source);
+  std::vector<std::string> control;
+  if (auto it = root.find("control_tokens"); it != root.end()) {
+    if (!it->is_array()) {
+      return fail("\"control_tokens\" must be an array of names");
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& c = (*it)[i];
+      if (!c.is_string()) {
+        return fail("\"control_tokens\"[", i, "] must be a string, got ",
+                    c.dump());
+      }
+      control.push_back(c.get<std::string>());
+    }
+  }
+  std::string bos, eos;
+  for (auto [key, out] :
+       {std::pair<const char*, std::string*>{"bos_token", &bos},
+        {"eos_token", &eos}}) {
+    auto it = root.find(key);
+    if (it == root.end() || it->is_null()) continue;
+    if (!it->is_string()) {
+      return fail("\"", key, "\" must be a string, got ", it->dump());
+    }
+    *out = it->get<std::string>();
+  }
+  return FromChars(list, source, control, bos, eos);
 }
 
 absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromChars(
-    const std::vector<std::string>& chars, const std::string& source) {
+    const std::vector<std::string>& chars, const std::string& source,
+    const std::vector<std::string>& control_tokens, const std::string& bos,
+    const std::string& eos) {
   auto fail = [&](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", parts...));
   };
@@ -69,11 +96,41 @@ absl::StatusOr<std::unique_ptr<CharTokenizer>> CharTokenizer::FromChars(
     }
     t->chars_.push_back(s);
   }
+  for (size_t k = 0; k < control_tokens.size(); ++k) {
+    const std::string& name = control_tokens[k];
+    if (name.empty() || !IsValidUtf8(name)) {
+      return fail("control token ", k, " must be a non-empty UTF-8 name");
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (control_tokens[j] == name) {
+        return fail("control token ", k, " repeats control token ", j, " (\"",
+                    name, "\")");
+      }
+    }
+    t->control_tokens_.push_back(name);
+  }
+  for (auto [name, id] :
+       {std::pair<const std::string*, int*>{&bos, &t->bos_id_},
+        {&eos, &t->eos_id_}}) {
+    if (name->empty()) continue;
+    for (size_t k = 0; k < control_tokens.size(); ++k) {
+      if (control_tokens[k] == *name) *id = static_cast<int>(chars.size() + k);
+    }
+    if (*id < 0) {
+      return fail("\"", SanitizeUtf8(*name),
+                  "\" is not one of the control tokens (bos_token and "
+                  "eos_token must name one)");
+    }
+  }
   return t;
 }
 
 std::string CharTokenizer::Describe() const {
-  return absl::StrCat("char: ", chars_.size(), " characters");
+  return absl::StrCat(
+      "char: ", chars_.size(), " characters",
+      control_tokens_.empty()
+          ? ""
+          : absl::StrCat(" + ", control_tokens_.size(), " control tokens"));
 }
 
 absl::StatusOr<std::vector<int>> CharTokenizer::Encode(

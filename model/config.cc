@@ -129,6 +129,28 @@ absl::Status ParseGpt2(KeyReader& keys, ModelConfig& c) {
     return keys.Unsupported("position_embedding_type", positions,
                             "learned, sinusoidal");
   }
+
+  // Encoder–decoder: HF's is_encoder_decoder, plus encoder_layers (BART's
+  // key) for the encoder's depth. add_cross_attention, if given, must agree.
+  bool encoder_decoder = false, cross_attention = false;
+  TEXTGEN_RETURN_IF_ERROR(
+      keys.OptionalBool("is_encoder_decoder", encoder_decoder));
+  cross_attention = encoder_decoder;
+  TEXTGEN_RETURN_IF_ERROR(
+      keys.OptionalBool("add_cross_attention", cross_attention));
+  if (cross_attention != encoder_decoder) {
+    return keys.Unsupported(
+        "add_cross_attention", cross_attention ? "true" : "false",
+        "the value of is_encoder_decoder (cross-attention reads the "
+        "encoder's output)");
+  }
+  if (encoder_decoder) {
+    TEXTGEN_RETURN_IF_ERROR(keys.Int("encoder_layers", c.encoder_layers));
+    if (c.encoder_layers < 1) {
+      return keys.Unsupported("encoder_layers", "0",
+                              "at least 1 with is_encoder_decoder");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -313,6 +335,17 @@ absl::Status ModelConfig::Validate() const {
       }
     }
   }
+  if (encoder_layers < 0) {
+    return fail("encoder_layers must not be negative, got ", encoder_layers);
+  }
+  if (is_encoder_decoder() &&
+      (family != Family::kGpt2 || positions == PositionKind::kRotary)) {
+    return fail(
+        "encoder-decoder models are gpt2-shaped (LayerNorm, GELU, learned or "
+        "sinusoidal positions), got ",
+        FamilyName(family), " with ", PositionKindName(positions),
+        " positions");
+  }
   if (sliding_window > 0 && sliding_window < context_length) {
     return fail("sliding_window ", sliding_window,
                 " is shorter than the served context of ", context_length,
@@ -385,12 +418,22 @@ const char* FamilyName(Family family) {
   return "";
 }
 
+const char* ArchitectureName(const ModelConfig& config) {
+  return config.is_encoder_decoder() ? "encoder-decoder"
+                                     : FamilyName(config.family);
+}
+
 std::string DescribeConfig(const ModelConfig& c) {
-  return absl::StrCat(FamilyName(c.family), ": ", c.n_layers, " layers, ",
-                      c.n_heads, " heads (", c.n_kv_heads, " kv), d_model ",
-                      c.d_model, ", d_ff ", c.d_ff, ", vocab ", c.vocab_size,
-                      ", context ", c.context_length, ", ",
-                      PositionKindName(c.positions), " positions, ",
+  const std::string encoder =
+      c.is_encoder_decoder()
+          ? absl::StrCat(" encoder-decoder: ", c.encoder_layers,
+                         " encoder layers +")
+          : "";
+  return absl::StrCat(FamilyName(c.family), ":", encoder, " ", c.n_layers,
+                      " layers, ", c.n_heads, " heads (", c.n_kv_heads,
+                      " kv), d_model ", c.d_model, ", d_ff ", c.d_ff,
+                      ", vocab ", c.vocab_size, ", context ", c.context_length,
+                      ", ", PositionKindName(c.positions), " positions, ",
                       c.tied_lm_head ? "tied" : "separate", " head");
 }
 
@@ -420,6 +463,15 @@ int64_t CountParameters(const ModelConfig& c) {
   if (c.mlp_bias) layer += ff_in + d;
   int64_t total = c.vocab_size * d + c.n_layers * layer + norm;
   if (c.positions == PositionKind::kLearned) total += c.context_length * d;
+  if (c.is_encoder_decoder()) {
+    // Encoder: its blocks (the decoder's shape), final norm and positions;
+    // each decoder block's cross-attention: a norm, q, [k | v] and out.
+    total += c.encoder_layers * layer + norm;
+    if (c.positions == PositionKind::kLearned) total += c.context_length * d;
+    const int64_t cross =
+        norm + (d * d + d) + (d * 2 * d + 2 * d) + (d * d + d);
+    total += c.n_layers * cross;
+  }
   if (!c.tied_lm_head) total += c.vocab_size * d;
   return total;
 }

@@ -27,6 +27,17 @@
 // tie_word_embeddings, hidden_act, attention_bias, mlp_bias, sliding_window,
 // use_sliding_window, max_window_layers. Defaults are transformers' for each
 // model_type.
+//
+// Encoder–decoder models are the one other seam: a gpt2 config with
+// "is_encoder_decoder": true and "encoder_layers": N (> 0) adds an encoder of
+// N blocks (bidirectional self-attention, the same pre-LN block as the
+// decoder's, a final LayerNorm) over a source sequence, and gives every
+// decoder block a cross-attention sub-layer between self-attention and the
+// feed-forward, as Hugging Face's GPT-2 with add_cross_attention:
+//   x += CausalSelfAttention(LN_1(x));  x += CrossAttention(LN_cross(x),
+//   context);  x += MLP(LN_2(x)).
+// n_layer counts the decoder's blocks; n_positions bounds source and target
+// alike. The tensor names are listed in model/weights.h.
 #ifndef TEXTGEN_MODEL_CONFIG_H_
 #define TEXTGEN_MODEL_CONFIG_H_
 
@@ -90,6 +101,8 @@ struct ModelConfig {
   // not seen. 0 = none. Only a window that covers the whole context is
   // accepted (Validate), where it changes nothing.
   int sliding_window = 0;
+  // Encoder blocks of an encoder–decoder model; 0 for a decoder-only one.
+  int encoder_layers = 0;
 
   NormKind norm = NormKind::kLayerNorm;
   PositionKind positions = PositionKind::kLearned;
@@ -99,6 +112,7 @@ struct ModelConfig {
     return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_heads;
   }
   int queries_per_kv_head() const { return n_heads / n_kv_heads; }
+  bool is_encoder_decoder() const { return encoder_layers > 0; }
 
   // Checks that the numbers fit together (positive sizes, heads dividing the
   // width, a sliding window no shorter than the context, ...).
@@ -118,6 +132,11 @@ std::string DescribeConfig(const ModelConfig& config);
 // The family's name as config.json's model_type spells it: "gpt2", "llama",
 // "mistral", "qwen2", "qwen3".
 const char* FamilyName(Family family);
+
+// The model's kind as ModelInfo.architecture reports it: "encoder-decoder",
+// or for a decoder-only model its family's name (as before encoder–decoder
+// models existed, so clients that read the family there keep working).
+const char* ArchitectureName(const ModelConfig& config);
 
 // "learned", "sinusoidal" or "rotary".
 const char* PositionKindName(PositionKind positions);

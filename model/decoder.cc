@@ -45,6 +45,32 @@ Decoder::Decoder(ModelConfig config,
   }
 }
 
+absl::Status Decoder::CheckTokens(absl::Span<const int> tokens,
+                                  const char* what, size_t i) const {
+  for (int id : tokens) {
+    if (id < 0 || id >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " ", i, ": token id ", id, " is outside the vocabulary [0, ",
+          config_.vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+AttentionMaps Decoder::EmptyMaps(AttentionKind kind, int n_layers, int queries,
+                                 int keys, int first_position) const {
+  AttentionMaps maps;
+  maps.kind = kind;
+  maps.n_layers = n_layers;
+  maps.n_heads = config_.n_heads;
+  maps.n_queries = queries;
+  maps.n_keys = keys;
+  maps.first_position = first_position;
+  maps.weights.assign(
+      static_cast<size_t>(n_layers) * maps.n_heads * queries * keys, 0.0f);
+  return maps;
+}
+
 absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
                                const KvCache& cache) const {
   if (batch.empty()) return absl::InvalidArgumentError("empty batch");
@@ -66,12 +92,12 @@ absl::Status Decoder::Validate(absl::Span<const SequenceChunk> batch,
       return absl::InvalidArgumentError(
           absl::StrCat("sequence ", i, ": no tokens"));
     }
-    for (int id : s.tokens) {
-      if (id < 0 || id >= config_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sequence ", i, ": token id ", id,
-            " is outside the vocabulary [0, ", config_.vocab_size, ")"));
-      }
+    TEXTGEN_RETURN_IF_ERROR(CheckTokens(s.tokens, "sequence", i));
+    if (config_.is_encoder_decoder() && cache.source_length(s.slot) == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sequence ", i, ": slot ", s.slot,
+                       " has no source: an encoder-decoder model decodes "
+                       "only after Encode"));
     }
     const int start = cache.length(s.slot);
     const int end = start + static_cast<int>(s.tokens.size());
@@ -126,18 +152,19 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
 
   ForwardResult* capture = nullptr;
   result.attention.clear();
+  result.cross_attention.clear();
   if (options.capture_attention) {
     capture = &result;
     for (const SequenceChunk& s : batch) {
-      AttentionMaps& maps = result.attention.emplace_back();
-      maps.n_layers = config_.n_layers;
-      maps.n_heads = config_.n_heads;
-      maps.n_queries = static_cast<int>(s.tokens.size());
-      maps.first_position = cache.length(s.slot);
-      maps.n_keys = maps.first_position + maps.n_queries;
-      maps.weights.assign(static_cast<size_t>(maps.n_layers) * maps.n_heads *
-                              maps.n_queries * maps.n_keys,
-                          0.0f);
+      const int T = static_cast<int>(s.tokens.size());
+      const int start = cache.length(s.slot);
+      result.attention.push_back(EmptyMaps(
+          AttentionKind::kDecoderSelf, config_.n_layers, T, start + T, start));
+      if (config_.is_encoder_decoder()) {
+        result.cross_attention.push_back(
+            EmptyMaps(AttentionKind::kCross, config_.n_layers, T,
+                      cache.source_length(s.slot), start));
+      }
     }
   }
 
@@ -150,6 +177,14 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     Attend(l, batch, cache, capture);                   // attn_ [N, H D]
     Project(attn_, layer.attn_out, layer.attn_out_bias, x_,
             /*accumulate=*/true);
+    if (config_.is_encoder_decoder()) {
+      // x += CrossAttention(Norm(x)), over the slot's source
+      Norm(layer.cross_norm, x_, normed_);  // [N, d_model]
+      Project(normed_, layer.cross_q, layer.cross_q_bias, qkv_);  // q [N, H D]
+      AttendSources(l, batch, cache, capture);  // attn_ [N, H D]
+      Project(attn_, layer.cross_out, layer.cross_out_bias, x_,
+              /*accumulate=*/true);
+    }
     // x += FeedForward(Norm(x))
     Norm(layer.ffn_norm, x_, normed_);
     FeedForward(layer);
@@ -184,6 +219,115 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
   MatMul(normed_.data(), static_cast<int>(normed_.rows()), config_.d_model,
          weights_->head, result.logits.data(), config_.vocab_size,
          /*accumulate=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::ValidateSources(absl::Span<const SourceChunk> batch,
+                                      const KvCache& cache) const {
+  if (!config_.is_encoder_decoder()) {
+    return absl::FailedPreconditionError(
+        "this model is decoder-only: it has no encoder to run on a source");
+  }
+  if (batch.empty()) return absl::InvalidArgumentError("empty batch");
+  std::vector<bool> seen(cache.num_slots(), false);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SourceChunk& s = batch[i];
+    if (s.slot < 0 || s.slot >= cache.num_slots()) {
+      return absl::InvalidArgumentError(absl::StrCat("source ", i, ": slot ",
+                                                     s.slot, " is outside [0, ",
+                                                     cache.num_slots(), ")"));
+    }
+    if (seen[s.slot]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "source ", i, ": slot ", s.slot, " appears twice in the batch"));
+    }
+    seen[s.slot] = true;
+    if (cache.length(s.slot) > 0 || cache.source_length(s.slot) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source ", i, ": slot ", s.slot,
+                       " is not empty (clear it before a new source)"));
+    }
+    if (s.tokens.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source ", i, ": no tokens"));
+    }
+    if (static_cast<int>(s.tokens.size()) > config_.context_length) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "source ", i, ": ", s.tokens.size(),
+          " tokens exceed the context length ", config_.context_length));
+    }
+    TEXTGEN_RETURN_IF_ERROR(CheckTokens(s.tokens, "source", i));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::Encode(absl::Span<const SourceChunk> batch,
+                             KvCache& cache, const ForwardOptions& options,
+                             EncodeResult& result) {
+  TEXTGEN_RETURN_IF_ERROR(ValidateSources(batch, cache));
+  const int C = config_.d_model;
+
+  // Pack every source's tokens into rows of one matrix, as Forward does.
+  first_row_.resize(batch.size());
+  int n = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    first_row_[i] = n;
+    n += static_cast<int>(batch[i].tokens.size());
+  }
+  // e = embeddings + positions 0 .. S - 1   [N, d_model]
+  x_.resize(n, C);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t t = 0; t < batch[i].tokens.size(); ++t) {
+      auto row = x_.row(first_row_[i] + t);
+      weights_->EmbeddingRow(batch[i].tokens[t], row.data());
+      row += weights_->encoder_position_embedding.row(t);
+    }
+  }
+
+  EncodeResult* capture = nullptr;
+  result.attention.clear();
+  if (options.capture_attention) {
+    capture = &result;
+    for (const SourceChunk& s : batch) {
+      const int S = static_cast<int>(s.tokens.size());
+      result.attention.push_back(EmptyMaps(AttentionKind::kEncoderSelf,
+                                           config_.encoder_layers, S, S, 0));
+    }
+  }
+
+  for (int l = 0; l < config_.encoder_layers; ++l) {
+    const LayerWeights& layer = weights_->encoder_layers[l];
+    // e += SelfAttention(Norm(e)), each source over all of itself
+    Norm(layer.attn_norm, x_, normed_);                 // [N, d_model]
+    Project(normed_, layer.qkv, layer.qkv_bias, qkv_);  // [N, 3 d_model]
+    AttendWithinSources(l, batch, capture);             // attn_ [N, d_model]
+    Project(attn_, layer.attn_out, layer.attn_out_bias, x_,
+            /*accumulate=*/true);
+    // e += FeedForward(Norm(e))
+    Norm(layer.ffn_norm, x_, normed_);
+    FeedForward(layer);
+  }
+  Norm(weights_->encoder_final_norm, x_, normed_);  // context [N, d_model]
+
+  // Every decoder layer's cross-attention keys and values of the context,
+  // [k | v] = context · W_kv + b   [N, 2 d_model], into each source's slot.
+  for (const SourceChunk& s : batch) {
+    cache.SetSource(s.slot, static_cast<int>(s.tokens.size()));
+  }
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const LayerWeights& layer = weights_->layers[l];
+    Project(normed_, layer.cross_kv, layer.cross_kv_bias, ff_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int S = static_cast<int>(batch[i].tokens.size());
+      float* keys = cache.cross_keys(batch[i].slot, l);
+      float* values = cache.cross_values(batch[i].slot, l);
+      for (int t = 0; t < S; ++t) {
+        const float* row = ff_.row(first_row_[i] + t).data();
+        std::copy(row, row + C, keys + static_cast<size_t>(t) * C);
+        std::copy(row + C, row + 2 * C, values + static_cast<size_t>(t) * C);
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -324,13 +468,7 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     max_t = std::max(max_t, T);
     max_l = std::max(max_l, start + T);
   }
-  for (AttentionScratch& scratch : attention_scratch_) {
-    Activations& scores = scratch.scores;
-    if (scores.rows() < max_t || scores.cols() < max_l) {
-      scores.resize(std::max<Eigen::Index>(scores.rows(), max_t),
-                    std::max<Eigen::Index>(scores.cols(), max_l));
-    }
-  }
+  ReserveScores(max_t, max_l);
 
   // Then every (sequence, head) pair on its own: split across threads.
   const int tasks = static_cast<int>(batch.size()) * H;
@@ -395,6 +533,106 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     Eigen::Map<Activations>(capture->row(l, h, 0), T, L) =
         scores.topLeftCorner(T, L);
   }
+}
+
+void Decoder::ReserveScores(int queries, int keys) {
+  for (AttentionScratch& scratch : attention_scratch_) {
+    Activations& scores = scratch.scores;
+    if (scores.rows() < queries || scores.cols() < keys) {
+      scores.resize(std::max<Eigen::Index>(scores.rows(), queries),
+                    std::max<Eigen::Index>(scores.cols(), keys));
+    }
+  }
+}
+
+void Decoder::AttendAll(const float* q, int q_stride, int T, const float* k,
+                        const float* v, int kv_stride, int L, float* out,
+                        int out_stride, AttentionScratch& scratch,
+                        float* capture) {
+  const int D = config_.head_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  Activations& scores = scratch.scores;
+  const int score_stride = static_cast<int>(scores.cols());
+  // scores = q · kᵀ   [T, L]; with first_position L - 1 every query sees
+  // all L keys.
+  kernels::AttentionScores(q, T, D, q_stride, k, kv_stride, L, L - 1,
+                           scores.data(), score_stride,
+                           scratch.key_tile.data());
+  for (int t = 0; t < T; ++t) {
+    float* p = scores.row(t).data();
+    for (int j = 0; j < L; ++j) p[j] *= scale;
+    kernels::Softmax(p, L);
+    // out_t = Σ_j p[j] · v_j   [D]
+    kernels::WeightedSum(p, L, v, kv_stride, D,
+                         out + static_cast<size_t>(t) * out_stride);
+  }
+  if (capture != nullptr) {
+    Eigen::Map<Activations>(capture, T, L) = scores.topLeftCorner(T, L);
+  }
+}
+
+void Decoder::AttendWithinSources(int l, absl::Span<const SourceChunk> batch,
+                                  EncodeResult* capture) {
+  const int D = config_.head_dim();
+  const int H = config_.n_heads;
+  const int stride = static_cast<int>(qkv_.cols());  // [Q | K | V], 3 H D
+  attn_.resize(x_.rows(), H * D);
+  int max_s = 0;
+  double work = 0;  // Multiply-adds of scores and weighted sums.
+  for (const SourceChunk& s : batch) {
+    const int S = static_cast<int>(s.tokens.size());
+    max_s = std::max(max_s, S);
+    work += 2.0 * H * D * S * S;
+  }
+  ReserveScores(max_s, max_s);
+  const int tasks = static_cast<int>(batch.size()) * H;
+  Parallel(work, [&](int t, int n) {
+    const auto [begin, end] = WorkerPool::Share(tasks, t, n);
+    for (int task = begin; task < end; ++task) {
+      const int i = task / H, h = task % H;
+      const int S = static_cast<int>(batch[i].tokens.size());
+      const float* row = qkv_.row(first_row_[i]).data();
+      AttendAll(
+          row + h * D, stride, S, row + (H + h) * D, row + (2 * H + h) * D,
+          stride, S, attn_.row(first_row_[i]).data() + h * D, H * D,
+          attention_scratch_[t],
+          capture != nullptr ? capture->attention[i].row(l, h, 0) : nullptr);
+    }
+  });
+}
+
+void Decoder::AttendSources(int l, absl::Span<const SequenceChunk> batch,
+                            const KvCache& cache, ForwardResult* capture) {
+  const int D = config_.head_dim();
+  const int H = config_.n_heads;
+  const int C = H * D;  // Queries [N, C]; keys and values [S, C].
+  attn_.resize(x_.rows(), C);
+  int max_t = 0, max_s = 0;
+  double work = 0;
+  for (const SequenceChunk& s : batch) {
+    const int T = static_cast<int>(s.tokens.size());
+    const int S = cache.source_length(s.slot);
+    max_t = std::max(max_t, T);
+    max_s = std::max(max_s, S);
+    work += 2.0 * H * D * T * S;
+  }
+  ReserveScores(max_t, max_s);
+  const int tasks = static_cast<int>(batch.size()) * H;
+  Parallel(work, [&](int t, int n) {
+    const auto [begin, end] = WorkerPool::Share(tasks, t, n);
+    for (int task = begin; task < end; ++task) {
+      const int i = task / H, h = task % H;
+      const int slot = batch[i].slot;
+      AttendAll(
+          qkv_.row(first_row_[i]).data() + h * D, C,
+          static_cast<int>(batch[i].tokens.size()),
+          cache.cross_keys(slot, l) + h * D,
+          cache.cross_values(slot, l) + h * D, C, cache.source_length(slot),
+          attn_.row(first_row_[i]).data() + h * D, C, attention_scratch_[t],
+          capture != nullptr ? capture->cross_attention[i].row(l, h, 0)
+                             : nullptr);
+    }
+  });
 }
 
 void Decoder::FeedForward(const LayerWeights& layer) {

@@ -1,11 +1,24 @@
-// The decoder-only transformer: a forward pass over a batch of sequences, each
-// extending its own KV-cache slot by a chunk of new tokens.
+// The transformer: a forward pass over a batch of sequences, each extending
+// its own KV-cache slot by a chunk of new tokens.
 //
 //   tokens ─▶ embeddings (+ learned or sinusoidal positions)
 //          ─▶ N × [ x += Attention(Norm(x));  x += FeedForward(Norm(x)) ]
 //             (Attention: q, k, v = projections (+ biases); Qwen3 normalizes
 //              each q and k head; RoPE; causal softmax(q kᵀ / √head_dim) v)
 //          ─▶ Norm ─▶ logits = x · headᵀ
+//
+// Encoder–decoder models (ModelConfig::encoder_layers > 0) first run Encode
+// once per sequence, over its source:
+//
+//   source ─▶ embeddings (+ positions)
+//          ─▶ M × [ e += SelfAttention(Norm(e));  e += FeedForward(Norm(e)) ]
+//             (every source position sees every other: no causal mask)
+//          ─▶ Norm = context ─▶ per decoder layer, cross-attention keys and
+//             values [k | v] = context · W_kv + b, kept in the slot
+//
+// and each decoder block gains a sub-layer between its two:
+//   x += CrossAttention(Norm(x)): q = x W_q + b; softmax(q kᵀ / √head_dim) v
+// over the slot's source positions. The rest of Forward is unchanged.
 //
 // A batch packs the new tokens of every sequence into one matrix, so every
 // projection (QKV, attention output, feed-forward, LM head) is one matrix ×
@@ -34,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "model/attention_maps.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/kernels.h"
@@ -58,42 +72,17 @@ enum class LogitsMode {
   kAllTokens,  // One row per new token: for scoring text and for tests.
 };
 
+// The source of one sequence of an encoder–decoder model, for Encode.
+struct SourceChunk {
+  int slot = 0;
+  absl::Span<const int> tokens;
+};
+
 struct ForwardOptions {
   LogitsMode logits = LogitsMode::kLastToken;
   // Record attention probabilities. When false nothing is recorded or allocated
   // for it.
   bool capture_attention = false;
-};
-
-// Attention probabilities (after softmax) of one sequence's new tokens, laid
-// out [layer][head][query][key] row-major, as BertViz and TransformerLens use.
-// Query q is the token at position first_position + q; keys are positions 0 ..
-// n_keys - 1. Entries above the causal diagonal are exactly 0.
-struct AttentionMaps {
-  int n_layers = 0;
-  int n_heads = 0;
-  int n_queries = 0;
-  int n_keys = 0;
-  int first_position = 0;
-  std::vector<float> weights;
-
-  // The n_keys weights of one query; a head's queries follow one another, so
-  // row(layer, head, 0) starts its whole [n_queries, n_keys] map.
-  const float* row(int layer, int head, int query) const {
-    return weights.data() + offset(layer, head, query);
-  }
-  float* row(int layer, int head, int query) {
-    return weights.data() + offset(layer, head, query);
-  }
-  float at(int layer, int head, int query, int key) const {
-    return row(layer, head, query)[key];
-  }
-
- private:
-  size_t offset(int layer, int head, int query) const {
-    return ((static_cast<size_t>(layer) * n_heads + head) * n_queries + query) *
-           n_keys;
-  }
 };
 
 struct ForwardResult {
@@ -105,6 +94,14 @@ struct ForwardResult {
   std::vector<int> first_row;
   // One per sequence of the batch when ForwardOptions::capture_attention; else
   // empty.
+  std::vector<AttentionMaps> attention;
+  // Encoder–decoder models: the cross-attention maps, likewise.
+  std::vector<AttentionMaps> cross_attention;
+};
+
+struct EncodeResult {
+  // The encoder's self-attention maps, one per source of the batch, when
+  // ForwardOptions::capture_attention; else empty.
   std::vector<AttentionMaps> attention;
 };
 
@@ -145,12 +142,34 @@ class Decoder {
   // would overflow its slot's context; RESOURCE_EXHAUSTED if the pool lacks
   // the blocks; FAILED_PRECONDITION if a write would land in a shared block.
   // On error nothing has changed.
+  // An encoder–decoder model also needs each slot's source: FAILED_PRECONDITION
+  // for a slot that has none (Encode it first).
   absl::Status Forward(absl::Span<const SequenceChunk> batch, KvCache& cache,
                        const ForwardOptions& options, ForwardResult& result);
+
+  // Encoder–decoder models: runs the encoder over each source of the batch
+  // (a source attends to its own positions only, in both directions) and
+  // stores in its slot every decoder layer's cross-attention keys and values
+  // of it, which Forward then reads until the slot is cleared. Only
+  // options.capture_attention is read. FAILED_PRECONDITION for a decoder-only
+  // model; INVALID_ARGUMENT for an empty batch or source, a slot out of range,
+  // repeated, or not empty (holding tokens or a source), or a token id
+  // outside the vocabulary; OUT_OF_RANGE for a source longer than the
+  // context. On error nothing has changed.
+  absl::Status Encode(absl::Span<const SourceChunk> batch, KvCache& cache,
+                      const ForwardOptions& options, EncodeResult& result);
 
  private:
   absl::Status Validate(absl::Span<const SequenceChunk> batch,
                         const KvCache& cache) const;
+  absl::Status ValidateSources(absl::Span<const SourceChunk> batch,
+                               const KvCache& cache) const;
+  // Token ids of `what` i, each in the vocabulary.
+  absl::Status CheckTokens(absl::Span<const int> tokens, const char* what,
+                           size_t i) const;
+  // Maps of one sequence: n_layers × n_heads × [queries, keys] zeros.
+  AttentionMaps EmptyMaps(AttentionKind kind, int n_layers, int queries,
+                          int keys, int first_position) const;
   void Embed(absl::Span<const SequenceChunk> batch, const KvCache& cache);
   void Norm(const NormWeights& norm, const Activations& in,
             Activations& out) const;
@@ -181,6 +200,23 @@ class Decoder {
                   const KvCache& cache, AttentionScratch& scratch,
                   AttentionMaps* capture);
   void FeedForward(const LayerWeights& layer);
+  // Grows every thread's score scratch to at least [queries, keys].
+  void ReserveScores(int queries, int keys);
+  // One head attending over keys and values held contiguously (k_j at k + j
+  // kv_stride, likewise v), every key visible to every query: the encoder's
+  // self-attention and cross-attention. Writes out [T, D] (stride
+  // out_stride) and, if `capture`, the probabilities [T, L] there.
+  void AttendAll(const float* q, int q_stride, int T, const float* k,
+                 const float* v, int kv_stride, int L, float* out,
+                 int out_stride, AttentionScratch& scratch, float* capture);
+  // The encoder's self-attention of layer `layer`: each source of the batch
+  // over itself, from qkv_ into attn_.
+  void AttendWithinSources(int layer, absl::Span<const SourceChunk> batch,
+                           EncodeResult* capture);
+  // Cross-attention of decoder layer `layer`: the queries in qkv_ ([N,
+  // d_model]) over each slot's source, into attn_.
+  void AttendSources(int layer, absl::Span<const SequenceChunk> batch,
+                     const KvCache& cache, ForwardResult* capture);
 
   const ModelConfig config_;
   const std::shared_ptr<const ModelWeights> weights_;

@@ -27,6 +27,7 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       block_tokens_(std::max(1, options.block_tokens)),
       n_layers_(config.n_layers),
       kv_width_(config.n_kv_heads * config.head_dim()),
+      cross_width_(config.d_model),
       slots_(options.num_slots) {
   const int num_blocks = options.num_blocks > 0
                              ? options.num_blocks
@@ -117,6 +118,16 @@ void KvCache::Clear(int slot) {
   for (int b : s.table) Release(b);
   s.table.clear();
   s.length = 0;
+  s.source_length = 0;
+  s.cross_keys.clear();
+  s.cross_values.clear();
+}
+
+void KvCache::SetSource(int slot, int length) {
+  Slot& s = slots_[slot];
+  s.source_length = length;
+  s.cross_keys.assign(n_layers_, Activations(length, cross_width_));
+  s.cross_values.assign(n_layers_, Activations(length, cross_width_));
 }
 
 void KvCache::Truncate(int slot, int length) {
@@ -259,6 +270,10 @@ size_t KvCache::MemoryBytes() const {
   size_t bytes = 0;
   for (const auto& m : keys_) bytes += m.size() * sizeof(float);
   for (const auto& m : values_) bytes += m.size() * sizeof(float);
+  for (const Slot& s : slots_) {
+    bytes += 2 * s.cross_keys.size() * static_cast<size_t>(s.source_length) *
+             cross_width_ * sizeof(float);
+  }
   return bytes;
 }
 

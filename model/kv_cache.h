@@ -25,6 +25,12 @@
 // slot lets go, a published block stays cached, in LRU order, until the pool
 // needs it for something else.
 //
+// Encoder–decoder models. A slot also holds its source's cross-attention
+// keys and values: per decoder layer one [source_length, d_model] matrix of
+// each, written once by Decoder::Encode and read by every later forward pass
+// until the slot is cleared. They never grow (the source is fixed) and are
+// never shared, so they live beside the pool, sized to the source.
+//
 // Not thread-safe: one thread (the engine's) uses a cache.
 #ifndef TEXTGEN_MODEL_KV_CACHE_H_
 #define TEXTGEN_MODEL_KV_CACHE_H_
@@ -144,7 +150,28 @@ class KvCache {
   // every layer.
   void Advance(int slot, int n) { slots_[slot].length += n; }
 
-  // Bytes held by the pool.
+  // Encoder–decoder models: positions of `slot`'s source (0: none yet).
+  int source_length(int slot) const { return slots_[slot].source_length; }
+  // Gives `slot` room for the cross-attention keys and values of a source of
+  // `length` positions (every layer) and sets source_length. The decoder's
+  // Encode calls it on an empty slot, then fills the rows.
+  void SetSource(int slot, int length);
+  // [source_length, d_model] row-major: the source's keys (values) for the
+  // cross-attention of decoder layer `layer`.
+  float* cross_keys(int slot, int layer) {
+    return slots_[slot].cross_keys[layer].data();
+  }
+  float* cross_values(int slot, int layer) {
+    return slots_[slot].cross_values[layer].data();
+  }
+  const float* cross_keys(int slot, int layer) const {
+    return slots_[slot].cross_keys[layer].data();
+  }
+  const float* cross_values(int slot, int layer) const {
+    return slots_[slot].cross_values[layer].data();
+  }
+
+  // Bytes held by the pool and the slots' cross-attention keys and values.
   size_t MemoryBytes() const;
 
  private:
@@ -158,6 +185,9 @@ class KvCache {
   struct Slot {
     int length = 0;
     std::vector<int> table;
+    int source_length = 0;
+    std::vector<Activations> cross_keys;    // [layer]: [source, d_model]
+    std::vector<Activations> cross_values;  // [layer]
   };
 
   // One free block (evicting the oldest cached one if none is free), with
@@ -182,6 +212,7 @@ class KvCache {
   int block_tokens_;
   int n_layers_;
   int kv_width_;
+  int cross_width_;  // d_model
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<int> free_;  // A stack: low ids first.

@@ -41,11 +41,22 @@ ModelMemory EstimateModelMemory(const ModelConfig& c,
   ModelMemory m;
   m.weights = L * (matrices * w + vectors * f32) + 2 * C * f32  // final norm
               + V * C * w;                                      // LM head
+  if (c.is_encoder_decoder()) {
+    // The encoder's blocks (the decoder's shape) and output norm; each
+    // decoder block's cross-attention: q, [k | v] and out, norm and biases.
+    m.weights += c.encoder_layers * (matrices * w + vectors * f32) +
+                 2 * C * f32 + L * (4 * C * C * w + 6 * C * f32);
+  }
   // An untied model keeps its embedding table as well, in f32.
   if (!c.tied_lm_head) m.weights += V * C * f32;
   if (c.positions != PositionKind::kRotary) m.positions = T * C * f32;
+  // The encoder's own table (learned) or copy of the sinusoidal one.
+  if (c.is_encoder_decoder()) m.positions *= 2;
   m.kv_cache_per_token = 2 * L * kv_cols * f32;
   m.kv_cache_per_slot = T * m.kv_cache_per_token;
+  // A slot's cross-attention keys and values for a source of up to a whole
+  // context, beside the pool (model/kv_cache.h).
+  if (c.is_encoder_decoder()) m.cross_kv_per_slot = T * 2 * L * C * f32;
   m.largest_tensor =
       std::max({V * C, C * ff_in_cols, C * (q_cols + 2 * kv_cols), T * C}) *
       f32;
@@ -61,12 +72,13 @@ uint64_t PhysicalMemoryBytes() {
 
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type, int kv_slots,
-                               int64_t kv_tokens, uint64_t budget_bytes,
+                               int64_t kv_tokens, int sequences,
+                               uint64_t budget_bytes,
                                const std::string& source) {
   const uint64_t budget =
       budget_bytes == 0 ? PhysicalMemoryBytes() : budget_bytes;
   const ModelMemory m = EstimateModelMemory(config, weight_type);
-  const double total = m.Total(kv_slots, kv_tokens);
+  const double total = m.Total(kv_slots, kv_tokens, sequences);
   if (total <= static_cast<double>(budget)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       source, ": the model needs about ", MiB(total), " (weights ",
@@ -76,6 +88,10 @@ absl::Status CheckMemoryBudget(const ModelConfig& config,
                                    MiB(static_cast<double>(kv_tokens) *
                                        m.kv_cache_per_token))
                     : "",
+      sequences > 0 && m.cross_kv_per_slot > 0
+          ? absl::StrCat(", cross-attention keys and values ", sequences, " x ",
+                         MiB(m.cross_kv_per_slot))
+          : "",
       ", load temporary ", MiB(m.largest_tensor),
       "), over the memory budget of ", MiB(budget),
       budget_bytes == 0 ? " (the machine's physical memory)" : "",

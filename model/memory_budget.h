@@ -21,13 +21,18 @@ struct ModelMemory {
   double positions = 0;           // The learned or sinusoidal position table.
   double kv_cache_per_slot = 0;   // Keys and values of one full context.
   double kv_cache_per_token = 0;  // Of one position.
-  double largest_tensor = 0;      // The loader's one temporary (f32).
+  // Encoder–decoder models: one slot's cross-attention keys and values, for a
+  // source as long as the context. Counted per slot even with a pool.
+  double cross_kv_per_slot = 0;
+  double largest_tensor = 0;  // The loader's one temporary (f32).
 
   // Weights, positions, `kv_slots` full-context KV-cache slots plus a pool of
-  // `kv_tokens` positions, and the load temporary.
-  double Total(int kv_slots, int64_t kv_tokens = 0) const {
+  // `kv_tokens` positions, `sequences` slots' cross-attention keys and values
+  // (encoder–decoder models), and the load temporary.
+  double Total(int kv_slots, int64_t kv_tokens = 0, int sequences = 0) const {
     return weights + positions + kv_slots * kv_cache_per_slot +
-           static_cast<double>(kv_tokens) * kv_cache_per_token + largest_tensor;
+           static_cast<double>(kv_tokens) * kv_cache_per_token +
+           sequences * cross_kv_per_slot + largest_tensor;
   }
 };
 
@@ -38,12 +43,15 @@ ModelMemory EstimateModelMemory(const ModelConfig& config,
 uint64_t PhysicalMemoryBytes();
 
 // OK if the model of `config`, with `kv_slots` full-context KV-cache slots
-// and a KV pool of `kv_tokens` positions, fits in `budget_bytes` (0 = the
-// machine's physical memory); otherwise RESOURCE_EXHAUSTED naming `source`,
-// each part's size and the budget.
+// and a KV pool of `kv_tokens` positions, serving `sequences` sequences at
+// once (each with a source's cross-attention keys and values, for an
+// encoder–decoder model), fits in `budget_bytes` (0 = the machine's physical
+// memory); otherwise RESOURCE_EXHAUSTED naming `source`, each part's size and
+// the budget.
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type, int kv_slots,
-                               int64_t kv_tokens, uint64_t budget_bytes,
+                               int64_t kv_tokens, int sequences,
+                               uint64_t budget_bytes,
                                const std::string& source);
 
 }  // namespace textgen

@@ -160,6 +160,42 @@ absl::StatusOr<NormWeights> LoadNorm(TensorReader& r, const std::string& name,
   return norm;
 }
 
+// One GPT-2 block: "<h>ln_1", "<h>attn.*", "<h>ln_2", "<h>mlp.*".
+absl::StatusOr<LayerWeights> LoadGpt2Block(TensorReader& r,
+                                           const std::string& h,
+                                           const ModelConfig& c) {
+  const int C = c.d_model, I = c.d_ff;
+  LayerWeights L;
+  TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, LoadNorm(r, h + "ln_1", C, true));
+  TEXTGEN_ASSIGN_OR_RETURN(L.qkv, r.Conv1D(h + "attn.c_attn.weight", C, 3 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.qkv_bias, r.Vector(h + "attn.c_attn.bias", 3 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.attn_out,
+                           r.Conv1D(h + "attn.c_proj.weight", C, C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
+                           r.Vector(h + "attn.c_proj.bias", C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, LoadNorm(r, h + "ln_2", C, true));
+  TEXTGEN_ASSIGN_OR_RETURN(L.ff_in, r.Conv1D(h + "mlp.c_fc.weight", C, I));
+  TEXTGEN_ASSIGN_OR_RETURN(L.ff_in_bias, r.Vector(h + "mlp.c_fc.bias", I));
+  TEXTGEN_ASSIGN_OR_RETURN(L.ff_out, r.Conv1D(h + "mlp.c_proj.weight", I, C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.ff_out_bias, r.Vector(h + "mlp.c_proj.bias", C));
+  return L;
+}
+
+// The cross-attention of decoder block "<h>" (HF GPT-2's add_cross_attention).
+absl::Status LoadCrossAttention(TensorReader& r, const std::string& h, int C,
+                                LayerWeights& L) {
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_norm,
+                           LoadNorm(r, h + "ln_cross_attn", C, true));
+  const std::string a = h + "crossattention.";
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_q, r.Conv1D(a + "q_attn.weight", C, C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_q_bias, r.Vector(a + "q_attn.bias", C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_kv, r.Conv1D(a + "c_attn.weight", C, 2 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_kv_bias, r.Vector(a + "c_attn.bias", 2 * C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_out, r.Conv1D(a + "c_proj.weight", C, C));
+  TEXTGEN_ASSIGN_OR_RETURN(L.cross_out_bias, r.Vector(a + "c_proj.bias", C));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelWeights> LoadGpt2(
     const ModelConfig& c, absl::Span<const SafetensorsFile* const> files,
     kernels::WeightType type) {
@@ -168,7 +204,7 @@ absl::StatusOr<ModelWeights> LoadGpt2(
   const bool prefixed =
       TensorReader(files, "", type).Has("transformer.wte.weight");
   TensorReader r(files, prefixed ? "transformer." : "", type);
-  const int C = c.d_model, I = c.d_ff;
+  const int C = c.d_model;
   ModelWeights w;
   // GPT-2's head is always tied: the packed head is the embedding table.
   TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
@@ -180,21 +216,28 @@ absl::StatusOr<ModelWeights> LoadGpt2(
   }
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string h = absl::StrCat("h.", i, ".");
-    LayerWeights& L = w.layers.emplace_back();
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, LoadNorm(r, h + "ln_1", C, true));
-    TEXTGEN_ASSIGN_OR_RETURN(L.qkv,
-                             r.Conv1D(h + "attn.c_attn.weight", C, 3 * C));
-    TEXTGEN_ASSIGN_OR_RETURN(L.qkv_bias,
-                             r.Vector(h + "attn.c_attn.bias", 3 * C));
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_out,
-                             r.Conv1D(h + "attn.c_proj.weight", C, C));
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
-                             r.Vector(h + "attn.c_proj.bias", C));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, LoadNorm(r, h + "ln_2", C, true));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ff_in, r.Conv1D(h + "mlp.c_fc.weight", C, I));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ff_in_bias, r.Vector(h + "mlp.c_fc.bias", I));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out, r.Conv1D(h + "mlp.c_proj.weight", I, C));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out_bias, r.Vector(h + "mlp.c_proj.bias", C));
+    TEXTGEN_ASSIGN_OR_RETURN(LayerWeights layer, LoadGpt2Block(r, h, c));
+    if (c.is_encoder_decoder()) {
+      TEXTGEN_RETURN_IF_ERROR(LoadCrossAttention(r, h, C, layer));
+    }
+    w.layers.push_back(std::move(layer));
+  }
+  if (c.is_encoder_decoder()) {
+    if (c.positions == PositionKind::kLearned) {
+      TEXTGEN_ASSIGN_OR_RETURN(
+          w.encoder_position_embedding,
+          r.Rows("encoder.wpe.weight", c.context_length, C));
+    } else {
+      w.encoder_position_embedding = w.position_embedding;
+    }
+    for (int i = 0; i < c.encoder_layers; ++i) {
+      TEXTGEN_ASSIGN_OR_RETURN(
+          LayerWeights layer,
+          LoadGpt2Block(r, absl::StrCat("encoder.h.", i, "."), c));
+      w.encoder_layers.push_back(std::move(layer));
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(w.encoder_final_norm,
+                             LoadNorm(r, "encoder.ln_f", C, true));
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.final_norm, LoadNorm(r, "ln_f", C, true));
   TEXTGEN_RETURN_IF_ERROR(r.CheckAllUsed(IsGpt2Buffer, c));
@@ -326,20 +369,39 @@ void ModelWeights::EmbeddingRow(int token, float* out) const {
   }
 }
 
+namespace {
+
+size_t FloatBytes(std::initializer_list<const RowVector*> vectors) {
+  size_t floats = 0;
+  for (const RowVector* v : vectors) floats += v->size();
+  return floats * sizeof(float);
+}
+
+size_t NormBytes(const NormWeights& norm) {
+  return FloatBytes({&norm.gain, &norm.bias});
+}
+
+size_t LayerBytes(const LayerWeights& l) {
+  return l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
+         l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes() +
+         l.cross_q.MemoryBytes() + l.cross_kv.MemoryBytes() +
+         l.cross_out.MemoryBytes() + NormBytes(l.attn_norm) +
+         NormBytes(l.ffn_norm) + NormBytes(l.cross_norm) +
+         FloatBytes({&l.qkv_bias, &l.attn_out_bias, &l.ff_in_bias,
+                     &l.ff_out_bias, &l.q_norm, &l.k_norm, &l.cross_q_bias,
+                     &l.cross_kv_bias, &l.cross_out_bias});
+}
+
+}  // namespace
+
 size_t ModelWeights::MemoryBytes() const {
   size_t bytes = (token_embedding.size() + position_embedding.size() +
-                  final_norm.gain.size() + final_norm.bias.size()) *
+                  encoder_position_embedding.size()) *
                      sizeof(float) +
+                 NormBytes(final_norm) + NormBytes(encoder_final_norm) +
                  head.MemoryBytes();
-  for (const LayerWeights& l : layers) {
-    bytes += l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
-             l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes();
-    bytes += (l.attn_norm.gain.size() + l.attn_norm.bias.size() +
-              l.ffn_norm.gain.size() + l.ffn_norm.bias.size() +
-              l.qkv_bias.size() + l.attn_out_bias.size() + l.ff_in_bias.size() +
-              l.ff_out_bias.size() + l.q_norm.size() + l.k_norm.size()) *
-             sizeof(float);
-  }
+  for (const LayerWeights& l : layers) bytes += LayerBytes(l);
+  for (const LayerWeights& l : encoder_layers) bytes += LayerBytes(l);
   return bytes;
 }
 
@@ -359,8 +421,8 @@ absl::StatusOr<ModelWeights> LoadWeights(
   }
   TEXTGEN_RETURN_IF_ERROR(
       CheckMemoryBudget(config, options.weight_type, options.kv_cache_slots,
-                        options.kv_cache_tokens, options.memory_budget_bytes,
-                        files[0]->source()));
+                        options.kv_cache_tokens, options.sequences(),
+                        options.memory_budget_bytes, files[0]->source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, files, options.weight_type);

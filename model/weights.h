@@ -1,6 +1,21 @@
 // The decoder's parameters, in the layout the forward pass multiplies by, and
 // the loader that maps Hugging Face tensor names onto it.
 //
+// Encoder–decoder checkpoints (ModelConfig::encoder_layers > 0) use GPT-2's
+// names for the decoder, Hugging Face GPT-2's add_cross_attention names for
+// its cross-attention, and the same names under "encoder." for the encoder:
+//   wte.weight [V, C]                  shared: source, target and LM head
+//   wpe.weight, encoder.wpe.weight     [n_positions, C], learned positions only
+//   encoder.h.{i}.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}
+//   encoder.ln_f                       norm of the encoder's output
+//   h.{i}.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}
+//   h.{i}.ln_cross_attn                norm before cross-attention
+//   h.{i}.crossattention.q_attn [C, C] queries, from the decoder
+//   h.{i}.crossattention.c_attn [C, 2C] keys | values, from the context
+//   h.{i}.crossattention.c_proj [C, C] output
+//   ln_f
+// each .weight (Conv1D [in, out]) with its .bias.
+//
 // Every family loads into the same structs (mistral, qwen2 and qwen3 use the
 // LLaMA names, plus their biases and q/k norms). Where the families differ in
 // *storage* (GPT-2's Conv1D keeps weights [in, out]; LLaMA's nn.Linear keeps
@@ -48,6 +63,17 @@ struct LayerWeights {
   RowVector ff_in_bias;           // [d_ff] or [2 d_ff] (gate | up), or empty.
   kernels::PackedWeights ff_out;  // [d_ff, d_model]
   RowVector ff_out_bias;          // [d_model], or empty.
+
+  // Cross-attention: a decoder block of an encoder–decoder model only (empty
+  // otherwise). Queries from the decoder, keys and values from the encoder's
+  // output (the context).
+  NormWeights cross_norm;
+  kernels::PackedWeights cross_q;    // [d_model, d_model]
+  RowVector cross_q_bias;            // [d_model]
+  kernels::PackedWeights cross_kv;   // [d_model, 2 d_model] = [K | V] columns
+  RowVector cross_kv_bias;           // [2 d_model]
+  kernels::PackedWeights cross_out;  // [d_model, d_model]
+  RowVector cross_out_bias;          // [d_model]
 };
 
 struct ModelWeights {
@@ -60,6 +86,12 @@ struct ModelWeights {
   Activations position_embedding;
   std::vector<LayerWeights> layers;
   NormWeights final_norm;
+  // Encoder–decoder models: the encoder's blocks (no cross-attention), the
+  // norm of its output, and its positions ([context, d_model]: its own
+  // learned table, or the sinusoidal one). Empty for decoder-only models.
+  std::vector<LayerWeights> encoder_layers;
+  NormWeights encoder_final_norm;
+  Activations encoder_position_embedding;
   // The LM head transposed, [d_model, vocab] packed: logits = x · head, one
   // kernels::MatMul like every other projection (column v scores token v).
   kernels::PackedWeights head;
@@ -82,6 +114,12 @@ struct LoadOptions {
   uint64_t memory_budget_bytes = 0;
   int kv_cache_slots = 1;
   int64_t kv_cache_tokens = 0;
+  // Sequences served at once, if not kv_cache_slots (with a pool): each holds
+  // its source's cross-attention keys and values in an encoder–decoder model.
+  int sequence_slots = 0;
+  int sequences() const {
+    return sequence_slots > 0 ? sequence_slots : kv_cache_slots;
+  }
 };
 
 // "f32", "bf16" or "int8" (any case), as --weights_dtype takes it; else

@@ -78,6 +78,8 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
                std::shared_ptr<const Tokenizer> tokenizer)
     : options_(options),
       decoder_(std::move(decoder)),
+      prefix_cache_(options.prefix_cache &&
+                    !decoder_->config().is_encoder_decoder()),
       tokenizer_(std::move(tokenizer)),
       wakeup_(std::make_shared<Wakeup>()),
       seed_source_(std::random_device{}()),
@@ -155,12 +157,35 @@ int Engine::max_prompt_tokens() const {
              : context_limit;
 }
 
+int Engine::max_source_tokens() const {
+  const int context = decoder_->config().context_length;
+  return options_.max_prompt_tokens > 0
+             ? std::min(options_.max_prompt_tokens, context)
+             : context;
+}
+
 absl::Status Engine::ValidateRequest(const GenerationRequest& r) const {
   const ModelConfig& config = decoder_->config();
   auto invalid = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(parts...));
   };
   if (r.prompt.empty()) return invalid("prompt is empty");
+  if (config.is_encoder_decoder() && r.source.empty()) {
+    return absl::FailedPreconditionError(
+        "source is missing: this model is encoder-decoder and generates "
+        "from a source sequence");
+  }
+  if (!config.is_encoder_decoder() && !r.source.empty()) {
+    return invalid(
+        "source: this model is decoder-only; send the text as the prompt");
+  }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckIndices(r.source, config.vocab_size, "source", "vocabulary"));
+  if (static_cast<int>(r.source.size()) > max_source_tokens()) {
+    return invalid("source is ", r.source.size(), " tokens; at most ",
+                   max_source_tokens(),
+                   " (the model's context, and --max_prompt_tokens)");
+  }
   TEXTGEN_RETURN_IF_ERROR(
       CheckIndices(r.prompt, config.vocab_size, "prompt", "vocabulary"));
   if (static_cast<int>(r.prompt.size()) >= config.context_length) {
@@ -362,7 +387,7 @@ bool Engine::Admit(absl::Time now) {
     while (!queue_.empty() && !free_slots_.empty()) {
       Sequence& head = *queue_.front();
       if (WaitsForFirstCompletion(head)) break;
-      const bool lookup = options_.prefix_cache && head.may_use_prefix_cache();
+      const bool lookup = prefix_cache_ && head.may_use_prefix_cache();
       const KvCache::PrefixMatch match =
           lookup ? cache_.MatchPrefix(head.prompt()) : KvCache::PrefixMatch{};
       const int blocks = cache_.BlocksFor(PositionsNeeded(
@@ -385,6 +410,7 @@ bool Engine::Admit(absl::Time now) {
       queue_.pop_front();
       seq->Admit(slot, now);
       seq->SkipCachedPrompt(cached);
+      if (!seq->source().empty()) admitted_.push_back(seq.get());
       running_.push_back(std::move(seq));
       ++slots_in_use_;
     }
@@ -397,11 +423,46 @@ bool Engine::Admit(absl::Time now) {
     events_.push_back(seq->Abort(std::move(status), now));
     Retire(std::move(seq), std::move(events_));
   }
+  EncodeAdmitted(now);
   return true;
 }
 
+void Engine::EncodeAdmitted(absl::Time now) {
+  if (admitted_.empty()) return;
+  sources_.clear();
+  int64_t tokens = 0;
+  for (const Sequence* seq : admitted_) {
+    sources_.push_back({seq->slot(), seq->source()});
+    tokens += static_cast<int64_t>(seq->source().size());
+  }
+  const absl::Status encoded =
+      decoder_->Encode(sources_, cache_, ForwardOptions{}, encoded_);
+  if (encoded.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.source_tokens += tokens;
+  } else {
+    // Submit's validation should make this impossible; if the encoder still
+    // refuses, fail these requests rather than decode without a source.
+    for (std::unique_ptr<Sequence>& seq : running_) {
+      if (std::find(admitted_.begin(), admitted_.end(), seq.get()) ==
+          admitted_.end()) {
+        continue;
+      }
+      events_.clear();
+      events_.push_back(
+          seq->Abort(absl::InternalError(absl::StrCat(
+                         "encoding the source failed: ", encoded.message())),
+                     now));
+      Retire(std::move(seq), std::move(events_));
+    }
+    running_.erase(std::remove(running_.begin(), running_.end(), nullptr),
+                   running_.end());
+  }
+  admitted_.clear();
+}
+
 bool Engine::WaitsForFirstCompletion(const Sequence& seq) const {
-  if (!options_.prefix_cache || seq.completion_index() == 0) return false;
+  if (!prefix_cache_ || seq.completion_index() == 0) return false;
   const std::shared_ptr<RequestStream> stream = seq.stream().lock();
   if (stream == nullptr) return false;
   // Its siblings share its stream; completion 0 was queued first, so it is
@@ -522,11 +583,14 @@ void Engine::Step() {
         n,
         absl::MakeConstSpan(result_.logits.row(result_.first_row[b]).data(),
                             rows * result_.logits.cols()),
-        capture ? &result_.attention[b] : nullptr, step_, now, logprobs_,
-        events);
+        capture ? &result_.attention[b] : nullptr,
+        capture && !result_.cross_attention.empty()
+            ? &result_.cross_attention[b]
+            : nullptr,
+        step_, now, logprobs_, events);
     generated_tokens += seq.generated() - generated_before;
     // The prompt's blocks filled so far become shareable at once.
-    if (options_.prefix_cache && was_prefilling) {
+    if (prefix_cache_ && was_prefilling) {
       cache_.Publish(seq.slot(), seq.prompt());
     }
   }

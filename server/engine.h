@@ -61,7 +61,9 @@ struct EngineOptions {
   // whole blocks); 0 means num_slots × the model's context, the memory of
   // unpaged slots.
   int kv_cache_tokens = 0;
-  // Reuse the KV blocks of earlier prompts' common prefixes.
+  // Reuse the KV blocks of earlier prompts' common prefixes. Off for an
+  // encoder–decoder model, whatever this says: its target's keys depend on
+  // the source too, which a prefix of target tokens does not capture.
   bool prefix_cache = true;
   // Requests that may wait for a slot; Submit rejects beyond this. A request
   // with n completions counts n times.
@@ -74,7 +76,8 @@ struct EngineOptions {
   // smoother while a long prompt arrives; larger prefills faster.
   int prefill_chunk_tokens = 256;
   // Longest prompt a request may bring, in tokens (BOS included); 0 means the
-  // model's context less one (room for one new token).
+  // model's context less one (room for one new token). It bounds an
+  // encoder–decoder model's source too (at most the context).
   int max_prompt_tokens = 0;
   // Largest max_new_tokens a request may ask for, and what 0 means.
   int max_new_tokens_limit = 4096;
@@ -117,7 +120,9 @@ class Engine {
 
   // Queues a request and returns the stream of its events. Fails at once,
   // with nothing queued:
-  //   INVALID_ARGUMENT naming the field of a bad request;
+  //   INVALID_ARGUMENT naming the field of a bad request (a source given to
+  //   a decoder-only model among them);
+  //   FAILED_PRECONDITION when an encoder–decoder model gets no source;
   //   RESOURCE_EXHAUSTED when max_queue requests already wait for a slot;
   //   DEADLINE_EXCEEDED if the deadline has passed; UNAVAILABLE after
   //   Shutdown.
@@ -136,6 +141,9 @@ class Engine {
   const EngineOptions& options() const { return options_; }
   // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
   int max_prompt_tokens() const;
+  // The longest source Submit accepts (encoder–decoder models): the model's
+  // context, or options().max_prompt_tokens if smaller.
+  int max_source_tokens() const;
   // May be null.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
@@ -168,6 +176,10 @@ class Engine {
   // Moves queued requests into free slots; ends queued ones that were
   // cancelled or expired. Returns false once the engine should stop.
   bool Admit(absl::Time now);
+  // Runs the encoder over the sources of the sequences admitted_ lists (an
+  // encoder–decoder model's), in one batch, into their slots; ends those it
+  // cannot encode.
+  void EncodeAdmitted(absl::Time now);
   // Whether `seq`, completion i > 0 of a request, should wait for completion
   // 0 to finish its prompt: with prefix caching it then finds the prompt's
   // blocks cached and shares them instead of computing them again.
@@ -192,6 +204,8 @@ class Engine {
 
   const EngineOptions options_;
   const std::unique_ptr<Decoder> decoder_;
+  // options_.prefix_cache, unless the model is encoder–decoder.
+  const bool prefix_cache_;
   const std::shared_ptr<const Tokenizer> tokenizer_;
   const std::shared_ptr<Wakeup> wakeup_;
   std::mutex shutdown_mu_;  // Serializes Shutdown (and its join).
@@ -215,6 +229,10 @@ class Engine {
   KvCache cache_;
   std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
   std::vector<int> free_slots_;
+  // Sequences Admit just moved into slots whose source must be encoded.
+  std::vector<Sequence*> admitted_;
+  std::vector<SourceChunk> sources_;
+  EncodeResult encoded_;
   int64_t step_ = 0;
   // The step's batch: which running sequences (indices into running_), how
   // many tokens each.

@@ -16,6 +16,7 @@ struct EngineStats {
   int last_batch_size = 0;    // Sequences in the most recent step.
   int64_t steps = 0;          // Forward passes run.
   int64_t prompt_tokens = 0;  // Prompt tokens fed to the model.
+  int64_t source_tokens = 0;  // Source tokens encoded (encoder–decoder).
   int64_t generated_tokens = 0;
   // Requests by how they ended.
   int64_t finished_length = 0;

@@ -213,6 +213,7 @@ int Run() {
   if (absl::GetFlag(FLAGS_kv_cache_tokens) > 0) {
     load_options.kv_cache_slots = debug_slots;
     load_options.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
+    load_options.sequence_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
   } else {
     load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
   }

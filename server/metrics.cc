@@ -86,6 +86,10 @@ std::string Metrics::Render(const EngineStats& stats) const {
   families.push_back(Scalar("textgen_prompt_tokens_total", MetricType::Counter,
                             "Prompt tokens fed to the model.",
                             stats.prompt_tokens));
+  families.push_back(
+      Scalar("textgen_source_tokens_total", MetricType::Counter,
+             "Source tokens read by the encoder (encoder-decoder models).",
+             stats.source_tokens));
   families.push_back(Scalar("textgen_queue_depth", MetricType::Gauge,
                             "Requests waiting for a KV slot.",
                             stats.queue_depth));

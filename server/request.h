@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "model/attention_maps.h"
 #include "model/sampler.h"
 
 namespace textgen {
@@ -38,7 +39,14 @@ struct AttentionTap {
 struct GenerationRequest {
   // Token ids, already tokenized (and with the model's BOS first if it wants
   // one). Must be non-empty and leave room for one new token in the context.
+  // For an encoder–decoder model it is the target's start: its BOS (the
+  // decoder start token), or a prefix the answer must begin with.
   std::vector<int> prompt;
+  // Encoder–decoder models: the source's token ids (what the encoder reads;
+  // no special tokens), 1 .. context length of them. Required by such a model
+  // (FAILED_PRECONDITION without it), refused by a decoder-only one
+  // (INVALID_ARGUMENT).
+  std::vector<int> source;
   // Tokens to generate at most; 0 means the engine's default (Submit writes
   // the resolved number here).
   int max_new_tokens = 0;
@@ -80,11 +88,13 @@ struct TokenLogprob {
   float logprob = 0;
 };
 
-// One query's attention over earlier positions, for one layer and head.
+// One query's attention, for one layer and head: over earlier positions
+// (kDecoderSelf), or over the source's positions (kCross).
 struct AttentionRow {
   int layer = 0;
   int head = 0;
   std::vector<float> weights;
+  AttentionKind kind = AttentionKind::kDecoderSelf;
 };
 
 struct TokenEvent {
@@ -102,6 +112,8 @@ struct TokenEvent {
   // The attention of the query that predicted this token: the one at
   // `position` - 1, so each row has `position` weights (keys 0 .. position -
   // 1). In tap order: layer by layer, head by head. Generated tokens only.
+  // An encoder–decoder model then sends, in the same order, that query's
+  // cross-attention rows (kCross, one weight per source position).
   std::vector<AttentionRow> attention;
   // Position in the sequence (0 = the first prompt token).
   int position = 0;
@@ -131,6 +143,8 @@ absl::Status CheckIndices(absl::Span<const int> values, int count,
 struct Usage {
   int prompt_tokens = 0;
   int generated_tokens = 0;
+  // Encoder–decoder models: tokens of the source the encoder read.
+  int source_tokens = 0;
 };
 
 struct Timings {

@@ -111,7 +111,8 @@ void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
 }
 
 bool Sequence::Advance(int n, absl::Span<const float> logits,
-                       const AttentionMaps* attention, int64_t step,
+                       const AttentionMaps* attention,
+                       const AttentionMaps* cross_attention, int64_t step,
                        absl::Time now, std::vector<float>& logprobs,
                        std::vector<StreamEvent>& out) {
   if (prefilling()) {
@@ -140,16 +141,9 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   e.step = step;
   e.completion_index = completion_index_;
   Score(logits, id, previous, request_.top_logprobs, logprobs, e);
-  if (attention != nullptr && request_.attention_tap) {
-    // The last query of the chunk predicted this token.
-    const int query = attention->n_queries - 1;
-    for (int layer : tap_layers_) {
-      for (int head : tap_heads_) {
-        const float* row = attention->row(layer, head, query);
-        e.attention.push_back(
-            {layer, head, std::vector<float>(row, row + attention->n_keys)});
-      }
-    }
+  if (request_.attention_tap) {
+    if (attention != nullptr) TapRows(*attention, e);
+    if (cross_attention != nullptr) TapRows(*cross_attention, e);
   }
 
   // Text and the end. A stop string wins over everything (its text came
@@ -181,6 +175,18 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   return true;
 }
 
+void Sequence::TapRows(const AttentionMaps& maps, TokenEvent& e) const {
+  // The last query of the chunk predicted this token.
+  const int query = maps.n_queries - 1;
+  for (int layer : tap_layers_) {
+    for (int head : tap_heads_) {
+      const float* row = maps.row(layer, head, query);
+      e.attention.push_back(
+          {layer, head, std::vector<float>(row, row + maps.n_keys), maps.kind});
+    }
+  }
+}
+
 FinishEvent Sequence::Abort(absl::Status status, absl::Time now) const {
   return Finish(std::move(status), FinishReason::kLength, now);
 }
@@ -191,6 +197,7 @@ FinishEvent Sequence::Finish(absl::Status status, FinishReason reason,
   f.status = std::move(status);
   f.reason = reason;
   f.usage.prompt_tokens = prompt_size();
+  f.usage.source_tokens = static_cast<int>(request_.source.size());
   f.usage.generated_tokens = generated_;
   f.timings.queue = (admitted_ ? *admitted_ : now) - arrival_;
   if (first_token_) f.timings.time_to_first_token = *first_token_ - arrival_;

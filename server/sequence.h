@@ -62,6 +62,9 @@ class Sequence {
   // Which of its request's n completions this is (0 for the first).
   int completion_index() const { return completion_index_; }
   absl::Span<const int> prompt() const { return request_.prompt; }
+  // An encoder–decoder model's source (empty for decoder-only models): the
+  // engine encodes it into the slot when the sequence is admitted.
+  absl::Span<const int> source() const { return request_.source; }
   int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   int max_new_tokens() const { return request_.max_new_tokens; }
 
@@ -91,9 +94,13 @@ class Sequence {
   // Appends the step's events to `out`: echoed prompt tokens, the new token,
   // and a FinishEvent if the request ended. Returns true if it ended (the
   // engine then frees the slot). `logprobs` is scratch the engine lends.
+  // `cross_attention`: an encoder–decoder model's cross maps of the chunk,
+  // likewise.
   bool Advance(int n, absl::Span<const float> logits,
-               const AttentionMaps* attention, int64_t step, absl::Time now,
-               std::vector<float>& logprobs, std::vector<StreamEvent>& out);
+               const AttentionMaps* attention,
+               const AttentionMaps* cross_attention, int64_t step,
+               absl::Time now, std::vector<float>& logprobs,
+               std::vector<StreamEvent>& out);
 
   // Ends the request early with `status` (CANCELLED, DEADLINE_EXCEEDED,
   // UNAVAILABLE, ...): returns its FinishEvent. Held-back text is dropped.
@@ -119,6 +126,9 @@ class Sequence {
   // from a row of logits (log-softmaxed into `logprobs`).
   void Score(absl::Span<const float> logits, int token, int previous, int top_n,
              std::vector<float>& logprobs, TokenEvent& e) const;
+  // Appends to e.attention the tapped rows of the chunk's last query in
+  // `maps`.
+  void TapRows(const AttentionMaps& maps, TokenEvent& e) const;
   // The text of `id` following `previous`, for top alternatives; "" without a
   // tokenizer or for ids past its vocabulary (a padded embedding table).
   std::string TokenText(int id, int previous) const;

@@ -1,0 +1,58 @@
+// Attention probabilities as the model computes them, for pictures and
+// tests: which attention a map shows, and the [layer][head][query][key]
+// layout of a sequence's maps.
+#ifndef TEXTGEN_MODEL_ATTENTION_MAPS_H_
+#define TEXTGEN_MODEL_ATTENTION_MAPS_H_
+
+#include <cstddef>
+#include <vector>
+
+namespace textgen {
+
+// Which attention a map shows.
+enum class AttentionKind {
+  kDecoderSelf,  // Causal self-attention of the (decoder's) tokens.
+  kEncoderSelf,  // The encoder's, over the source: every key visible.
+  kCross,        // Decoder queries over the source's positions.
+};
+
+// "decoder_self", "encoder_self" or "cross".
+const char* AttentionKindName(AttentionKind kind);
+
+// Attention probabilities (after softmax) of one sequence's new tokens, laid
+// out [layer][head][query][key] row-major, as BertViz and TransformerLens use.
+// kDecoderSelf: query q is the token at position first_position + q; keys are
+// positions 0 .. n_keys - 1; entries above the causal diagonal are exactly 0.
+// kEncoderSelf: queries and keys are the source's positions. kCross: queries
+// as kDecoderSelf, keys the source's positions (n_keys = its length).
+struct AttentionMaps {
+  AttentionKind kind = AttentionKind::kDecoderSelf;
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_queries = 0;
+  int n_keys = 0;
+  int first_position = 0;
+  std::vector<float> weights;
+
+  // The n_keys weights of one query; a head's queries follow one another, so
+  // row(layer, head, 0) starts its whole [n_queries, n_keys] map.
+  const float* row(int layer, int head, int query) const {
+    return weights.data() + offset(layer, head, query);
+  }
+  float* row(int layer, int head, int query) {
+    return weights.data() + offset(layer, head, query);
+  }
+  float at(int layer, int head, int query, int key) const {
+    return row(layer, head, query)[key];
+  }
+
+ private:
+  size_t offset(int layer, int head, int query) const {
+    return ((static_cast<size_t>(layer) * n_heads + head) * n_queries + query) *
+           n_keys;
+  }
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_MODEL_ATTENTION_MAPS_H_
