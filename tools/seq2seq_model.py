@@ -165,8 +165,9 @@ def save_weights(cfg: dict, weights: dict[str, torch.Tensor], path: str,
 # ----------------------------------------------------------------------------- blocks
 
 def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float) -> torch.Tensor:
-    """LayerNorm over the last axis (biased variance), torch's fused kernel: the same
-    numbers as reference_model.layer_norm in float64, several times faster for training.
+    """LayerNorm over the last axis (biased variance), torch's fused kernel: the function
+    reference_model.layer_norm writes out (equal to ~1e-16 in float64), several times
+    faster for training.
     (tools/check_golden.py's second opinion writes the formula out.)  [..., C] -> [..., C]"""
     return F.layer_norm(x, x.shape[-1:], w.to(x.dtype), b.to(x.dtype), eps)
 

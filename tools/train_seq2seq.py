@@ -27,6 +27,7 @@ Example (about 10 minutes on 2 cores):
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -63,8 +64,8 @@ def parse_args(argv=None):
     p.add_argument("--n_positions", type=int, default=64)
     p.add_argument("--batch_size", type=int, default=64)
     p.add_argument("--buckets", type=int, default=8, help="batches per length-sorted pool")
-    p.add_argument("--max_iters", type=int, default=6000)
-    p.add_argument("--max_minutes", type=float, default=12.0,
+    p.add_argument("--max_iters", type=int, default=4000)
+    p.add_argument("--max_minutes", type=float, default=15.0,
                    help="training-time budget (0 = none); the learning rate reaches its "
                         "floor when either budget runs out")
     p.add_argument("--lr", type=float, default=2e-3)
@@ -72,11 +73,19 @@ def parse_args(argv=None):
     p.add_argument("--warmup_iters", type=int, default=200)
     p.add_argument("--weight_decay", type=float, default=0.01)
     p.add_argument("--grad_clip", type=float, default=1.0)
-    p.add_argument("--init_std", type=float, default=0.02)
+    p.add_argument("--init_std", type=float, default=0.06,
+                   help="std of the matrices; GPT-2's 0.02 (tuned for C = 768) leaves q.k so "
+                        "small at C = 128 that cross-attention stays uniform for hundreds of "
+                        "steps")
+    p.add_argument("--wte_std", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log_every", type=int, default=100)
     p.add_argument("--probe", type=int, default=0, help="time this many steps and exit")
+    p.add_argument("--card_only", action="store_true",
+                   help="only rewrite OUT/README.md from OUT/metrics.json")
+    p.add_argument("--verify_only", action="store_true",
+                   help="only rerun verify_export on OUT (and rewrite its README.md)")
     return p.parse_args(argv)
 
 
@@ -124,14 +133,23 @@ def model_config(args, vocab: CharVocab) -> dict:
     }
 
 
-def init_weights(cfg: dict, std: float, g: torch.Generator) -> dict[str, torch.Tensor]:
+def init_weights(cfg: dict, std: float, wte_std: float, g: torch.Generator
+                 ) -> dict[str, torch.Tensor]:
     """GPT-2's init: matrices N(0, std), the projections that write into the residual
-    stream N(0, std / sqrt(2 * layers)), biases 0, LayerNorm gains 1."""
+    stream N(0, std / sqrt(2 * layers)), biases 0, LayerNorm gains 1; except
+    wte N(0, wte_std): it is added, unscaled, to the unit-amplitude sinusoids, and a tiny
+    wte leaves the encoder seeing mostly positions (training then sits on a plateau where
+    the decoder ignores the source).  ln_f's gain starts at 1 / (wte_std sqrt(C)) so the
+    tied head's initial logits still have about unit spread."""
     layers = cfg["L_enc"] + cfg["L_dec"]
     w = {}
     for name, shape in s2s.expected_shapes(cfg).items():
         if name.endswith(".bias"):
             t = torch.zeros(shape)
+        elif name == "ln_f.weight":
+            t = torch.full(shape, min(1.0, 1.0 / (wte_std * math.sqrt(cfg["C"]))))
+        elif name == "wte.weight":
+            t = torch.randn(*shape, generator=g) * wte_std
         elif ".ln_" in name or name.startswith("ln_") or "ln_f" in name:
             t = torch.ones(shape)
         elif name.endswith("c_proj.weight"):
@@ -199,6 +217,45 @@ def evaluate(cfg, w, vocab, examples, batch_size=250):
     return preds
 
 
+def verify_export(out_dir: str) -> None:
+    """Reloads OUT's config.json, char_vocab.json and model.safetensors from disk, decodes
+    every heldout.jsonl source again (greedy, float32) and asserts the same predictions;
+    records in metrics.json the smallest top-1 minus top-2 logit gap over all greedy
+    steps (how far the argmax is from a tie, i.e. how much float rounding a
+    reimplementation may differ by and still decode the same text)."""
+    cfg, w = s2s.load_model(out_dir, torch.float32)
+    with open(os.path.join(out_dir, "char_vocab.json"), encoding="utf-8") as f:
+        vocab = CharVocab(json.load(f)["chars"])
+    with open(os.path.join(out_dir, "heldout.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    examples = [(r["source"], r["target"], r["format"]) for r in rows]
+    preds = evaluate(cfg, w, vocab, examples)
+    mismatches = [r for r, p in zip(rows, preds) if p != r["prediction"]]
+    assert not mismatches, f"the exported model decodes differently: {mismatches[:3]}"
+    assert all(r["correct"] == (r["prediction"] == r["target"]) for r in rows)
+    # Teacher-forced on [<s>] + prediction: the logits of every greedy step at once.
+    margins = []
+    for i in range(0, len(examples), 250):
+        chunk = [(s, p, f) for (s, _, f), p in zip(examples[i:i + 250], preds[i:i + 250])]
+        src, src_len, dec_in, labels = make_batch(chunk, vocab)
+        with torch.no_grad():
+            logits = s2s.forward(cfg, w, src, src_len, dec_in).logits      # [B, T, V]
+        top2 = logits.topk(2, dim=-1).values
+        gap = (top2[..., 0] - top2[..., 1]).masked_fill(labels < 0, float("inf"))
+        margins.extend(gap.min(dim=1).values.tolist())
+    path = os.path.join(out_dir, "metrics.json")
+    with open(path, encoding="utf-8") as f:
+        metrics = json.load(f)
+    metrics["verified_from_export"] = ("model.safetensors reloaded, every heldout.jsonl "
+                                       "prediction reproduced")
+    metrics["greedy_min_logit_margin"] = round(min(margins), 4)
+    metrics["greedy_logit_margins_below_1"] = sum(m < 1.0 for m in margins)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(metrics, indent=2) + "\n")
+    print(f"verified {len(rows)} predictions from the export; smallest top-1 - top-2 logit "
+          f"gap {min(margins):.3f}", flush=True)
+
+
 def cpu_model() -> str:
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -209,15 +266,150 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def write_model_card(out_dir: str) -> None:
+    """models/<name>/README.md from metrics.json, so its figures are the run's own."""
+    with open(os.path.join(out_dir, "metrics.json"), encoding="utf-8") as f:
+        m = json.load(f)
+    cfg, hp = m["model"], m["hyperparameters"]
+    example = datetime.date(1999, 3, 4)
+    formats = "\n".join(f"| `{name}` | `{data.render(example, name, False)}` |"
+                         for name in data.FORMATS)
+    by_format = "\n".join(f"| `{name}` | {100 * acc:.2f} % |"
+                           for name, acc in m["exact_match_accuracy_by_format"].items())
+    curve = ", ".join(f"{step}: {loss:.4f}" for step, loss in m["train_loss_curve"]
+                      if step % 500 == 0 or step == m["train_loss_curve"][-1][0])
+    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
+    with open(os.path.join(out_dir, "heldout.jsonl"), encoding="utf-8") as f:
+        wrong = [json.loads(line) for line in f if '"correct": false' in line]
+    errors = "\n".join(f"  * `{r['source']}` → `{r['prediction']}` (should be `{r['target']}`)"
+                       for r in wrong) or "  none"
+    card = f"""# dates-seq2seq: written dates to ISO 8601
+
+A character-level encoder–decoder (issue 20's format, SEQ2SEQ.md) that rewrites a date
+written in one of 17 common ways as `YYYY-MM-DD`:
+
+    the fourth of March, 1999   ->  1999-03-04
+    Thu 4 Mar 99                ->  1999-03-04
+    3/4/99                      ->  1999-03-04
+
+**Exact-match accuracy: {100 * m['exact_match_accuracy']:.2f} %** ({m['exact_match_correct']} of
+{m['heldout_examples']} held-out examples; greedy decoding in float32 PyTorch, the whole output
+string must equal the ISO date). On a same-size sample of *training* dates (fresh
+renderings): {100 * m['train_dates_sample_accuracy']:.2f} %.
+
+Trained by `tools/train_seq2seq.py` in {m['train_seconds'] / 60:.1f} minutes ({m['iterations']} steps,
+{m['wall_seconds'] / 60:.1f} minutes with the evaluation and export) on {m['hardware']['threads']} cores of an
+{m['hardware']['cpu']} (a machine shared with other jobs compiling, so the time is noisy).
+
+## Task and data rules (tools/dates_dataset.py)
+
+* Dates from 1930-01-01 to 2029-12-31, always valid: February 29 only in leap years
+  (divisible by 4, except centuries not divisible by 400; 2000 is one).
+* Two-digit years: 30–99 are 1930–1999, 00–29 are 2000–2029.
+* Slashes are American, month/day/year: `3/4/99` is March 4. Dashes with a month
+  abbreviation are day-month-year; dots and bare digit strings are year-month-day.
+* Weekday names, when written, are the date's true weekday.
+* Formats with words also appear all in lower case (25 % of their examples).
+* Training draws fresh random (date, format) examples every step from the training dates
+  (seed {hp['seed']}); there is no fixed training set.
+
+| format | 1999-03-04 written as |
+|---|---|
+{formats}
+
+## Held-out split
+
+By **date**: a seeded shuffle (`SPLIT_SEED` in tools/dates_dataset.py) sets aside
+{m['split']['heldout_dates']} of the {m['split']['train_dates'] + m['split']['heldout_dates']} days (10 %); training never sees them in any format.
+The held-out set is {m['heldout_examples']} distinct sources drawn from those days (seed 7), every
+format represented. A split by (date, format) pair would let the model see the same day in
+a sibling format and recall it; splitting by day asks it to read digits and words it has
+seen in combinations it has not.
+
+Per format (held-out):
+
+| format | exact match |
+|---|---|
+{by_format}
+
+`heldout.jsonl` has one JSON object per line:
+`{{"source": "...", "target": "YYYY-MM-DD", "prediction": "...", "format": "...", "correct": true}}`.
+`prediction` is PyTorch's greedy output: the decoder starts from `<s>` and appends the
+argmax token until `</s>` or {MAX_NEW} tokens; the text is the generated characters without the
+control tokens. The C++ server, given `source` and greedy decoding (temperature 0) with
+up to {MAX_NEW} tokens, is expected to produce the same `prediction` for every line, hence the
+same accuracy. The smallest gap between the top two logits over every greedy step of the
+held-out set is {m.get('greedy_min_logit_margin', 'n/a')} (examples with a step whose gap is below 1:
+{m.get('greedy_logit_margins_below_1', 'n/a')}), far above float32 rounding, so a faithful reimplementation decodes the same text.
+
+## Model
+
+| | |
+|---|---|
+| architecture | GPT-2 blocks, pre-LN, encoder–decoder (SEQ2SEQ.md): {cfg['encoder_layers']} encoder layers (bidirectional self-attention), {cfg['n_layer']} decoder layers (causal self-attention, cross-attention, MLP) |
+| width / heads / MLP | n_embd {cfg['n_embd']}, {cfg['n_head']} heads of {cfg['n_embd'] // cfg['n_head']}, n_inner {cfg['n_inner']}, gelu_new, LayerNorm eps 1e-5 |
+| positions | sinusoidal (no learned table), n_positions {cfg['n_positions']} (longest source {data.max_source_length()} characters, target 12 tokens) |
+| vocabulary | {cfg['vocab_size']}: {cfg['vocab_size'] - 2} characters + `<s>` (id {cfg['bos_token_id']}, decoder start) + `</s>` (id {cfg['eos_token_id']}); `char_vocab.json` |
+| head | tied to `wte` |
+| parameters | {m['params']:,} ({size / 1e6:.1f} MB, F32 safetensors) |
+
+Sources are encoded with no special tokens; the decoder reads `<s>` + answer and is
+trained to predict answer + `</s>` (cross-entropy, mean over those 11 positions).
+
+## Training
+
+AdamW (β 0.9 / 0.98, weight decay {hp['weight_decay']} on matrices and `wte`), batch {hp['batch_size']},
+learning rate {hp['lr']} after {hp['warmup_iters']} warm-up steps, cosine decay to {hp['min_lr']} over the budget
+({hp['max_iters']} steps or {hp['max_minutes']} minutes, whichever ends first: this run stopped
+at {m['iterations']} steps), gradient clipping {hp['grad_clip']}, matrices N(0, {hp['init_std']}) (residual
+projections / sqrt(2 × layers)), `wte` N(0, {hp['wte_std']}). Batches are sorted by source
+length in pools of {hp['buckets']}. Matrix multiplies in bfloat16 autocast; weights, optimizer,
+LayerNorm, softmax and loss in float32; evaluation and export in float32.
+
+Training loss (nats per target token, mean over the last {hp['log_every']} steps): {curve}.
+
+Retrain (writes this directory; about {m['wall_seconds'] / 60:.0f} minutes here):
+
+    {m['command']}
+
+The step count depends on the machine's speed (the minutes budget), so a rerun gives a
+similar, not a byte-identical, model; `--max_minutes 0 --max_iters N` fixes the schedule
+and the number of steps whatever the speed.
+
+## Limitations
+
+* Only the 17 formats above, English month and weekday names, and years 1930–2029. Other
+  spellings ("Sept.", "4.3.1999", "1999/03/04", "MARCH"), other languages and dates
+  outside the range were never seen in training; the model still answers with some
+  date, which should not be trusted.
+* Day-first slashed dates (European `4/3/1999`) are read month-first by design.
+* It does not validate: an impossible input such as "February 30, 1999" still gets an
+  answer, and a weekday that contradicts the date is not reported (training only ever
+  showed true weekdays).
+* Its held-out errors:
+{errors}
+"""
+    with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
+        f.write(card)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.card_only:
+        write_model_card(args.out)
+        return
+    if args.verify_only:
+        torch.set_num_threads(args.threads)
+        verify_export(args.out)
+        write_model_card(args.out)
+        return
     t_start = time.time()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     vocab = CharVocab(data.alphabet())
     config = model_config(args, vocab)
     cfg = s2s.parse_config(config)
-    w = init_weights(cfg, args.init_std, torch.Generator().manual_seed(args.seed))
+    w = init_weights(cfg, args.init_std, args.wte_std, torch.Generator().manual_seed(args.seed))
     n_params = sum(t.numel() for t in w.values())
     decay = [t for n, t in w.items() if t.dim() == 2]             # matrices and wte
     no_decay = [t for n, t in w.items() if t.dim() < 2]           # biases, LayerNorm
@@ -321,11 +513,14 @@ def main(argv=None):
         "split": {"train_dates": len(train_dates), "heldout_dates": len(heldout_dates),
                   "rule": "disjoint by date (tools/dates_dataset.py SPLIT_SEED)"},
         "model": config,
-        "hyperparameters": {k: v for k, v in vars(args).items() if k not in ("out", "probe")},
+        "hyperparameters": {k: v for k, v in vars(args).items()
+                            if k not in ("out", "probe", "card_only", "verify_only")},
         "command": command,
     }
     with open(os.path.join(args.out, "metrics.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(metrics, indent=2) + "\n")
+    verify_export(args.out)
+    write_model_card(args.out)
     print(f"wrote {args.out} in {time.time() - t_start:.0f} s", flush=True)
 
 
