@@ -143,7 +143,8 @@ class CliTest(unittest.TestCase):
         self.assertEqual([t["id"] for t in prompt], ids)
         self.assertEqual([t["position"] for t in prompt], list(range(len(ids))))
         self.assertEqual("".join(t["text"] for t in prompt), "ROMEO:")
-        self.assertEqual(finished["usage"], {"prompt_tokens": len(ids), "generated_tokens": 12})
+        self.assertEqual(finished["usage"], {"prompt_tokens": len(ids), "generated_tokens": 12,
+                                             "source_tokens": 0})  # encoder-decoder only
         # The same prompt as text generates the same tokens (greedy).
         by_text = self.json_stream("--prompt", "ROMEO:", "--max_new_tokens", "12")
         self.assertEqual([t["id"] for t in generated],
