@@ -102,7 +102,7 @@ absl::StatusOr<std::vector<int>> DecoderPromptIds(const pb::Prompt* prompt,
   if (!config.is_encoder_decoder() || !absent) {
     return PromptIds(prompt != nullptr ? *prompt : pb::Prompt(), tokenizer);
   }
-  // The target starts from the decoder start token (SEQ2SEQ.md).
+  // The target starts from the decoder start token, the tokenizer's BOS.
   if (tokenizer == nullptr || tokenizer->bos_id() < 0) {
     return Invalid(
         "prompt: this model's tokenizer names no BOS (decoder start) token; "
@@ -128,7 +128,7 @@ absl::Status CheckSourcePresence(bool has_source, const ModelConfig& config) {
 
 absl::StatusOr<std::vector<int>> SourceIds(const pb::Prompt& source,
                                            const Tokenizer* tokenizer) {
-  // SEQ2SEQ.md: the source is encoded with no special tokens.
+  // The source is encoded with no special tokens (server/request.h).
   return TextOrIds(source, tokenizer, "source", /*with_bos=*/false);
 }
 

@@ -4,7 +4,7 @@
     make_tiny_seq2seq.py OUT_DIR
 
 OUT_DIR gets config.json, model.safetensors and char_vocab.json in the format of
-/work/wt/SEQ2SEQ.md (the shared contract of issue 20): a gpt2 config with
+model/config.h and model/weights.h (encoder-decoder models): a gpt2 config with
 is_encoder_decoder, 3 encoder blocks and 2 decoder blocks (different depths, so that
 the layer filters of DebugAttention are seen to apply to each stack), 2 heads of width 8,
 sinusoidal positions, a tied head; a character vocabulary of 97 characters ("\\n", the

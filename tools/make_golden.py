@@ -227,7 +227,7 @@ CONFIGS: dict[str, tuple[int, str, dict]] = {
     }),
 }
 
-# Encoder–decoder (SEQ2SEQ.md): name -> (seed, storage dtype, config, source lengths,
+# Encoder–decoder (model/weights.h): name -> (seed, storage dtype, config, source lengths,
 # target lengths).  Three sequences of different lengths so padding is exercised both
 # ways (the longest source is not the longest target).
 SEQ2SEQ_CONFIGS: dict[str, tuple[int, str, dict, list[int], list[int]]] = {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plain-PyTorch encoder–decoder ("seq2seq") model: the oracle and the training model.
 
-The equations are /work/wt/SEQ2SEQ.md's (issue 20's format contract): GPT-2 blocks, pre-LN,
+The equations are those of model/decoder.h (tensor names: model/weights.h): GPT-2 blocks, pre-LN,
 plus an encoder stack and a cross-attention sub-layer in every decoder block, as Hugging
 Face GPT-2 with `add_cross_attention`:
 

@@ -3,7 +3,7 @@
 dates as ISO 8601 ("the fourth of March, 1999" -> "1999-03-04").
 
 The task, its formats, data rules and held-out split are tools/dates_dataset.py's.  The
-model is tools/seq2seq_model.py (SEQ2SEQ.md's equations, sinusoidal positions), trained
+model is tools/seq2seq_model.py (model/decoder.h's equations, sinusoidal positions), trained
 here in float32 with autograd; matrix multiplies run in bfloat16 autocast (oneDNN, much
 faster than this torch build's float32 BLAS), everything else (weights, optimizer,
 residual stream, LayerNorm, softmax, loss) stays float32.  The export and the held-out
@@ -90,7 +90,7 @@ def parse_args(argv=None):
 
 
 class CharVocab:
-    """char_vocab.json as SEQ2SEQ.md: chars 0..n-1, then the control tokens."""
+    """char_vocab.json (model/char_tokenizer.h): chars 0..n-1, then the control tokens."""
 
     def __init__(self, chars: list[str]):
         self.chars = chars
@@ -285,7 +285,7 @@ def write_model_card(out_dir: str) -> None:
                        for r in wrong) or "  none"
     card = f"""# dates-seq2seq: written dates to ISO 8601
 
-A character-level encoder–decoder (issue 20's format, SEQ2SEQ.md) that rewrites a date
+A character-level encoder–decoder (the format of `model/config.h` and `model/weights.h`) that rewrites a date
 written in one of 17 common ways as `YYYY-MM-DD`:
 
     the fourth of March, 1999   ->  1999-03-04
@@ -346,7 +346,7 @@ held-out set is {m.get('greedy_min_logit_margin', 'n/a')} (examples with a step 
 
 | | |
 |---|---|
-| architecture | GPT-2 blocks, pre-LN, encoder–decoder (SEQ2SEQ.md): {cfg['encoder_layers']} encoder layers (bidirectional self-attention), {cfg['n_layer']} decoder layers (causal self-attention, cross-attention, MLP) |
+| architecture | GPT-2 blocks, pre-LN, encoder–decoder (`model/decoder.h`): {cfg['encoder_layers']} encoder layers (bidirectional self-attention), {cfg['n_layer']} decoder layers (causal self-attention, cross-attention, MLP) |
 | width / heads / MLP | n_embd {cfg['n_embd']}, {cfg['n_head']} heads of {cfg['n_embd'] // cfg['n_head']}, n_inner {cfg['n_inner']}, gelu_new, LayerNorm eps 1e-5 |
 | positions | sinusoidal (no learned table), n_positions {cfg['n_positions']} (longest source {data.max_source_length()} characters, target 12 tokens) |
 | vocabulary | {cfg['vocab_size']}: {cfg['vocab_size'] - 2} characters + `<s>` (id {cfg['bos_token_id']}, decoder start) + `</s>` (id {cfg['eos_token_id']}); `char_vocab.json` |
