@@ -31,9 +31,9 @@ class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
 template <typename Response>
 class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  // `permit` (the client's stream count) and `hold` (DebugAttention's
-  // admission ticket: the reply's memory counts until it is written) are
-  // kept until the call is done.
+  // `permit` (the client's stream count) is kept until the call is done;
+  // `hold` (DebugAttention's admission ticket: the reply's memory counts
+  // while it is being written) until the last message is handed to gRPC.
   ListWriteReactor(std::vector<Response> responses,
                    ClientLimiter::StreamPermit permit,
                    std::shared_ptr<const void> hold = nullptr)
@@ -44,9 +44,11 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   }
   void OnWriteDone(bool ok) override {
     if (!ok) {  // Cancelled or broken: nothing more will be delivered.
+      hold_.reset();
       this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
     }
+    responses_[next_ - 1] = Response();  // Written: its memory goes now.
     Next();
   }
   void OnDone() override { delete this; }
@@ -54,15 +56,21 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
  private:
   void Next() {
     if (next_ == responses_.size()) {
+      hold_.reset();
       this->Finish(grpc::Status::OK);
       return;
     }
+    // The client may read the last message, and call again, before
+    // OnWriteDone or OnDone runs: the hold ends before that message goes, so
+    // a client calling one request after another is never refused as
+    // concurrent with itself.
+    if (next_ + 1 == responses_.size()) hold_.reset();
     this->StartWrite(&responses_[next_++]);
   }
 
   std::vector<Response> responses_;
   const ClientLimiter::StreamPermit permit_;
-  const std::shared_ptr<const void> hold_;
+  std::shared_ptr<const void> hold_;
   size_t next_ = 0;
 };
 

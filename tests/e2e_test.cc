@@ -733,6 +733,23 @@ TEST_F(E2eTest, DebugAttentionSplitsLargeMapsIntoPiecesOfRows) {
   }
 }
 
+TEST_F(E2eTest, DebugAttentionCallsOneAfterAnotherAreNeverConcurrent) {
+  // One call at a time is allowed; a client that waits for each reply before
+  // the next call must never be refused, however fast it calls again.
+  GrpcServerOptions options = DefaultOptions();
+  options.service.max_concurrent_debug_attention = 1;
+  StartServer(options);
+  pb::DebugAttentionRequest request;
+  const std::vector<int> prompt = RandomIds(8, 3);
+  request.mutable_prompt()->mutable_token_ids()->mutable_ids()->Add(
+      prompt.begin(), prompt.end());
+  for (int i = 0; i < 100; ++i) {
+    const AttentionReply reply = DebugAttention(*stub_, request);
+    ASSERT_TRUE(reply.status.ok())
+        << "call " << i << ": " << reply.status.error_message();
+  }
+}
+
 TEST_F(E2eTest, DebugAttentionLimitsAndSelection) {
   GrpcServerOptions options = DefaultOptions();
   StartServer(options);
