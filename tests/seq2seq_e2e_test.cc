@@ -150,10 +150,6 @@ class Seq2seqE2eTest : public ::testing::Test {
     options.engine.max_prompt_tokens = 40;
     options.service.model_name = "tiny-seq2seq";
     options.service.max_attention_tokens = 30;
-    // A DebugAttention call holds its place until the server has written its
-    // reply, which can be just after the client has read it: calls made one
-    // after another must not be refused as concurrent.
-    options.service.max_concurrent_debug_attention = 64;
     return options;
   }
 

@@ -53,9 +53,7 @@ class Seq2seqClientTest(unittest.TestCase):
         cls.model = os.path.join(cls.tmp.name, "tiny-seq2seq")
         subprocess.run([sys.executable, os.path.join(REPO, "tests", "make_tiny_seq2seq.py"),
                         cls.model], check=True)
-        # Calls one after another may overlap the server's end of the last one.
-        cls.server, cls.http_port = start_with_http(ARGS.server_bin, cls.model,
-                                                    "--max_concurrent_debug_attention=16")
+        cls.server, cls.http_port = start_with_http(ARGS.server_bin, cls.model)
         cls.client = TextgenClient(cls.server.target, timeout=60)
 
     @classmethod
