@@ -9,6 +9,8 @@
 #ifndef TEXTGEN_TESTS_SEQ2SEQ_CHECKPOINT_H_
 #define TEXTGEN_TESTS_SEQ2SEQ_CHECKPOINT_H_
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +38,15 @@ struct Seq2SeqShape {
 // The characters of the vocabulary: " 0-9a-z" and "-", then <s>, </s>.
 inline std::string Seq2SeqChars() {
   return " -0123456789abcdefghijklmnopqrstuvwxyz";
+}
+
+// A fresh directory for this test's checkpoint: named after the running test
+// and process, since ctest runs a binary's tests as parallel processes.
+inline std::string Seq2SeqTempDir(const std::string& name) {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  return FreshTempDir(absl::StrCat(name, "_", test->test_suite_name(), "_",
+                                   test->name(), "_", getpid()));
 }
 
 // Writes the checkpoint into `dir` (which must exist).
