@@ -71,20 +71,8 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 
 // gpt2_learned with a character vocabulary beside it, made once.
 const std::string& ModelDir() {
-  static const std::string dir = [] {
-    const std::filesystem::path path =
-        std::filesystem::path(::testing::TempDir()) /
-        // ctest runs each test in its own process, several at once.
-        absl::StrCat("e2e_test_model_", getpid());
-    std::filesystem::create_directories(path);
-    for (const char* file : {"config.json", "model.safetensors"}) {
-      std::filesystem::copy_file(
-          std::filesystem::path(testing::GoldenDir("gpt2_learned")) / file,
-          path / file, std::filesystem::copy_options::overwrite_existing);
-    }
-    testing::WriteCharVocab97(path);
-    return path.string();
-  }();
+  static const std::string dir =
+      testing::Gpt2LearnedWithCharVocab("e2e_test_model");
   return dir;
 }
 

@@ -68,19 +68,8 @@ const std::string& Seq2seqDir() {
 
 // gpt2_learned (decoder-only) with a character vocabulary, as e2e_test's.
 const std::string& DecoderOnlyDir() {
-  static const std::string dir = [] {
-    const std::filesystem::path path =
-        std::filesystem::path(::testing::TempDir()) /
-        absl::StrCat("seq2seq_e2e_decoder_only_", getpid());
-    std::filesystem::create_directories(path);
-    for (const char* file : {"config.json", "model.safetensors"}) {
-      std::filesystem::copy_file(
-          std::filesystem::path(testing::GoldenDir("gpt2_learned")) / file,
-          path / file, std::filesystem::copy_options::overwrite_existing);
-    }
-    testing::WriteCharVocab97(path);
-    return path.string();
-  }();
+  static const std::string dir =
+      testing::Gpt2LearnedWithCharVocab("seq2seq_e2e_decoder_only");
   return dir;
 }
 

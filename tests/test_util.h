@@ -4,6 +4,7 @@
 #define TEXTGEN_TESTS_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -99,6 +100,23 @@ inline void WriteCharVocab97(const std::filesystem::path& dir) {
   chars += ",\"\u00e9\"]";  // 1 + 95 + 1 = 97.
   std::ofstream(dir / "char_vocab.json")
       << "{\"type\": \"char\", \"chars\": " << chars << "}";
+}
+
+// A directory holding the gpt2_learned golden checkpoint with WriteCharVocab97
+// beside it (a decoder-only model that takes text), made once per process
+// under `name`: ctest runs each test in its own process, several at once.
+inline std::string Gpt2LearnedWithCharVocab(const std::string& name) {
+  const std::filesystem::path path =
+      std::filesystem::path(::testing::TempDir()) /
+      absl::StrCat(name, "_", getpid());
+  std::filesystem::create_directories(path);
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(
+        std::filesystem::path(GoldenDir("gpt2_learned")) / file, path / file,
+        std::filesystem::copy_options::overwrite_existing);
+  }
+  WriteCharVocab97(path);
+  return path.string();
 }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
