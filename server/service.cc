@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/status_macros.h"
 #include "server/proto_convert.h"
+#include "server/wire.h"
 #include "server/write_reactors.h"
 #include "spdlog/spdlog.h"
 
@@ -30,7 +31,7 @@ namespace pb = ::textgen::v1;
 // reactor: OnDone clears link->reactor under link->mu, and the callback only
 // reaches the reactor under that lock.
 class GenerateReactor final
-    : public grpc::ServerWriteReactor<pb::GenerateResponse> {
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `completions`: the request's n, the FinishEvents that end the call.
   GenerateReactor(std::shared_ptr<RequestStream> stream, int completions,
@@ -96,9 +97,7 @@ class GenerateReactor final
         if (broken_) continue;  // Nobody will read it.
         response_.Clear();
         ToProto(*token, *response_.mutable_token());
-        write_in_flight_ = true;
-        lock.unlock();
-        StartWrite(&response_);
+        Send(lock, /*last=*/false);
         return;
       }
       const FinishEvent& finish = std::get<FinishEvent>(*event);
@@ -107,9 +106,7 @@ class GenerateReactor final
         if (metrics_ != nullptr) metrics_->RecordFinish(finish);
         response_.Clear();
         ToProto(finish, *response_.mutable_finished());
-        write_in_flight_ = true;
-        lock.unlock();
-        StartWrite(&response_);
+        Send(lock, /*last=*/false);
         return;
       }
       // The last completion, or one that failed: the call ends, and a failure
@@ -125,8 +122,7 @@ class GenerateReactor final
       if (finish.status.ok() && !broken_) {
         response_.Clear();
         ToProto(finish, *response_.mutable_finished());
-        lock.unlock();
-        StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+        Send(lock, /*last=*/true);
       } else {
         const grpc::Status status =
             finish.status.ok()
@@ -139,13 +135,36 @@ class GenerateReactor final
     }
   }
 
+  // Writes response_ (the last message, ending the call OK, if `last`);
+  // releases `lock` first. A message that cannot be serialized (never
+  // expected: they are small) ends the call with INTERNAL instead.
+  void Send(std::unique_lock<std::mutex>& lock, bool last) {
+    const absl::Status serialized = SerializeMessage(response_, bytes_);
+    if (!serialized.ok()) {
+      spdlog::error("Generate: {}", serialized.ToString());
+      finished_ = true;
+      stream_->Cancel();
+      lock.unlock();
+      Finish(ToGrpcStatus(serialized));
+      return;
+    }
+    write_in_flight_ = !last;
+    lock.unlock();
+    if (last) {
+      StartWriteAndFinish(&bytes_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&bytes_);
+    }
+  }
+
   const std::shared_ptr<RequestStream> stream_;
   int completions_left_;                      // Under link_->mu.
   Metrics* const metrics_;                    // May be null.
   const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
   // Under link_->mu.
-  pb::GenerateResponse response_;  // The write in flight.
+  pb::GenerateResponse response_;  // The next message, before serializing.
+  grpc::ByteBuffer bytes_;         // The write in flight.
   bool write_in_flight_ = false;
   bool finished_ = false;
   bool broken_ = false;  // Cancelled or a write failed.
@@ -170,7 +189,9 @@ TextGenerationService::TextGenerationService(
                                options.max_attention_map_bytes,
                                options.max_concurrent_debug_attention},
                            std::move(attention_decoder), tokenizer_)
-                     : nullptr) {}
+                     : nullptr) {
+  RouteProtobufLogs();
+}
 
 TextGenerationService::~TextGenerationService() = default;
 
@@ -191,37 +212,64 @@ absl::Status TextGenerationService::CheckTextSize(
                    options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
 }
 
-grpc::ServerWriteReactor<pb::GenerateResponse>* TextGenerationService::Generate(
-    grpc::CallbackServerContext* context, const pb::GenerateRequest* request) {
+absl::Status TextGenerationService::ParseRequest(
+    const grpc::CallbackServerContext& context, Need need,
+    const grpc::ByteBuffer* bytes, google::protobuf::MessageLite& message) {
+  absl::Status parsed = bytes != nullptr
+                            ? ParseMessage(*bytes, message)
+                            : ParseMessage(grpc::ByteBuffer(), message);
+  if (parsed.ok()) return parsed;
+  absl::Status admitted =
+      Admit(context, need, FrontDoor::CallKind::kUnary).status();
+  return admitted.ok() ? parsed : admitted;
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::FinishUnary(
+    grpc::CallbackServerContext* context, absl::Status status,
+    const google::protobuf::MessageLite* reply, grpc::ByteBuffer* response) {
+  if (status.ok()) status = SerializeMessage(*reply, *response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TextGenerationService::Generate(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes) {
+  pb::GenerateRequest request;
+  if (absl::Status parsed =
+          ParseRequest(*context, Need::kGenerate, bytes, request);
+      !parsed.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(parsed.code());
+    return new FailedWriteReactor(ToGrpcStatus(parsed));
+  }
   absl::StatusOr<FrontDoor::Pass> pass = Admit(
-      *context, request->has_attention_tap() ? Need::kDebug : Need::kGenerate,
-      FrontDoor::CallKind::kStream, CompletionsOf(*request));
+      *context, request.has_attention_tap() ? Need::kDebug : Need::kGenerate,
+      FrontDoor::CallKind::kStream, CompletionsOf(request));
   if (!pass.ok()) {
     if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
-    return new FailedWriteReactor<pb::GenerateResponse>(
-        ToGrpcStatus(pass.status()));
+    return new FailedWriteReactor(ToGrpcStatus(pass.status()));
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      SubmitGenerate(*request, DeadlineOf(*context));
-  if (!stream.ok()) {
-    return new FailedWriteReactor<pb::GenerateResponse>(
-        ToGrpcStatus(stream.status()));
-  }
+      SubmitGenerate(request, DeadlineOf(*context));
+  if (!stream.ok())
+    return new FailedWriteReactor(ToGrpcStatus(stream.status()));
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream), CompletionsOf(*request),
+  return new GenerateReactor(*std::move(stream), CompletionsOf(request),
                              metrics_, std::move(pass->stream));
 }
 
-grpc::ServerWriteReactor<pb::DebugAttentionResponse>*
-TextGenerationService::DebugAttention(
-    grpc::CallbackServerContext* context,
-    const pb::DebugAttentionRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* bytes) {
+  pb::DebugAttentionRequest request;
+  if (absl::Status parsed =
+          ParseRequest(*context, Need::kDebug, bytes, request);
+      !parsed.ok()) {
+    return new FailedWriteReactor(ToGrpcStatus(parsed));
+  }
   absl::StatusOr<FrontDoor::Pass> pass =
       Admit(*context, Need::kDebug, FrontDoor::CallKind::kStream);
-  if (!pass.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(pass.status()));
-  }
+  if (!pass.ok()) return new FailedWriteReactor(ToGrpcStatus(pass.status()));
   const absl::Time deadline = DeadlineOf(*context);
   auto check = [context, deadline]() -> absl::Status {
     if (context->IsCancelled()) {
@@ -232,40 +280,40 @@ TextGenerationService::DebugAttention(
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<AttentionReply> reply = RunDebugAttention(*request, check);
-  if (!reply.ok()) {
-    return new FailedWriteReactor<pb::DebugAttentionResponse>(
-        ToGrpcStatus(reply.status()));
-  }
+  absl::StatusOr<AttentionReply> reply = RunDebugAttention(request, check);
+  if (!reply.ok()) return new FailedWriteReactor(ToGrpcStatus(reply.status()));
   return new ListWriteReactor<pb::DebugAttentionResponse>(
       std::move(reply->responses), std::move(pass->stream),
       std::move(reply->ticket));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
-    grpc::CallbackServerContext* context,
-    const pb::GetModelInfoRequest* /*request*/, pb::ModelInfo* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const absl::Status status =
-      Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
-  if (status.ok()) *response = DescribeServer();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  pb::GetModelInfoRequest request;
+  absl::Status status = ParseRequest(*context, Need::kGenerate, bytes, request);
+  if (status.ok()) {
+    status =
+        Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
+  }
+  const pb::ModelInfo info = status.ok() ? DescribeServer() : pb::ModelInfo();
+  return FinishUnary(context, status, &info, response);
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
-    grpc::CallbackServerContext* context, const pb::TokenizeRequest* request,
-    pb::TokenizeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status status =
-      Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  pb::TokenizeRequest request;
+  absl::Status status = ParseRequest(*context, Need::kGenerate, bytes, request);
   if (status.ok()) {
-    absl::StatusOr<pb::TokenizeResponse> reply = TokenizeText(*request);
-    status = reply.status();
-    if (reply.ok()) *response = *std::move(reply);
+    status =
+        Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
   }
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  absl::StatusOr<pb::TokenizeResponse> reply =
+      status.ok() ? TokenizeText(request)
+                  : absl::StatusOr<pb::TokenizeResponse>(status);
+  return FinishUnary(context, reply.status(), reply.ok() ? &*reply : nullptr,
+                     response);
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>>

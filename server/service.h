@@ -20,6 +20,10 @@
 //     ServiceOptions::max_attention_message_bytes; without its decoder, or
 //     with debug_attention off, FAILED_PRECONDITION.
 //   - GetModelInfo, Tokenize: unary.
+// Every method is raw: its request arrives as bytes and is parsed here
+// (server/wire.h), so a request that does not parse gets INVALID_ARGUMENT
+// with a message, after the caller's token is checked; replies are
+// serialized here too.
 #ifndef TEXTGEN_SERVER_SERVICE_H_
 #define TEXTGEN_SERVER_SERVICE_H_
 
@@ -59,8 +63,15 @@ struct ServiceOptions {
   size_t max_tokenize_bytes = 256 << 10;
 };
 
-class TextGenerationService final
-    : public textgen::v1::TextGeneration::CallbackService {
+// TextGeneration's four methods as raw callback methods (see above).
+using RawTextGenerationService =
+    textgen::v1::TextGeneration::WithRawCallbackMethod_Generate<
+        textgen::v1::TextGeneration::WithRawCallbackMethod_DebugAttention<
+            textgen::v1::TextGeneration::WithRawCallbackMethod_GetModelInfo<
+                textgen::v1::TextGeneration::WithRawCallbackMethod_Tokenize<
+                    textgen::v1::TextGeneration::Service>>>>;
+
+class TextGenerationService final : public RawTextGenerationService {
  public:
   // `engine` (and `metrics`, `front_door`, if not null) must outlive the
   // service. `attention_decoder` serves DebugAttention (see above); null
@@ -72,20 +83,22 @@ class TextGenerationService final
                         FrontDoor* front_door = nullptr);
   ~TextGenerationService() override;
 
-  grpc::ServerWriteReactor<textgen::v1::GenerateResponse>* Generate(
+  // GenerateRequest in, GenerateResponse messages out.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(
       grpc::CallbackServerContext* context,
-      const textgen::v1::GenerateRequest* request) override;
-  grpc::ServerWriteReactor<textgen::v1::DebugAttentionResponse>* DebugAttention(
+      const grpc::ByteBuffer* request) override;
+  // DebugAttentionRequest in, DebugAttentionResponse messages out.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DebugAttention(
       grpc::CallbackServerContext* context,
-      const textgen::v1::DebugAttentionRequest* request) override;
-  grpc::ServerUnaryReactor* GetModelInfo(
-      grpc::CallbackServerContext* context,
-      const textgen::v1::GetModelInfoRequest* request,
-      textgen::v1::ModelInfo* response) override;
-  grpc::ServerUnaryReactor* Tokenize(
-      grpc::CallbackServerContext* context,
-      const textgen::v1::TokenizeRequest* request,
-      textgen::v1::TokenizeResponse* response) override;
+      const grpc::ByteBuffer* request) override;
+  // GetModelInfoRequest in, ModelInfo out.
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  // TokenizeRequest in, TokenizeResponse out.
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // INVALID_ARGUMENT naming `field` if `text` is over max_tokenize_bytes.
   absl::Status CheckTextSize(absl::string_view text,
@@ -127,6 +140,17 @@ class TextGenerationService final
   absl::StatusOr<FrontDoor::Pass> Admit(
       const grpc::CallbackServerContext& context, Need need,
       FrontDoor::CallKind kind, int streams = 1);
+  // ParseMessage(bytes, message); when it fails, the front door still
+  // decides first (an unknown caller learns only UNAUTHENTICATED, and the
+  // call counts toward the client's rate), as a unary call needing `need`.
+  absl::Status ParseRequest(const grpc::CallbackServerContext& context,
+                            Need need, const grpc::ByteBuffer* bytes,
+                            google::protobuf::MessageLite& message);
+  // A unary method's end: `reply` serialized into `response` if `status` is
+  // OK (then `reply` is not null), else `status`.
+  grpc::ServerUnaryReactor* FinishUnary(
+      grpc::CallbackServerContext* context, absl::Status status,
+      const google::protobuf::MessageLite* reply, grpc::ByteBuffer* response);
 
   const ServiceOptions options_;
   Engine* const engine_;

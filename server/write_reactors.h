@@ -1,7 +1,8 @@
 // Two small write reactors for server-streaming calls whose replies are
 // known when the call starts: one that ends the call at once with a status
-// (a refused request) and one that writes a fixed list of messages. gRPC owns
-// both once returned from a method handler and deletes them in OnDone.
+// (a refused request) and one that writes a fixed list of messages. The
+// methods are raw (server/wire.h), so both write bytes. gRPC owns both once
+// returned from a method handler and deletes them in OnDone.
 #ifndef TEXTGEN_SERVER_WRITE_REACTORS_H_
 #define TEXTGEN_SERVER_WRITE_REACTORS_H_
 
@@ -13,23 +14,24 @@
 #include <vector>
 
 #include "server/client_limits.h"
+#include "server/proto_convert.h"
+#include "server/wire.h"
 
 namespace textgen {
 
 // Ends a call at once with `status` (a refused request).
-template <typename Response>
-class FailedWriteReactor final : public grpc::ServerWriteReactor<Response> {
+class FailedWriteReactor final
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit FailedWriteReactor(const grpc::Status& status) {
-    this->Finish(status);
-  }
+  explicit FailedWriteReactor(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
 
 // Writes a fixed list of messages, one at a time, then OK. Holds the call's
 // per-client stream count until done.
 template <typename Response>
-class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
+class ListWriteReactor final
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `permit` (the client's stream count) is kept until the call is done;
   // `hold` (DebugAttention's admission ticket: the reply's memory counts
@@ -45,10 +47,9 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   void OnWriteDone(bool ok) override {
     if (!ok) {  // Cancelled or broken: nothing more will be delivered.
       hold_.reset();
-      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
     }
-    responses_[next_ - 1] = Response();  // Written: its memory goes now.
     Next();
   }
   void OnDone() override { delete this; }
@@ -57,20 +58,29 @@ class ListWriteReactor final : public grpc::ServerWriteReactor<Response> {
   void Next() {
     if (next_ == responses_.size()) {
       hold_.reset();
-      this->Finish(grpc::Status::OK);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const absl::Status serialized = SerializeMessage(responses_[next_], bytes_);
+    // Serialized: the message's memory goes now, its bytes when written.
+    responses_[next_++] = Response();
+    if (!serialized.ok()) {
+      hold_.reset();
+      Finish(ToGrpcStatus(serialized));
       return;
     }
     // The client may read the last message, and call again, before
     // OnWriteDone or OnDone runs: the hold ends before that message goes, so
     // a client calling one request after another is never refused as
     // concurrent with itself.
-    if (next_ + 1 == responses_.size()) hold_.reset();
-    this->StartWrite(&responses_[next_++]);
+    if (next_ == responses_.size()) hold_.reset();
+    StartWrite(&bytes_);
   }
 
   std::vector<Response> responses_;
   const ClientLimiter::StreamPermit permit_;
   std::shared_ptr<const void> hold_;
+  grpc::ByteBuffer bytes_;  // The write in flight.
   size_t next_ = 0;
 };
 

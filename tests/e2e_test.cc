@@ -589,6 +589,94 @@ TEST_F(E2eTest, BadRequestsNameTheFieldAndTheServerSurvives) {
   EXPECT_EQ(server_->engine().stats().slots_in_use, 0);
 }
 
+// A request that is not a valid message of its method's type (truncated or
+// garbled bytes, or invalid UTF-8 in a string field, which proto3 refuses):
+// INVALID_ARGUMENT naming the type, and the field where protobuf says which.
+// gRPC's typed handlers answered UNIMPLEMENTED with no message.
+TEST_F(E2eTest, UndecodableRequestsAreInvalidArgumentWithAMessage) {
+  StartServer();
+  // Sends `bytes` to `method` and returns the call's status.
+  const auto call = [&](const std::string& method, bool streaming,
+                        const std::string& bytes) {
+    const std::string path = "/textgen.v1.TextGeneration/" + method;
+    std::unique_ptr<grpc::ClientContext> context = ContextWithWait();
+    if (!streaming) {
+      grpc::ByteBuffer response;
+      return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer,
+                                               grpc::ByteBuffer>(
+          channel_.get(),
+          grpc::internal::RpcMethod(path.c_str(),
+                                    grpc::internal::RpcMethod::NORMAL_RPC),
+          context.get(), ToBuffer(bytes), &response);
+    }
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+            channel_.get(),
+            grpc::internal::RpcMethod(
+                path.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
+            context.get(), ToBuffer(bytes)));
+    grpc::ByteBuffer message;
+    int messages = 0;
+    while (reader->Read(&message)) ++messages;
+    EXPECT_EQ(messages, 0) << method;
+    return reader->Finish();
+  };
+  // A serialized `message` with its string `placeholder` replaced by bytes
+  // that are not UTF-8.
+  const auto with_bad_utf8 = [](const google::protobuf::MessageLite& message) {
+    std::string bytes = message.SerializeAsString();
+    const size_t at = bytes.find("PLACEHOLDER");
+    EXPECT_NE(at, std::string::npos);
+    bytes.replace(at, 11, "PLACE\xff\xfeHOLD");
+    return bytes;
+  };
+  pb::GenerateRequest generate = IdsRequest({1, 2, 3}, 5);
+  generate.add_stop("PLACEHOLDER");
+  pb::DebugAttentionRequest attention;
+  attention.mutable_prompt()->set_text("PLACEHOLDER");
+  pb::TokenizeRequest tokenize;
+  tokenize.set_text("PLACEHOLDER");
+  struct Case {
+    std::string method;
+    bool streaming;
+    std::string bytes;
+    std::string message;
+  };
+  // 0x0a = field 1, length-delimited, then a length past the end.
+  const std::string truncated("\x0a\x7f\x01\x02", 4);
+  // Field 1 as a 64-bit fixed value: the wrong wire type for every field 1
+  // here, and cut short.
+  const std::string garbled("\x09\xff\xff", 3);
+  const std::vector<Case> cases = {
+      {"Generate", true, truncated,
+       "the request is not a valid textgen.v1.GenerateRequest: malformed"},
+      {"Generate", true, with_bad_utf8(generate),
+       "textgen.v1.GenerateRequest: String field "
+       "'textgen.v1.GenerateRequest.stop' contains invalid UTF-8"},
+      {"DebugAttention", true, garbled,
+       "not a valid textgen.v1.DebugAttentionRequest: malformed"},
+      {"DebugAttention", true, with_bad_utf8(attention),
+       "'textgen.v1.Prompt.text' contains invalid UTF-8"},
+      {"GetModelInfo", false, garbled,
+       "not a valid textgen.v1.GetModelInfoRequest: malformed"},
+      {"Tokenize", false, truncated,
+       "not a valid textgen.v1.TokenizeRequest: malformed"},
+      {"Tokenize", false, with_bad_utf8(tokenize),
+       "'textgen.v1.TokenizeRequest.text' contains invalid UTF-8"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + ": " + c.message);
+    const grpc::Status status = call(c.method, c.streaming, c.bytes);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+  // The same bytes, made valid, are served: the refusals were the bytes'.
+  EXPECT_TRUE(call("Tokenize", false, tokenize.SerializeAsString()).ok());
+  const Outcome out = Generate(generate);
+  EXPECT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_EQ(server_->engine().stats().slots_in_use, 0);
+}
+
 // All of a DebugAttention call's maps, reassembled: [layer][head] → T×T.
 struct AttentionReply {
   std::vector<pb::PromptToken> tokens;

@@ -252,6 +252,24 @@ class TokensTest(unittest.TestCase):
     def test_debug_token_may_do_everything(self):
         self.assert_codes("dbg-secret", {})
 
+    def test_undecodable_request_is_checked_for_a_token_first(self):
+        """Bytes that are no request: UNAUTHENTICATED without a token (an unknown
+        caller learns nothing else), INVALID_ARGUMENT naming the type with one."""
+        garbled = b"\x0a\x7f\x01"  # Field 1, a length past the end.
+        for method, streaming in (("Generate", True), ("DebugAttention", True),
+                                  ("GetModelInfo", False), ("Tokenize", False)):
+            for token, want in (("", grpc.StatusCode.UNAUTHENTICATED),
+                                ("dbg-secret", grpc.StatusCode.INVALID_ARGUMENT)):
+                with self.client(token) as client:
+                    path = f"/textgen.v1.TextGeneration/{method}"
+                    call = (client._channel.unary_stream(path) if streaming
+                            else client._channel.unary_unary(path))
+                    code, details = code_of(lambda: call(
+                        garbled, timeout=WAIT, metadata=client._metadata))
+                self.assertEqual(code, want, f"{method} with token {token!r}: {details}")
+                if want == grpc.StatusCode.INVALID_ARGUMENT:
+                    self.assertIn(f"not a valid textgen.v1.{method}", details)
+
     def test_health_and_reflection_need_no_token(self):
         with self.client("") as client:
             self.assertEqual(client.health(), "SERVING")
