@@ -8,8 +8,11 @@
 // its batching loop would complicate it, so DebugAttention has a Decoder of
 // its own (sharing the engine Decoder's weights, Decoder::shared_weights(); the
 // caller builds it, so it costs only its scratch memory) and a one-slot
-// KvCache, used by one call at a time under a mutex. The pass runs on the
-// calling (gRPC callback) thread, bounded by max_tokens.
+// KvCache, used by one call at a time under a mutex. The gRPC service runs
+// the pass on the debugger's own thread (RunLater): a pass takes up to
+// hundreds of milliseconds, and gRPC's callback threads, which also answer
+// health checks, must not wait on it. The HTTP API calls Run on its own
+// request thread.
 //
 // Maps go out kind by kind (encoder self, decoder self, cross), each
 // [layer][head][query][key], the first message carrying the prompt's tokens
@@ -19,9 +22,13 @@
 #define TEXTGEN_SERVER_DEBUG_ATTENTION_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -88,7 +95,24 @@ class AttentionDebugger {
       const textgen::v1::DebugAttentionRequest& request,
       absl::FunctionRef<absl::Status()> check);
 
+  // Run(request, check) later on this debugger's own thread, in the order
+  // queued, then done(its result) there. Returns at once. Calls queued when
+  // the debugger is destroyed still run first.
+  using Done = std::function<void(
+      absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>>)>;
+  void RunLater(textgen::v1::DebugAttentionRequest request,
+                std::function<absl::Status()> check, Done done);
+
+  ~AttentionDebugger();
+
  private:
+  struct Job {
+    textgen::v1::DebugAttentionRequest request;
+    std::function<absl::Status()> check;
+    Done done;
+  };
+  void Work();  // The thread's loop: jobs_ until stopping_ and empty.
+
   std::atomic<int> admitted_{0};
   const DebugAttentionOptions options_;
   const Tokenizer* const tokenizer_;  // May be null.
@@ -98,6 +122,14 @@ class AttentionDebugger {
   KvCache cache_;
   ForwardResult result_;
   EncodeResult encoded_;
+
+  // std::mutex rather than absl::Mutex: ThreadSanitizer sees the former's
+  // synchronization, not that of Debian's (uninstrumented) Abseil.
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;  // A job queued, or stopping_.
+  std::deque<Job> jobs_;             // Under jobs_mu_.
+  bool stopping_ = false;            // Under jobs_mu_.
+  std::thread worker_;  // Started by the first RunLater; under jobs_mu_.
 };
 
 // The maps of one kind to send, and which of their layers.

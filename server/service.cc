@@ -270,7 +270,14 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
   absl::StatusOr<FrontDoor::Pass> pass =
       Admit(*context, Need::kDebug, FrontDoor::CallKind::kStream);
   if (!pass.ok()) return new FailedWriteReactor(ToGrpcStatus(pass.status()));
+  absl::StatusOr<std::shared_ptr<const void>> ticket =
+      AdmitDebugAttention(request);
+  if (!ticket.ok()) {
+    return new FailedWriteReactor(ToGrpcStatus(ticket.status()));
+  }
   const absl::Time deadline = DeadlineOf(*context);
+  // The context lives until OnDone, which comes only after the reply (or the
+  // status) has been delivered.
   auto check = [context, deadline]() -> absl::Status {
     if (context->IsCancelled()) {
       return absl::CancelledError("DebugAttention cancelled by the client");
@@ -280,11 +287,18 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<AttentionReply> reply = RunDebugAttention(request, check);
-  if (!reply.ok()) return new FailedWriteReactor(ToGrpcStatus(reply.status()));
-  return new ListWriteReactor<pb::DebugAttentionResponse>(
-      std::move(reply->responses), std::move(pass->stream),
-      std::move(reply->ticket));
+  // The pass runs on the debugger's thread, not on this one (gRPC's), which
+  // goes back to serving other calls, health checks among them. gRPC keeps
+  // what the reactor does before it is returned and replays it after.
+  auto* reactor = new ListWriteReactor<pb::DebugAttentionResponse>(
+      std::move(pass->stream), *std::move(ticket));
+  attention_->RunLater(
+      std::move(request), check,
+      [reactor](
+          absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses) {
+        reactor->Deliver(std::move(responses));
+      });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
@@ -372,27 +386,33 @@ absl::StatusOr<pb::TokenizeResponse> TextGenerationService::TokenizeText(
   return response;
 }
 
-absl::StatusOr<TextGenerationService::AttentionReply>
-TextGenerationService::RunDebugAttention(
-    const pb::DebugAttentionRequest& request,
-    absl::FunctionRef<absl::Status()> check) {
+absl::StatusOr<std::shared_ptr<const void>>
+TextGenerationService::AdmitDebugAttention(
+    const pb::DebugAttentionRequest& request) {
   if (attention_ == nullptr) {
     return absl::FailedPreconditionError(
         "DebugAttention is disabled on this server (--debug_attention)");
   }
-  if (absl::Status s = CheckTextSize(request.prompt().text(), "prompt.text");
-      !s.ok())
-    return s;
-  if (absl::Status s = CheckTextSize(request.source().text(), "source.text");
-      !s.ok())
-    return s;
-  absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>> ticket =
-      attention_->Admit();
-  if (!ticket.ok()) return ticket.status();
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckTextSize(request.prompt().text(), "prompt.text"));
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckTextSize(request.source().text(), "source.text"));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      std::shared_ptr<const AttentionDebugger::Ticket> ticket,
+      attention_->Admit());
+  return std::shared_ptr<const void>(std::move(ticket));
+}
+
+absl::StatusOr<TextGenerationService::AttentionReply>
+TextGenerationService::RunDebugAttention(
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::shared_ptr<const void> ticket,
+                           AdmitDebugAttention(request));
   absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
       attention_->Run(request, check);
   if (!responses.ok()) return responses.status();
-  return AttentionReply{*std::move(responses), *std::move(ticket)};
+  return AttentionReply{*std::move(responses), std::move(ticket)};
 }
 
 }  // namespace textgen

@@ -16,7 +16,8 @@
 //     DEADLINE_EXCEEDED, UNAVAILABLE (shutting down); Submit's own refusals
 //     (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) end it before any message.
 //   - DebugAttention: one forward pass with attention capture outside the
-//     engine (server/debug_attention.h), streamed as messages of at most
+//     engine, on the debugger's own thread (server/debug_attention.h), then
+//     a ListWriteReactor streams the reply as messages of at most
 //     ServiceOptions::max_attention_message_bytes; without its decoder, or
 //     with debug_attention off, FAILED_PRECONDITION.
 //   - GetModelInfo, Tokenize: unary.
@@ -120,9 +121,14 @@ class TextGenerationService final : public RawTextGenerationService {
   // INVALID_ARGUMENT (too long, or text the tokenizer refuses).
   absl::StatusOr<textgen::v1::TokenizeResponse> TokenizeText(
       const textgen::v1::TokenizeRequest& request) const;
-  // DebugAttention's replies, with the admission ticket to keep until they
-  // are written; FAILED_PRECONDITION when it is off, RESOURCE_EXHAUSTED
-  // (calls at once), AttentionDebugger::Run's errors. `check` as there.
+  // DebugAttention's admission ticket, to keep until the reply is written:
+  // FAILED_PRECONDITION when it is off, INVALID_ARGUMENT (text too long),
+  // RESOURCE_EXHAUSTED (calls at once).
+  absl::StatusOr<std::shared_ptr<const void>> AdmitDebugAttention(
+      const textgen::v1::DebugAttentionRequest& request);
+  // AdmitDebugAttention, then the pass on this thread: the replies, with the
+  // ticket; or the admission's or AttentionDebugger::Run's errors. `check`
+  // as there.
   struct AttentionReply {
     std::vector<textgen::v1::DebugAttentionResponse> responses;
     std::shared_ptr<const void> ticket;

@@ -23,8 +23,9 @@ namespace textgen {
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes,
                           google::protobuf::MessageLite& message);
 
-// Serializes `message` into `bytes` (what it held is dropped). INTERNAL only if protobuf cannot (a
-// message over 2 GiB: every reply here is bounded far below that).
+// Serializes `message` into `bytes` (what it held is dropped). INTERNAL only if
+// protobuf cannot (a message over 2 GiB: every reply here is bounded far below
+// that).
 absl::Status SerializeMessage(const google::protobuf::MessageLite& message,
                               grpc::ByteBuffer& bytes);
 

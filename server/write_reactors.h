@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "server/client_limits.h"
 #include "server/proto_convert.h"
 #include "server/wire.h"
@@ -27,8 +28,9 @@ class FailedWriteReactor final
   void OnDone() override { delete this; }
 };
 
-// Writes a fixed list of messages, one at a time, then OK. Holds the call's
-// per-client stream count until done.
+// Writes a list of messages, one at a time, then OK: given at once, or
+// delivered later from another thread (work that must not run on gRPC's
+// threads). Holds the call's per-client stream count until done.
 template <typename Response>
 class ListWriteReactor final
     : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
@@ -42,6 +44,21 @@ class ListWriteReactor final
       : responses_(std::move(responses)),
         permit_(std::move(permit)),
         hold_(std::move(hold)) {
+    Next();
+  }
+  // A list to come later, from Deliver: nothing is written until then.
+  ListWriteReactor(ClientLimiter::StreamPermit permit,
+                   std::shared_ptr<const void> hold)
+      : permit_(std::move(permit)), hold_(std::move(hold)) {}
+  // The list for the second constructor, or the status that ends the call
+  // instead; once, from any thread.
+  void Deliver(absl::StatusOr<std::vector<Response>> responses) {
+    if (!responses.ok()) {
+      hold_.reset();
+      Finish(ToGrpcStatus(responses.status()));
+      return;
+    }
+    responses_ = *std::move(responses);
     Next();
   }
   void OnWriteDone(bool ok) override {

@@ -13,14 +13,13 @@ Against the shipped model (6 layers x 4 heads, context 256), with a health check
     served.
 (NaN weights are refused at start-up: tests/server_loading_test.py.)
 Resident memory must stay under RSS_BOUND_MIB and health must answer within
---health_bound_ms (default 100) throughout. ctest passes 1000 (3000 in a sanitizer build,
-which saw 1.4 s under ASan with other tests beside it): CI machines are shared and
-this machine, with other builds running, saw 1.6 s stalls of the whole process; 1000 ms still
-catches the 9 s health checks of issue 14. Run it with the default on a quiet machine.
+--health_bound_ms (default 100, the issue's bound; ctest passes 300 in a sanitizer build)
+throughout. The health checks run in a process of their own (see Watch).
 
 Usage: amplification_test.py --server_bin BIN --model DIR
 """
 import argparse
+import multiprocessing
 import os
 import sys
 import threading
@@ -41,40 +40,51 @@ RSS_BOUND_MIB = 300
 HEALTH_BOUND_MS = 100
 
 
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def watch_server(target, pid, stop, results):
+    """Health checks every 20 ms and the server's resident memory, until `stop`;
+    then (slowest check ms, failed checks, peak MiB) into `results`."""
+    health = health_pb2_grpc.HealthStub(grpc.insecure_channel(target))
+    max_health_ms, health_failures, peak_rss_mib = 0.0, 0, 0.0
+    while not stop.is_set():
+        start = time.monotonic()
+        try:
+            health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+        except grpc.RpcError:
+            health_failures += 1
+        max_health_ms = max(max_health_ms, (time.monotonic() - start) * 1e3)
+        peak_rss_mib = max(peak_rss_mib, rss_mib(pid))
+        time.sleep(0.02)
+    results.put((max_health_ms, health_failures, peak_rss_mib))
+
+
 class Watch:
-    """Health latency and the server's resident memory, sampled in the background."""
+    """watch_server in a process of its own: in this one, the attacking threads
+    decoding large replies hold Python's interpreter lock, and a health check
+    timed here would measure that wait (up to ~100 ms), not the server."""
 
     def __init__(self, target, pid):
-        self.pid = pid
-        self.health = health_pb2_grpc.HealthStub(grpc.insecure_channel(target))
+        context = multiprocessing.get_context("spawn")  # No fork of gRPC's threads.
+        self._stop = context.Event()
+        self._results = context.Queue()
+        self._process = context.Process(target=watch_server,
+                                        args=(target, pid, self._stop, self._results))
+        self._process.start()
         self.max_health_ms = 0.0
         self.health_failures = 0
         self.peak_rss_mib = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def rss_mib(self):
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0
-
-    def _run(self):
-        while not self._stop.is_set():
-            start = time.monotonic()
-            try:
-                self.health.Check(health_pb2.HealthCheckRequest(), timeout=5)
-            except grpc.RpcError:
-                self.health_failures += 1
-            self.max_health_ms = max(self.max_health_ms, (time.monotonic() - start) * 1e3)
-            self.peak_rss_mib = max(self.peak_rss_mib, self.rss_mib())
-            time.sleep(0.02)
 
     def stop(self):
         self._stop.set()
-        self._thread.join()
+        self.max_health_ms, self.health_failures, self.peak_rss_mib = self._results.get()
+        self._process.join()
 
 
 failures = []
