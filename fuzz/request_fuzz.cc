@@ -1,11 +1,14 @@
 // The request validation both front doors share, fuzzed: the HTTP API's JSON
 // bodies (server/openai_convert.h: POST /v1/completions, /v1/attention,
 // /tokenize) and a serialized GenerateRequest as gRPC hands it to the
-// service, each then translated for the engine (server/proto_convert.h,
-// ToEngineRequest) with the shipped model's tokenizer. The first byte picks
-// the route, the rest is the body. Whatever the bytes: no crash, and a
-// refusal is INVALID_ARGUMENT (or NOT_FOUND for a `model` other than the one
-// served), the statuses the HTTP API turns into 400 and 404.
+// service (bytes, parsed by server/wire.h's ParseMessage), each then translated
+// for the engine (server/proto_convert.h, ToEngineRequest) with the shipped
+// model's tokenizer. The first byte picks the route, the rest is the body.
+// Whatever the bytes: no crash, and a refusal is INVALID_ARGUMENT (or NOT_FOUND
+// for a `model` other than the one served), the statuses the HTTP API turns
+// into 400 and 404.
+#include <grpcpp/grpcpp.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,6 +21,7 @@
 #include "model/tokenizer_factory.h"
 #include "server/openai_convert.h"
 #include "server/proto_convert.h"
+#include "server/wire.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace {
@@ -83,10 +87,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     default: {
+      // As the service parses it (server/wire.h): bytes that are no
+      // GenerateRequest are INVALID_ARGUMENT.
+      grpc::Slice slice(body.data(), body.size());
+      const grpc::ByteBuffer bytes(&slice, 1);
       textgen::v1::GenerateRequest request;
-      if (request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-        CheckTranslation(request);
-      }
+      const absl::Status parsed = textgen::ParseMessage(bytes, request);
+      FUZZ_CHECK(parsed.ok() ||
+                 parsed.code() == absl::StatusCode::kInvalidArgument);
+      if (parsed.ok()) CheckTranslation(request);
       break;
     }
   }
