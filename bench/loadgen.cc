@@ -109,7 +109,8 @@ ABSL_FLAG(int, max_queue, 64, "--in_process: the engine's admission queue");
 ABSL_FLAG(int, server_pid, 0,
           "With --target: read this process's VmRSS (same machine); 0 = none");
 ABSL_FLAG(std::string, weights_dtype, "f32",
-          "How weights are held in memory (f32 or bf16): --in_process loads "
+          "How weights are held in memory (f32, bf16, int8 or w8a32): "
+          "--in_process loads "
           "them so; with --target, the server's --weights_dtype, for the "
           "resident-memory budget");
 ABSL_FLAG(std::string, commit, "",

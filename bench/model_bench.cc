@@ -11,12 +11,12 @@
 //                               the attention-heavy end of generation
 //
 // Each reports tokens/s as items_per_second (decode: B tokens per step).
-// --threads is the decoder's (DecoderOptions); an entry DIR:bf16 or DIR:int8
-// holds the weight matrices as bf16 or int8 (LoadOptions) and names its
-// benchmarks <model>-bf16 or <model>-int8. --cpu_kernels picks the build of
-// the kernels (model/kernel_dispatch.h), auto by default; the one in use is
-// printed before the run and recorded in the benchmark context.
-// A model is anything LoadModel opens (model/model_loader.h): a checkpoint
+// --threads is the decoder's (DecoderOptions); an entry DIR:bf16, DIR:int8 or
+// DIR:w8a32 holds the weight matrices so (LoadOptions) and names its
+// benchmarks <model>-bf16, <model>-int8 or <model>-w8a32. --cpu_kernels picks
+// the build of the kernels (model/kernel_dispatch.h), auto by default; the one
+// in use is printed before the run and recorded in the benchmark context. A
+// model is anything LoadModel opens (model/model_loader.h): a checkpoint
 // directory or a GGUF file, so the very file llama.cpp runs can be timed here
 // (bench/peers/). Token ids are fixed pseudo-random ids, so no tokenizer is
 // needed; the model itself may be random (bench/make_gpt2_small.py). Timings
@@ -55,12 +55,13 @@
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",
           "Comma-separated checkpoint directories (config.json + "
-          "model.safetensors), each optionally DIR:f32, DIR:bf16 or DIR:int8 "
-          "for how "
-          "its weights are held in memory (default --weights_dtype)");
+          "model.safetensors), each optionally DIR:f32, DIR:bf16, DIR:int8 or "
+          "DIR:w8a32 for how its weights are held in memory (default "
+          "--weights_dtype)");
 ABSL_FLAG(int, threads, 1, "Threads of the forward pass (DecoderOptions)");
 ABSL_FLAG(std::string, weights_dtype, "f32",
-          "Weights in memory for --models entries without :f32/:bf16/:int8");
+          "Weights in memory for --models entries without "
+          ":f32/:bf16/:int8/:w8a32");
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512");
 ABSL_FLAG(int, decode_context, 128,
@@ -72,7 +73,7 @@ ABSL_FLAG(std::string, prefill_tokens, "128,512",
 namespace textgen {
 namespace {
 
-// One --models entry: DIR, DIR:f32, DIR:bf16 or DIR:int8.
+// One --models entry: DIR, DIR:f32, DIR:bf16, DIR:int8 or DIR:w8a32.
 struct ModelEntry {
   std::string dir;
   kernels::WeightType type = kernels::WeightType::kF32;
@@ -94,8 +95,8 @@ absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
 }
 
 // The benchmark's name for an entry: the directory's last component, with
-// "-bf16" or "-int8" appended for those weights unless the name already says
-// so.
+// "-bf16", "-int8" or "-w8a32" appended for those weights unless the name
+// already says so.
 std::string ModelName(const std::string& entry) {
   ModelEntry m = *ParseEntry(entry);  // Checked by LoadDecoder first.
   std::string d = m.dir;
@@ -275,8 +276,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::SetProgramUsageMessage(
       "Model-core micro-benchmarks: textgen_model_bench "
-      "--models=DIR[:bf16|:int8][,...] "
-      "[--threads=N] [--weights_dtype=f32|bf16|int8] "
+      "--models=DIR[:bf16|:int8|:w8a32][,...] "
+      "[--threads=N] [--weights_dtype=f32|bf16|int8|w8a32] "
       "[--cpu_kernels=auto|generic|avx2|avx512] [--benchmark_* flags]");
   absl::ParseCommandLine(argc, argv);
   const absl::StatusOr<textgen::kernels::KernelFamily> cpu_kernels =

@@ -41,6 +41,10 @@ struct KernelTable {
   void (*matmul_int8)(const QuantizedRows& x, const uint8_t* quants,
                       const float* scales, int cols, int panel_begin,
                       int panel_end, float* y, int y_stride, bool accumulate);
+  void (*matmul_w8a32)(const float* x, int rows, int x_stride,
+                       const uint8_t* quants, const float* scales, int depth,
+                       int cols, int panel_begin, int panel_end, float* y,
+                       int y_stride, bool accumulate);
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,

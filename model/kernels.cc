@@ -23,6 +23,8 @@ const char* WeightTypeName(WeightType type) {
       return "bf16";
     case WeightType::kInt8:
       return "int8";
+    case WeightType::kW8A32:
+      return "w8a32";
   }
   return "?";
 }
@@ -109,7 +111,7 @@ void PackedWeights::Pack(int depth, int cols, WeightType type, Get get) {
   type_ = type;
   depth_ = depth;
   cols_ = cols;
-  if (type == WeightType::kInt8) {
+  if (IsQ8_0(type)) {
     const int blocks = int8_blocks();
     const size_t panel_bytes = static_cast<size_t>(blocks) * kBlock * kPanel;
     // Padding: zero weights (q = 0, stored as 128) with zero scales.
@@ -176,7 +178,7 @@ PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
 
 float PackedWeights::at(int k, int j) const {
   const int p = j / kPanel, jj = j % kPanel;
-  if (type_ == WeightType::kInt8) {
+  if (IsQ8_0(type_)) {
     const int q = int{panel_int8(p)[Int8Offset(k, jj)]} - 128;
     return panel_int8_scales(p)[(k / kBlock) * kPanel + jj] *
            static_cast<float>(q);
@@ -187,7 +189,7 @@ float PackedWeights::at(int k, int j) const {
 }
 
 void PackedWeights::Column(int j, float* out) const {
-  if (type_ == WeightType::kInt8) {
+  if (IsQ8_0(type_)) {
     for (int k = 0; k < depth_; ++k) out[k] = at(k, j);
     return;
   }
@@ -220,6 +222,11 @@ void MatMulPanels(const float* x, int rows, int x_stride,
       table.matmul_int8(QuantizeRows(x, rows, x_stride, w.depth()),
                         w.panel_int8(0), w.panel_int8_scales(0), w.cols(),
                         panel_begin, panel_end, y, y_stride, accumulate);
+      return;
+    case WeightType::kW8A32:
+      table.matmul_w8a32(x, rows, x_stride, w.panel_int8(0),
+                         w.panel_int8_scales(0), w.depth(), w.cols(),
+                         panel_begin, panel_end, y, y_stride, accumulate);
       return;
   }
 }

@@ -72,19 +72,31 @@ float Sum(const float* a, int n);
 // no conversion, the generic family needs no F16C, an fp16 scale from a Q8_0
 // file converts to it exactly, and 32 + 4 bytes per 32 weights is still 0.28×
 // f32.
-enum class WeightType { kF32, kBF16, kInt8 };
+// kW8A32 stores the same Q8_0 weights as kInt8 but multiplies them by the
+// activations as they are (f32): each weight is dequantized (d · q, exact as
+// PackedWeights::at) inside the product, so a kW8A32 product equals the kF32
+// product of the dequantized weights bit for bit. It moves kInt8's bytes and
+// loses only the weights' rounding (on the shipped model, 99.4 % top-1
+// agreement with f32 against kInt8's 98.7 %), at more arithmetic per weight
+// than kInt8's integer dot products (bench/README.md compares them).
+enum class WeightType { kF32, kBF16, kInt8, kW8A32 };
 
-// "f32", "bf16" or "int8".
+// "f32", "bf16", "int8" or "w8a32".
 const char* WeightTypeName(WeightType type);
+
+// Whether `type` stores its weights as Q8_0 (kInt8's layout below).
+inline bool IsQ8_0(WeightType type) {
+  return type == WeightType::kInt8 || type == WeightType::kW8A32;
+}
 
 // A weight matrix W [depth, cols] (the [in, out] layout of GPT-2's Conv1D)
 // repacked for MatMul: cut into panels of kPanel consecutive columns, each
 // stored k-major, so the kernel streams through memory in order. The last panel
 // is zero-padded to kPanel columns.
 //
-// kInt8 panels go by blocks of kInt8Block steps: block b of panel p holds the
-// quants of its 64 columns (model/kernels_family.cc lays them out for the
-// dot-product instructions, as bytes q + 128), and 64 float scales. A depth
+// kInt8 and kW8A32 panels go by blocks of kInt8Block steps: block b of panel p
+// holds the quants of its 64 columns (model/kernels_family.cc lays them out for
+// the dot-product instructions, as bytes q + 128), and 64 float scales. A depth
 // that is not a multiple of kInt8Block is padded with zero weights.
 class PackedWeights {
  public:
@@ -113,7 +125,7 @@ class PackedWeights {
   const uint16_t* panel_bf16(int p) const {
     return bf16_.data() + static_cast<size_t>(p) * depth_ * kPanel;
   }
-  // kInt8: blocks of kInt8Block steps along the depth (the last one padded).
+  // IsQ8_0: blocks of kInt8Block steps along the depth (the last one padded).
   int int8_blocks() const { return (depth_ + kInt8Block - 1) / kInt8Block; }
   // Panel p's quants (int8_blocks() × kInt8Block × kPanel bytes) and scales
   // (int8_blocks() × kPanel floats, block-major).
@@ -143,8 +155,8 @@ class PackedWeights {
   int cols_ = 0;
   std::vector<float> f32_;        // kF32
   std::vector<uint16_t> bf16_;    // kBF16
-  std::vector<uint8_t> q8_;       // kInt8 quants, q + 128
-  std::vector<float> q8_scales_;  // kInt8
+  std::vector<uint8_t> q8_;       // IsQ8_0: quants, q + 128
+  std::vector<float> q8_scales_;  // IsQ8_0
 };
 
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
@@ -172,6 +184,7 @@ inline float Bf16ToFloat(uint16_t b) {
 // multiply and add rounded on its own; the integer sums are exact. The rows
 // are quantized into per-thread scratch that grows to the largest product seen
 // (no allocation in the steady state).
+// kW8A32: as kF32, with the dequantized weights d · q.
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate);
 // The same for the columns of panels [panel_begin, panel_end) only: threads

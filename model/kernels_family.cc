@@ -99,18 +99,72 @@ inline Vec MulAdd(float a, Vec b, Vec acc) {
 #endif
 }
 
-// Widens 16 bf16 values to floats: exact (the low 16 bits become zero).
+// The weights of one panel as the f32 tiles read them: At(k, c) is step k's
+// vector c (columns 16c .. 16c + 15 of the panel) as floats, and Step(k) the
+// address where step k's bytes begin (for prefetching; a panel's steps are
+// consecutive, kStepBytes each, or on average for kInt8's blocks).
+struct F32Panel {
+  static constexpr int kStepBytes = PackedWeights::kPanel * sizeof(float);
+  const float* p;
+  Vec At(int k, int c) const {
+    return Load(p + static_cast<long>(k) * PackedWeights::kPanel + c * kVec);
+  }
+  const char* Step(long k) const {
+    return reinterpret_cast<const char*>(p) + k * kStepBytes;
+  }
+};
+
+// bf16 widened to floats: exact (the low 16 bits become zero).
 typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
 typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
-inline Vec LoadWeights(const float* p) { return Load(p); }
-inline Vec LoadWeights(const uint16_t* p) {
-  Vec16 h;
-  __builtin_memcpy(&h, p, sizeof(h));
-  const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
-  Vec v;
-  __builtin_memcpy(&v, &bits, sizeof(v));
-  return v;
-}
+struct Bf16Panel {
+  static constexpr int kStepBytes = PackedWeights::kPanel * sizeof(uint16_t);
+  const uint16_t* p;
+  Vec At(int k, int c) const {
+    Vec16 h;
+    __builtin_memcpy(
+        &h, p + static_cast<long>(k) * PackedWeights::kPanel + c * kVec,
+        sizeof(h));
+    const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
+    Vec v;
+    __builtin_memcpy(&v, &bits, sizeof(v));
+    return v;
+  }
+  const char* Step(long k) const {
+    return reinterpret_cast<const char*>(p) + k * kStepBytes;
+  }
+};
+
+// Q8_0 weights (the kInt8 layout below) dequantized on the fly: At(k, c) is
+// the float d · q, exactly PackedWeights::at's value, so a kW8A32 product is
+// the kF32 product of the dequantized weights bit for bit. The byte q + 128
+// of step k sits in byte k % 4 of its column's 32-bit lane of quad k % 32 / 4;
+// 2^23 + (q + 128) is built as float bits and 2^23 + 128 taken off (exact).
+constexpr int kQuadBytes = 4 * PackedWeights::kPanel;  // One quad of a panel.
+constexpr int kBlockBytes = PackedWeights::kInt8Block * PackedWeights::kPanel;
+struct Int8Panel {
+  static constexpr int kStepBytes = PackedWeights::kPanel;
+  const uint8_t* q;
+  const float* scales;  // Block-major, PackedWeights::kPanel per block.
+  Vec At(int k, int c) const {
+    const unsigned uk = static_cast<unsigned>(k);
+    const unsigned b = uk / PackedWeights::kInt8Block;
+    VecU32 lanes;
+    __builtin_memcpy(&lanes,
+                     q + b * kBlockBytes +
+                         (uk % PackedWeights::kInt8Block) / 4 * kQuadBytes +
+                         c * 4 * kVec,
+                     sizeof(lanes));
+    const VecU32 bits = ((lanes >> (8 * (uk % 4))) & 0xffu) | 0x4b000000u;
+    Vec v;
+    __builtin_memcpy(&v, &bits, sizeof(v));
+    return (v - 8388736.0f) *
+           Load(scales + b * PackedWeights::kPanel + c * kVec);
+  }
+  const char* Step(long k) const {
+    return reinterpret_cast<const char*>(q) + k * kStepBytes;
+  }
+};
 
 // How far ahead (in k steps) the one-row kernel prefetches its panel: decode
 // streams every weight from memory once per step, and a single sequential
@@ -120,11 +174,11 @@ constexpr int kPrefetchSteps = 16;
 // Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
 // k. The one body PanelTile and PanelSteps share, so their sums are formed in
 // the same order and agree bit for bit.
-template <int R, typename W>
-inline void PanelStep(const float* x, int x_stride, const W* wk, int k,
+template <int R, typename Panel>
+inline void PanelStep(const float* x, int x_stride, const Panel& panel, int k,
                       Vec (&acc)[R][kPanelVecs]) {
   Vec b[kPanelVecs];
-  for (int c = 0; c < kPanelVecs; ++c) b[c] = LoadWeights(wk + c * kVec);
+  for (int c = 0; c < kPanelVecs; ++c) b[c] = panel.At(k, c);
   for (int r = 0; r < R; ++r) {
     const float a = x[static_cast<long>(r) * x_stride + k];
     for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = MulAdd(a, b[c], acc[r][c]);
@@ -133,20 +187,20 @@ inline void PanelStep(const float* x, int x_stride, const W* wk, int k,
 
 // Rows [0, R) × one panel of x · W, accumulated in registers over the whole
 // depth in increasing k. Writes the first `valid` columns of the panel.
-template <int R, typename W>
-inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
-                      float* y, int y_stride, int valid, bool accumulate) {
+template <int R, typename Panel>
+inline void PanelTile(const float* x, int depth, int x_stride,
+                      const Panel& panel, float* y, int y_stride, int valid,
+                      bool accumulate) {
   Vec acc[R][kPanelVecs] = {};
-  constexpr int kLineElems = 64 / sizeof(W);
   for (int k = 0; k < depth; ++k) {
-    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
     if (R == 1) {
       // Prefetching past the panel's end is harmless (a hint, never a fault).
-      for (int e = 0; e < PackedWeights::kPanel; e += kLineElems) {
-        __builtin_prefetch(wk + kPrefetchSteps * PackedWeights::kPanel + e);
+      const char* ahead = panel.Step(k + kPrefetchSteps);
+      for (int e = 0; e < Panel::kStepBytes; e += 64) {
+        __builtin_prefetch(ahead + e);
       }
     }
-    PanelStep<R>(x, x_stride, wk, k, acc);
+    PanelStep<R>(x, x_stride, panel, k, acc);
   }
   for (int r = 0; r < R; ++r) {
     float* out = y + static_cast<long>(r) * y_stride;
@@ -170,8 +224,8 @@ inline void PanelTile(const float* x, int depth, int x_stride, const W* panel,
 // Meanwhile, one cache line per step from [*prefetch, prefetch_end) is
 // requested into L2: the group's next chunk streams in from memory while this
 // one is computed from L1.
-template <int R, typename W>
-inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
+template <int R, typename Panel>
+inline void PanelSteps(const float* x, int x_stride, const Panel& panel, int k0,
                        int k1, Vec (*partial)[kPanelVecs],
                        const char** prefetch, const char* prefetch_end) {
   Vec acc[R][kPanelVecs];
@@ -179,22 +233,23 @@ inline void PanelSteps(const float* x, int x_stride, const W* panel, int k0,
     for (int c = 0; c < kPanelVecs; ++c) acc[r][c] = partial[r][c];
   }
   for (int k = k0; k < k1; ++k) {
-    const W* wk = panel + static_cast<long>(k) * PackedWeights::kPanel;
     if (*prefetch < prefetch_end) {
       __builtin_prefetch(*prefetch, 0, 2);
       *prefetch += 64;
     }
-    PanelStep<R>(x, x_stride, wk, k, acc);
+    PanelStep<R>(x, x_stride, panel, k, acc);
   }
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < kPanelVecs; ++c) partial[r][c] = acc[r][c];
   }
 }
 
-template <typename W>
-void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
+// PanelAt(p) is panel p's view (F32Panel, Bf16Panel or Int8Panel).
+template <typename PanelAt>
+void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
                     int depth, int cols, int panel_begin, int panel_end,
                     float* y, int y_stride, bool accumulate) {
+  using Panel = decltype(panel_at(0));
   // Panel by panel, so each panel of W stays in cache while every row passes
   // over it; four rows share each load from the panel.
   constexpr int kRows = 4;
@@ -202,9 +257,8 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
   // chunks of kChunk steps (a chunk of panel is 32 KB of f32, in L1), so the
   // panel streams from memory once per group rather than once per tile.
   constexpr int kGroup = 16, kChunk = 128;
-  const size_t panel_size = static_cast<size_t>(depth) * PackedWeights::kPanel;
   for (int p = panel_begin; p < panel_end; ++p) {
-    const W* panel = data + p * panel_size;
+    const Panel panel = panel_at(p);
     const int j0 = p * PackedWeights::kPanel;
     const int valid = Min(PackedWeights::kPanel, cols - j0);
     if (rows <= kRows) {
@@ -227,16 +281,15 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
       for (int k0 = 0; k0 < depth; k0 += kChunk) {
         const int k1 = Min(depth, k0 + kChunk);
         // The next chunk of this panel, or the next panel's first one.
-        const W* next =
-            k1 < depth ? panel + static_cast<long>(k1) * PackedWeights::kPanel
-                       : panel + panel_size;
+        const char* prefetch =
+            k1 < depth
+                ? panel.Step(k1)
+                : (p + 1 < panel_end ? panel_at(p + 1).Step(0) : panel.Step(0));
         const int next_steps =
             k1 < depth ? Min(kChunk, depth - k1)
                        : (p + 1 < panel_end ? Min(kChunk, depth) : 0);
-        const char* prefetch = reinterpret_cast<const char*>(next);
-        const char* prefetch_end = prefetch + static_cast<long>(next_steps) *
-                                                  PackedWeights::kPanel *
-                                                  sizeof(W);
+        const char* prefetch_end =
+            prefetch + static_cast<long>(next_steps) * Panel::kStepBytes;
         int r = 0;
         for (; r + kRows <= group_rows; r += kRows) {
           PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
@@ -281,9 +334,6 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, const W* data,
 //   acc = acc + float(Σ w·x) · (x_scale · w_scale)
 // (three roundings, never fused: -ffp-contract=off, and no FMA intrinsic
 // here). So every family gives the same kInt8 values, whatever the batch.
-constexpr int kQuadBytes = 4 * PackedWeights::kPanel;  // One quad of a panel.
-constexpr int kBlockBytes = PackedWeights::kInt8Block * PackedWeights::kPanel;
-
 typedef int32_t VecI __attribute__((vector_size(kVec * sizeof(int32_t))));
 
 inline int32_t LoadQuad(const int8_t* p) {
@@ -460,18 +510,37 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
   }
 }
 
-// The f32 and bf16 panels, through the one template.
+// The f32, bf16 and int8 × f32 panels, through the one template.
 void MatMulF32(const float* x, int rows, int x_stride, const float* panels,
                int depth, int cols, int panel_begin, int panel_end, float* y,
                int y_stride, bool accumulate) {
-  MatMulPanelsOf(x, rows, x_stride, panels, depth, cols, panel_begin, panel_end,
-                 y, y_stride, accumulate);
+  const long panel_size = static_cast<long>(depth) * PackedWeights::kPanel;
+  MatMulPanelsOf(
+      x, rows, x_stride,
+      [=](int p) { return F32Panel{panels + p * panel_size}; }, depth, cols,
+      panel_begin, panel_end, y, y_stride, accumulate);
 }
 void MatMulBf16(const float* x, int rows, int x_stride, const uint16_t* panels,
                 int depth, int cols, int panel_begin, int panel_end, float* y,
                 int y_stride, bool accumulate) {
-  MatMulPanelsOf(x, rows, x_stride, panels, depth, cols, panel_begin, panel_end,
-                 y, y_stride, accumulate);
+  const long panel_size = static_cast<long>(depth) * PackedWeights::kPanel;
+  MatMulPanelsOf(
+      x, rows, x_stride,
+      [=](int p) { return Bf16Panel{panels + p * panel_size}; }, depth, cols,
+      panel_begin, panel_end, y, y_stride, accumulate);
+}
+void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
+                 const float* scales, int depth, int cols, int panel_begin,
+                 int panel_end, float* y, int y_stride, bool accumulate) {
+  const long blocks =
+      (depth + PackedWeights::kInt8Block - 1) / PackedWeights::kInt8Block;
+  MatMulPanelsOf(
+      x, rows, x_stride,
+      [=](int p) {
+        return Int8Panel{quants + p * blocks * kBlockBytes,
+                         scales + p * blocks * PackedWeights::kPanel};
+      },
+      depth, cols, panel_begin, panel_end, y, y_stride, accumulate);
 }
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
@@ -634,6 +703,7 @@ const KernelTable kTable = {
     MatMulF32,
     MatMulBf16,
     MatMulInt8,
+    MatMulW8A32,
     AttentionScores,
     WeightedSum,
     Softmax,

@@ -18,11 +18,11 @@ std::string MiB(double bytes) {
 
 ModelMemory EstimateModelMemory(const ModelConfig& c,
                                 kernels::WeightType weight_type) {
-  // Bytes per weight: kInt8 holds 32 one-byte quants and a float scale per
+  // Bytes per weight: Q8_0 holds 32 one-byte quants and a float scale per
   // block of 32.
-  const double w = weight_type == kernels::WeightType::kBF16   ? 2
-                   : weight_type == kernels::WeightType::kInt8 ? 36.0 / 32
-                                                               : 4;
+  const double w = weight_type == kernels::WeightType::kBF16 ? 2
+                   : kernels::IsQ8_0(weight_type)            ? 36.0 / 32
+                                                             : 4;
   const double f32 = 4;
   const double C = c.d_model, I = c.d_ff, V = c.vocab_size, L = c.n_layers;
   const double T = c.context_length;

@@ -356,8 +356,9 @@ absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name) {
   if (absl::EqualsIgnoreCase(name, "f32")) return kernels::WeightType::kF32;
   if (absl::EqualsIgnoreCase(name, "bf16")) return kernels::WeightType::kBF16;
   if (absl::EqualsIgnoreCase(name, "int8")) return kernels::WeightType::kInt8;
+  if (absl::EqualsIgnoreCase(name, "w8a32")) return kernels::WeightType::kW8A32;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown weight type '", name, "' (expected f32, bf16 or int8)"));
+      "unknown weight type '", name, "' (expected f32, bf16, int8 or w8a32)"));
 }
 
 void ModelWeights::EmbeddingRow(int token, float* out) const {

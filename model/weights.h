@@ -122,7 +122,8 @@ struct LoadOptions {
   }
 };
 
-// "f32", "bf16" or "int8" (any case), as --weights_dtype takes it; else
+// "f32", "bf16", "int8" or "w8a32" (any case), as --weights_dtype takes it;
+// else
 // INVALID_ARGUMENT.
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 

@@ -63,9 +63,10 @@ ABSL_FLAG(int, threads, 1,
           "(model/decoder.h); results do not depend on it");
 ABSL_FLAG(std::string, weights_dtype, "f32",
           "How weight matrices are held in memory: f32, bf16 (half the "
-          "bytes and memory traffic, f32 arithmetic), or int8 (GGUF Q8_0: "
+          "bytes and memory traffic, f32 arithmetic), int8 (GGUF Q8_0: "
           "blocks of 32 with a scale, 0.28x the bytes; activations quantized "
-          "alike on the fly)");
+          "alike on the fly, as llama.cpp), or w8a32 (the same Q8_0 weights "
+          "times f32 activations: closer to f32, more arithmetic)");
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
           "the best this CPU runs; a family the CPU cannot run is refused)");

@@ -136,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          kernels::KernelFamily::kAvx512),
                        ::testing::Values(kernels::WeightType::kF32,
                                          kernels::WeightType::kBF16,
-                                         kernels::WeightType::kInt8),
+                                         kernels::WeightType::kInt8,
+                                         kernels::WeightType::kW8A32),
                        ::testing::Values("gpt2_learned", "llama_gqa")),
     Name);
 

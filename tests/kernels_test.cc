@@ -294,6 +294,44 @@ TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
   }
 }
 
+// kW8A32 dequantizes inside the product: every family gives exactly its kF32
+// product of the dequantized weights (PackedWeights::at), for the decode,
+// four-row and row-group paths and a depth that is not a whole block.
+TEST(Int8KernelsTest, W8A32IsTheF32ProductOfTheDequantizedWeights) {
+  for (int depth : {1, 31, 77, 300}) {
+    for (int rows : {1, 3, 4, 37}) {
+      const int cols = 130;
+      const Activations x = Random(rows, depth, depth + rows);
+      const Activations w = Random(depth, cols, depth + 9);
+      const kernels::PackedWeights q8(w.data(), depth, cols, cols,
+                                      kernels::WeightType::kW8A32);
+      ASSERT_EQ(q8.type(), kernels::WeightType::kW8A32);
+      ASSERT_EQ(q8.MemoryBytes(),
+                kernels::PackedWeights(w.data(), depth, cols, cols,
+                                       kernels::WeightType::kInt8)
+                    .MemoryBytes());
+      Activations dequantized(depth, cols);
+      for (int k = 0; k < depth; ++k) {
+        for (int j = 0; j < cols; ++j) dequantized(k, j) = q8.at(k, j);
+      }
+      const kernels::PackedWeights f32(dequantized.data(), depth, cols, cols,
+                                       kernels::WeightType::kF32);
+      ForEachFamily([&](kernels::KernelFamily) {
+        Activations expected(rows, cols), y(rows, cols);
+        kernels::MatMul(x.data(), rows, depth, f32, expected.data(), cols,
+                        false);
+        kernels::MatMul(x.data(), rows, depth, q8, y.data(), cols, false);
+        ASSERT_EQ(y, expected) << "depth " << depth << " rows " << rows;
+        // Accumulating adds to what is there, as kF32 does.
+        kernels::MatMul(x.data(), rows, depth, f32, expected.data(), cols,
+                        true);
+        kernels::MatMul(x.data(), rows, depth, q8, y.data(), cols, true);
+        ASSERT_EQ(y, expected) << "depth " << depth << " rows " << rows;
+      });
+    }
+  }
+}
+
 // Within each family, for each weight type: a row's values are the same alone
 // or in any batch, and whichever panels a thread computes.
 TEST(KernelFamiliesTest, EveryFamilyIsBatchInvariantForEveryWeightType) {
@@ -301,7 +339,7 @@ TEST(KernelFamiliesTest, EveryFamilyIsBatchInvariantForEveryWeightType) {
   const Activations x = Random(rows, depth, 21);
   const Activations w = Random(depth, cols, 22);
   for (auto type : {kernels::WeightType::kF32, kernels::WeightType::kBF16,
-                    kernels::WeightType::kInt8}) {
+                    kernels::WeightType::kInt8, kernels::WeightType::kW8A32}) {
     SCOPED_TRACE(kernels::WeightTypeName(type));
     const kernels::PackedWeights packed(w.data(), depth, cols, cols, type);
     ForEachFamily([&](kernels::KernelFamily) {

@@ -186,48 +186,54 @@ TEST_P(ParityTest, LogitsAndAttentionMatchPyTorch) {
   EXPECT_LE(attn_delta, deep ? kDeepAttentionVsTorch : kAttentionVsTorch);
 }
 
+// Both products of Q8_0 weights: int8 (activations quantized too) and w8a32
+// (activations as they are, closer to PyTorch), held to the same bounds.
 TEST_P(ParityTest, Int8WeightsStayCloseToPyTorch) {
-  LoadOptions int8;
-  int8.weight_type = kernels::WeightType::kInt8;
-  auto checkpoint = LoadCheckpoint(GoldenDirOf(GetParam()), int8);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  const size_t f32_bytes = decoder_->weights().MemoryBytes();
-  Decoder decoder(*std::move(checkpoint));
-  KvCache cache(config(), 1);
-  ForwardResult result;
-  ASSERT_TRUE(
-      decoder
-          .Forward({{0, golden_.ids}}, cache, {LogitsMode::kAllTokens}, result)
-          .ok());
-  const float delta = MaxAbsDiff(result.logits, golden_.logits);
-  const float rms = std::sqrt((result.logits - golden_.logits).squaredNorm() /
-                              golden_.logits.size());
-  int agree = 0, decisive = 0, decisive_agree = 0;
-  const int T = static_cast<int>(golden_.ids.size());
-  for (int t = 0; t < T; ++t) {
-    Eigen::Index ours, torch;
-    result.logits.row(t).maxCoeff(&ours);
-    const float top = golden_.logits.row(t).maxCoeff(&torch);
-    float second = -INFINITY;
-    for (int v = 0; v < config().vocab_size; ++v) {
-      if (v != torch) second = std::max(second, golden_.logits(t, v));
+  for (kernels::WeightType type :
+       {kernels::WeightType::kInt8, kernels::WeightType::kW8A32}) {
+    SCOPED_TRACE(kernels::WeightTypeName(type));
+    LoadOptions q8;
+    q8.weight_type = type;
+    auto checkpoint = LoadCheckpoint(GoldenDirOf(GetParam()), q8);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+    const size_t f32_bytes = decoder_->weights().MemoryBytes();
+    Decoder decoder(*std::move(checkpoint));
+    KvCache cache(config(), 1);
+    ForwardResult result;
+    ASSERT_TRUE(decoder
+                    .Forward({{0, golden_.ids}}, cache,
+                             {LogitsMode::kAllTokens}, result)
+                    .ok());
+    const float delta = MaxAbsDiff(result.logits, golden_.logits);
+    const float rms = std::sqrt((result.logits - golden_.logits).squaredNorm() /
+                                golden_.logits.size());
+    int agree = 0, decisive = 0, decisive_agree = 0;
+    const int T = static_cast<int>(golden_.ids.size());
+    for (int t = 0; t < T; ++t) {
+      Eigen::Index ours, torch;
+      result.logits.row(t).maxCoeff(&ours);
+      const float top = golden_.logits.row(t).maxCoeff(&torch);
+      float second = -INFINITY;
+      for (int v = 0; v < config().vocab_size; ++v) {
+        if (v != torch) second = std::max(second, golden_.logits(t, v));
+      }
+      agree += ours == torch;
+      if (top - second >= kInt8DecisiveGap) {
+        ++decisive;
+        decisive_agree += ours == torch;
+      }
     }
-    agree += ours == torch;
-    if (top - second >= kInt8DecisiveGap) {
-      ++decisive;
-      decisive_agree += ours == torch;
-    }
+    std::printf(
+        "[parity] %-19s %-5s vs PyTorch: max|Δ logits| = %.3g (RMS %.3g), "
+        "top-1 agreement %d/%d (%d/%d with a gap >= %.1f), weights %.3fx "
+        "f32's bytes\n",
+        GetParam().c_str(), kernels::WeightTypeName(type), delta, rms, agree, T,
+        decisive_agree, decisive, kInt8DecisiveGap,
+        static_cast<double>(decoder.weights().MemoryBytes()) / f32_bytes);
+    EXPECT_LE(delta, kInt8LogitsVsTorch);
+    EXPECT_GE(decisive_agree, kInt8Top1Agreement * decisive);
+    EXPECT_GE(decisive, T / 3);  // The criterion still covers many positions.
   }
-  std::printf(
-      "[parity] %-19s int8 vs PyTorch: max|Δ logits| = %.3g (RMS %.3g), top-1 "
-      "agreement %d/%d (%d/%d with a gap >= %.1f), weights %.3fx f32's "
-      "bytes\n",
-      GetParam().c_str(), delta, rms, agree, T, decisive_agree, decisive,
-      kInt8DecisiveGap,
-      static_cast<double>(decoder.weights().MemoryBytes()) / f32_bytes);
-  EXPECT_LE(delta, kInt8LogitsVsTorch);
-  EXPECT_GE(decisive_agree, kInt8Top1Agreement * decisive);
-  EXPECT_GE(decisive, T / 3);  // The criterion still covers many positions.
 }
 
 TEST_P(ParityTest, TokenByTokenDecodingEqualsFullPass) {

@@ -5,7 +5,8 @@
 // +0.5 % of the f32 figure (measured +0.02 %), picking the f32 model's top-1
 // character at ≥ 98 % of the positions of the first 64 windows, teacher-forced
 // (measured 98.66 %: short of the 99 % asked for, which Q8_0 × Q8_0 misses on
-// this model's near-ties; see bench/README.md). Label `data`:
+// this model's near-ties; see bench/README.md), and with w8a32 (the same
+// weights times f32 activations) at ≥ 99 % (measured 99.37 %). Label `data`:
 // each pass scores 111,539 predictions, so it runs in the Release pass only.
 #include <gtest/gtest.h>
 
@@ -88,22 +89,37 @@ TEST(ShippedModelValidationTest, ValidationLossEqualsTheModelCard) {
   EXPECT_NEAR(loss, card, 0.01);
 }
 
-TEST(ShippedModelValidationTest, Int8LossIsWithinHalfAPercentOfF32) {
-  std::vector<Eigen::Index> f32_top, int8_top;
-  const double f32 = ValidationLoss(kernels::WeightType::kF32, &f32_top);
+// Both products of Q8_0 weights against f32: the validation loss within
+// +0.5 % and the share of positions where the top-1 character is f32's.
+void ExpectCloseToF32(kernels::WeightType type, double min_agreement) {
+  // The f32 figures once for both tests (a pass takes ~10 s).
+  static std::vector<Eigen::Index> f32_top;
+  static const double f32 = ValidationLoss(kernels::WeightType::kF32, &f32_top);
   if (f32 < 0) GTEST_SKIP() << "needs the corpus (absent in this clone)";
-  const double int8 = ValidationLoss(kernels::WeightType::kInt8, &int8_top);
-  ASSERT_EQ(f32_top.size(), int8_top.size());
+  std::vector<Eigen::Index> q8_top;
+  const double q8 = ValidationLoss(type, &q8_top);
+  ASSERT_EQ(f32_top.size(), q8_top.size());
   size_t agree = 0;
-  for (size_t i = 0; i < f32_top.size(); ++i)
-    agree += f32_top[i] == int8_top[i];
+  for (size_t i = 0; i < f32_top.size(); ++i) agree += f32_top[i] == q8_top[i];
   const double agreement = static_cast<double>(agree) / f32_top.size();
   std::printf(
-      "[shipped] int8 / f32 validation loss: %.5f; top-1 agreement %zu/%zu "
+      "[shipped] %s / f32 validation loss: %.5f; top-1 agreement %zu/%zu "
       "(%.2f %%)\n",
-      int8 / f32, agree, f32_top.size(), 100 * agreement);
-  EXPECT_LE(int8, f32 * 1.005);
-  EXPECT_GE(agreement, 0.98);
+      kernels::WeightTypeName(type), q8 / f32, agree, f32_top.size(),
+      100 * agreement);
+  EXPECT_LE(q8, f32 * 1.005);
+  EXPECT_GE(agreement, min_agreement);
+}
+
+TEST(ShippedModelValidationTest, Int8LossIsWithinHalfAPercentOfF32) {
+  ExpectCloseToF32(kernels::WeightType::kInt8, 0.98);
+}
+
+// The 99 % top-1 agreement, met by rounding the weights alone
+// (measured 99.37 %, loss +0.008 %; the same numerics emulated in PyTorch give
+// 99.38 %, and bf16 activations 99.29 %).
+TEST(ShippedModelValidationTest, W8A32AgreesWithF32AtNinetyNinePercent) {
+  ExpectCloseToF32(kernels::WeightType::kW8A32, 0.99);
 }
 
 }  // namespace

@@ -59,8 +59,9 @@ ABSL_FLAG(int, threads, 1,
           "Threads of the forward pass (the results do not depend on it).");
 ABSL_FLAG(std::string, weights_dtype, "f32",
           "How weight matrices are held in memory: f32, bf16 (half the "
-          "bytes, f32 arithmetic), or int8 (GGUF Q8_0, 0.28x the bytes), "
-          "whatever the file stores.");
+          "bytes, f32 arithmetic), int8 (GGUF Q8_0, 0.28x the bytes, "
+          "activations quantized alike) or w8a32 (Q8_0 weights, f32 "
+          "activations), whatever the file stores.");
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
           "the best this CPU runs; a family the CPU cannot run is refused).");
