@@ -27,6 +27,11 @@ struct QuantizedRows {
   int blocks = 0;
 };
 
+// Rows that share each load of a panel in the f32, bf16 and w8a32 products;
+// above it, bf16 and w8a32 panels are widened to f32 once per panel (into the
+// caller's `widened`, room for depth × PackedWeights::kPanel floats).
+inline constexpr int kTileRows = 4;
+
 struct KernelTable {
   const char* name;
   float (*dot)(const float* a, const float* b, int n);
@@ -36,15 +41,15 @@ struct KernelTable {
                      int panel_end, float* y, int y_stride, bool accumulate);
   void (*matmul_bf16)(const float* x, int rows, int x_stride,
                       const uint16_t* panels, int depth, int cols,
-                      int panel_begin, int panel_end, float* y, int y_stride,
-                      bool accumulate);
+                      int panel_begin, int panel_end, float* widened, float* y,
+                      int y_stride, bool accumulate);
   void (*matmul_int8)(const QuantizedRows& x, const uint8_t* quants,
                       const float* scales, int cols, int panel_begin,
                       int panel_end, float* y, int y_stride, bool accumulate);
   void (*matmul_w8a32)(const float* x, int rows, int x_stride,
                        const uint8_t* quants, const float* scales, int depth,
-                       int cols, int panel_begin, int panel_end, float* y,
-                       int y_stride, bool accumulate);
+                       int cols, int panel_begin, int panel_end, float* widened,
+                       float* y, int y_stride, bool accumulate);
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,

@@ -104,6 +104,16 @@ QuantizedRows QuantizeRows(const float* x, int rows, int x_stride, int depth) {
   return out;
 }
 
+// Per-thread room for one panel widened to f32 (model/kernel_table.h), for a
+// bf16 or w8a32 product of more rows than one tile; null otherwise.
+float* WidenedPanel(int rows, int depth) {
+  if (rows <= kTileRows) return nullptr;
+  thread_local std::vector<float> widened;
+  const size_t n = static_cast<size_t>(depth) * PackedWeights::kPanel;
+  if (widened.size() < n) widened.resize(n);
+  return widened.data();
+}
+
 }  // namespace
 
 template <typename Get>
@@ -215,7 +225,8 @@ void MatMulPanels(const float* x, int rows, int x_stride,
       return;
     case WeightType::kBF16:
       table.matmul_bf16(x, rows, x_stride, w.panel_bf16(0), w.depth(), w.cols(),
-                        panel_begin, panel_end, y, y_stride, accumulate);
+                        panel_begin, panel_end, WidenedPanel(rows, w.depth()),
+                        y, y_stride, accumulate);
       return;
     case WeightType::kInt8:
       if (panel_begin >= panel_end) return;
@@ -226,7 +237,8 @@ void MatMulPanels(const float* x, int rows, int x_stride,
     case WeightType::kW8A32:
       table.matmul_w8a32(x, rows, x_stride, w.panel_int8(0),
                          w.panel_int8_scales(0), w.depth(), w.cols(),
-                         panel_begin, panel_end, y, y_stride, accumulate);
+                         panel_begin, panel_end, WidenedPanel(rows, w.depth()),
+                         y, y_stride, accumulate);
       return;
   }
 }

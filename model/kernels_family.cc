@@ -244,28 +244,77 @@ inline void PanelSteps(const float* x, int x_stride, const Panel& panel, int k0,
   }
 }
 
-// PanelAt(p) is panel p's view (F32Panel, Bf16Panel or Int8Panel).
+// Rows [0, rows) × one panel (view `panel`, any Panel type), rows > kTileRows:
+// groups of kGroup rows walk the panel together in chunks of kChunk steps (a
+// chunk of panel is 32 KB of f32, in L1), so the panel streams from memory
+// once per group rather than once per tile. While a chunk is computed the
+// next one is requested, and after the last one the first kChunk steps at
+// `next` (the next panel's, or null).
+constexpr int kGroup = 16, kChunk = 128;
+template <typename Panel>
+void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
+                 int depth, const char* next, float* y, int y_stride, int valid,
+                 bool accumulate) {
+  for (int g = 0; g < rows; g += kGroup) {
+    const int group_rows = Min(kGroup, rows - g);
+    Vec partial[kGroup][kPanelVecs] = {};
+    for (int k0 = 0; k0 < depth; k0 += kChunk) {
+      const int k1 = Min(depth, k0 + kChunk);
+      const char* prefetch = k1 < depth ? panel.Step(k1) : next;
+      const int next_steps = k1 < depth        ? Min(kChunk, depth - k1)
+                             : next != nullptr ? Min(kChunk, depth)
+                                               : 0;
+      const char* prefetch_end =
+          prefetch + static_cast<long>(next_steps) * Panel::kStepBytes;
+      int r = 0;
+      for (; r + kTileRows <= group_rows; r += kTileRows) {
+        PanelSteps<kTileRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
+                              panel, k0, k1, &partial[r], &prefetch,
+                              prefetch_end);
+      }
+      for (; r < group_rows; ++r) {
+        PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride, panel,
+                      k0, k1, &partial[r], &prefetch, prefetch_end);
+      }
+    }
+    for (int r = 0; r < group_rows; ++r) {
+      float* out = y + static_cast<long>(g + r) * y_stride;
+      if (valid == PackedWeights::kPanel) {
+        for (int c = 0; c < kPanelVecs; ++c) {
+          Store(out + c * kVec, accumulate
+                                    ? Load(out + c * kVec) + partial[r][c]
+                                    : partial[r][c]);
+        }
+      } else {
+        float sums[PackedWeights::kPanel];
+        __builtin_memcpy(sums, partial[r], sizeof(sums));
+        for (int j = 0; j < valid; ++j)
+          out[j] = accumulate ? out[j] + sums[j] : sums[j];
+      }
+    }
+  }
+}
+
+// PanelAt(p) is panel p's view (F32Panel, Bf16Panel or Int8Panel). Panel by
+// panel, so each panel of W stays in cache while every row passes over it;
+// kTileRows rows share each load from the panel. With more rows than one tile
+// and `widened` (room for depth × kPanel floats), a bf16 or int8 panel is
+// first widened there to the floats At gives and the rows read those: the
+// same values, converted once per panel instead of once per tile.
 template <typename PanelAt>
 void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
                     int depth, int cols, int panel_begin, int panel_end,
-                    float* y, int y_stride, bool accumulate) {
+                    float* widened, float* y, int y_stride, bool accumulate) {
   using Panel = decltype(panel_at(0));
-  // Panel by panel, so each panel of W stays in cache while every row passes
-  // over it; four rows share each load from the panel.
-  constexpr int kRows = 4;
-  // More rows than one tile: groups of kGroup rows walk the panel together in
-  // chunks of kChunk steps (a chunk of panel is 32 KB of f32, in L1), so the
-  // panel streams from memory once per group rather than once per tile.
-  constexpr int kGroup = 16, kChunk = 128;
   for (int p = panel_begin; p < panel_end; ++p) {
     const Panel panel = panel_at(p);
     const int j0 = p * PackedWeights::kPanel;
     const int valid = Min(PackedWeights::kPanel, cols - j0);
-    if (rows <= kRows) {
+    if (rows <= kTileRows) {
       // Decode: one pass, prefetching (PanelTile<1>) when there is one row.
-      if (rows == kRows) {
-        PanelTile<kRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
-                         accumulate);
+      if (rows == kTileRows) {
+        PanelTile<kTileRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
+                             accumulate);
       } else {
         for (int r = 0; r < rows; ++r) {
           PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride,
@@ -273,49 +322,20 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
                        y_stride, valid, accumulate);
         }
       }
-      continue;
-    }
-    for (int g = 0; g < rows; g += kGroup) {
-      const int group_rows = Min(kGroup, rows - g);
-      Vec partial[kGroup][kPanelVecs] = {};
-      for (int k0 = 0; k0 < depth; k0 += kChunk) {
-        const int k1 = Min(depth, k0 + kChunk);
-        // The next chunk of this panel, or the next panel's first one.
-        const char* prefetch =
-            k1 < depth
-                ? panel.Step(k1)
-                : (p + 1 < panel_end ? panel_at(p + 1).Step(0) : panel.Step(0));
-        const int next_steps =
-            k1 < depth ? Min(kChunk, depth - k1)
-                       : (p + 1 < panel_end ? Min(kChunk, depth) : 0);
-        const char* prefetch_end =
-            prefetch + static_cast<long>(next_steps) * Panel::kStepBytes;
-        int r = 0;
-        for (; r + kRows <= group_rows; r += kRows) {
-          PanelSteps<kRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                            panel, k0, k1, &partial[r], &prefetch,
-                            prefetch_end);
-        }
-        for (; r < group_rows; ++r) {
-          PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride,
-                        panel, k0, k1, &partial[r], &prefetch, prefetch_end);
+    } else if (widened != nullptr) {
+      for (int k = 0; k < depth; ++k) {
+        for (int c = 0; c < kPanelVecs; ++c) {
+          Store(
+              widened + static_cast<long>(k) * PackedWeights::kPanel + c * kVec,
+              panel.At(k, c));
         }
       }
-      for (int r = 0; r < group_rows; ++r) {
-        float* out = y + static_cast<long>(g + r) * y_stride + j0;
-        if (valid == PackedWeights::kPanel) {
-          for (int c = 0; c < kPanelVecs; ++c) {
-            Store(out + c * kVec, accumulate
-                                      ? Load(out + c * kVec) + partial[r][c]
-                                      : partial[r][c]);
-          }
-        } else {
-          float sums[PackedWeights::kPanel];
-          __builtin_memcpy(sums, partial[r], sizeof(sums));
-          for (int j = 0; j < valid; ++j)
-            out[j] = accumulate ? out[j] + sums[j] : sums[j];
-        }
-      }
+      PanelGroups(x, rows, x_stride, F32Panel{widened}, depth, nullptr, y + j0,
+                  y_stride, valid, accumulate);
+    } else {
+      PanelGroups(x, rows, x_stride, panel, depth,
+                  p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr, y + j0,
+                  y_stride, valid, accumulate);
     }
   }
 }
@@ -518,20 +538,21 @@ void MatMulF32(const float* x, int rows, int x_stride, const float* panels,
   MatMulPanelsOf(
       x, rows, x_stride,
       [=](int p) { return F32Panel{panels + p * panel_size}; }, depth, cols,
-      panel_begin, panel_end, y, y_stride, accumulate);
+      panel_begin, panel_end, nullptr, y, y_stride, accumulate);
 }
 void MatMulBf16(const float* x, int rows, int x_stride, const uint16_t* panels,
-                int depth, int cols, int panel_begin, int panel_end, float* y,
-                int y_stride, bool accumulate) {
+                int depth, int cols, int panel_begin, int panel_end,
+                float* widened, float* y, int y_stride, bool accumulate) {
   const long panel_size = static_cast<long>(depth) * PackedWeights::kPanel;
   MatMulPanelsOf(
       x, rows, x_stride,
       [=](int p) { return Bf16Panel{panels + p * panel_size}; }, depth, cols,
-      panel_begin, panel_end, y, y_stride, accumulate);
+      panel_begin, panel_end, widened, y, y_stride, accumulate);
 }
 void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
                  const float* scales, int depth, int cols, int panel_begin,
-                 int panel_end, float* y, int y_stride, bool accumulate) {
+                 int panel_end, float* widened, float* y, int y_stride,
+                 bool accumulate) {
   const long blocks =
       (depth + PackedWeights::kInt8Block - 1) / PackedWeights::kInt8Block;
   MatMulPanelsOf(
@@ -540,7 +561,7 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
         return Int8Panel{quants + p * blocks * kBlockBytes,
                          scales + p * blocks * PackedWeights::kPanel};
       },
-      depth, cols, panel_begin, panel_end, y, y_stride, accumulate);
+      depth, cols, panel_begin, panel_end, widened, y, y_stride, accumulate);
 }
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
