@@ -43,6 +43,10 @@ struct KernelTable {
                       const uint16_t* panels, int depth, int cols,
                       int panel_begin, int panel_end, float* widened, float* y,
                       int y_stride, bool accumulate);
+  // Fills q (rows · blocks · kInt8Block), scale and sum (rows · blocks) as
+  // QuantizedRows describes them, from x (rows × depth, row stride x_stride).
+  void (*quantize_rows)(const float* x, int rows, int x_stride, int depth,
+                        int8_t* q, float* scale, int32_t* sum);
   void (*matmul_int8)(const QuantizedRows& x, const uint8_t* quants,
                       const float* scales, int cols, int panel_begin,
                       int panel_end, float* y, int y_stride, bool accumulate);

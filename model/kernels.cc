@@ -45,7 +45,9 @@ constexpr int kBlock = PackedWeights::kInt8Block;
 
 // Q8_0's rounding of one block of n ≤ kBlock values (the rest are zero): q[i]
 // = round(v[i] / d), d = max|v| / 127, as llama.cpp's quantize_row_q8_0
-// (multiplying by 1 / d). Returns d.
+// (multiplying by 1 / d). Returns d. Weights at load; the kernel families
+// quantize activations with a vector form of the same rounding
+// (KernelTable::quantize_rows).
 inline float QuantizeBlock(const float* v, int n, int8_t* q) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
@@ -83,18 +85,9 @@ QuantizedRows QuantizeRows(const float* x, int rows, int x_stride, int depth) {
     scratch.scale.resize(n);
     scratch.sum.resize(n);
   }
-  for (int r = 0; r < rows; ++r) {
-    const float* row = x + static_cast<long>(r) * x_stride;
-    for (int b = 0; b < blocks; ++b) {
-      const size_t i = static_cast<size_t>(r) * blocks + b;
-      int8_t* q = scratch.q.data() + i * kBlock;
-      scratch.scale[i] = QuantizeBlock(row + b * kBlock,
-                                       std::min(kBlock, depth - b * kBlock), q);
-      int32_t s = 0;
-      for (int k = 0; k < kBlock; ++k) s += q[k];
-      scratch.sum[i] = s;
-    }
-  }
+  // The family's vector form of QuantizeBlock, the same values.
+  ActiveKernelTable().quantize_rows(x, rows, x_stride, depth, scratch.q.data(),
+                                    scratch.scale.data(), scratch.sum.data());
   QuantizedRows out;
   out.q = scratch.q.data();
   out.scale = scratch.scale.data();

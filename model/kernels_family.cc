@@ -428,6 +428,94 @@ inline VecI DotQuad(VecI acc, QuadWeights w, int32_t x4) {
 }
 #endif
 
+// Q8_0 of the activations (QuantizedRows), 16 lanes at a time with exactly
+// the scalar rounding of kernels.cc's QuantizeBlock: d = max|v| / 127, q =
+// lround(v · (1 / d)), half away from zero. lround is formed as trunc(x) plus
+// the sign where |x - trunc(x)| >= 0.5 (x - trunc(x) is exact for |x| < 2^23),
+// so every family quantizes alike and no libm call runs per element.
+typedef int8_t VecI8 __attribute__((vector_size(kVec * sizeof(int8_t))));
+constexpr int kBlockVecs = PackedWeights::kInt8Block / kVec;
+
+inline VecI RoundHalfAway(Vec x) {
+  VecI t = __builtin_convertvector(x, VecI);  // Toward zero.
+  const Vec frac = x - __builtin_convertvector(t, Vec);
+  t -= frac >= 0.5f;  // A true lane compares as -1.
+  t += frac <= -0.5f;
+  return t;
+}
+
+// The largest lane and the sum of the lanes, halving the vector each step
+// (max and integer sums are exact in any order).
+typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float Vec4 __attribute__((vector_size(4 * sizeof(float))));
+typedef int32_t VecI8x32 __attribute__((vector_size(8 * sizeof(int32_t))));
+typedef int32_t VecI4x32 __attribute__((vector_size(4 * sizeof(int32_t))));
+template <typename Half, typename Whole>
+inline void Halves(const Whole& v, Half* lo, Half* hi) {
+  __builtin_memcpy(lo, &v, sizeof(Half));
+  __builtin_memcpy(hi, reinterpret_cast<const char*>(&v) + sizeof(Half),
+                   sizeof(Half));
+}
+inline float MaxLane(Vec v) {
+  Vec8 a, b;
+  Halves(v, &a, &b);
+  a = a > b ? a : b;
+  Vec4 c, d;
+  Halves(a, &c, &d);
+  c = c > d ? c : d;
+  const float m01 = c[0] > c[1] ? c[0] : c[1];
+  const float m23 = c[2] > c[3] ? c[2] : c[3];
+  return m01 > m23 ? m01 : m23;
+}
+inline int32_t SumLanes(VecI v) {
+  VecI8x32 a, b;
+  Halves(v, &a, &b);
+  a += b;
+  VecI4x32 c, d;
+  Halves(a, &c, &d);
+  c += d;
+  return (c[0] + c[1]) + (c[2] + c[3]);
+}
+
+void QuantizeRows(const float* x, int rows, int x_stride, int depth, int8_t* q,
+                  float* scale, int32_t* sum) {
+  constexpr int kBlock = PackedWeights::kInt8Block;
+  const int blocks = (depth + kBlock - 1) / kBlock;
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<long>(r) * x_stride;
+    for (int b = 0; b < blocks; ++b) {
+      const long i = static_cast<long>(r) * blocks + b;
+      // The block's values, zero past the depth.
+      Vec v[kBlockVecs];
+      const int n = Min(kBlock, depth - b * kBlock);
+      if (n == kBlock) {
+        for (int c = 0; c < kBlockVecs; ++c)
+          v[c] = Load(row + b * kBlock + c * kVec);
+      } else {
+        float padded[kBlock] = {};
+        for (int k = 0; k < n; ++k) padded[k] = row[b * kBlock + k];
+        for (int c = 0; c < kBlockVecs; ++c) v[c] = Load(padded + c * kVec);
+      }
+      Vec amax = {};
+      for (int c = 0; c < kBlockVecs; ++c) {
+        const Vec abs = v[c] < 0 ? -v[c] : v[c];
+        amax = abs > amax ? abs : amax;
+      }
+      const float d = MaxLane(amax) / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      VecI total = {};
+      for (int c = 0; c < kBlockVecs; ++c) {
+        const VecI qi = RoundHalfAway(v[c] * id);
+        total += qi;
+        const VecI8 bytes = __builtin_convertvector(qi, VecI8);
+        __builtin_memcpy(q + i * kBlock + c * kVec, &bytes, sizeof(bytes));
+      }
+      scale[i] = d;
+      sum[i] = SumLanes(total);
+    }
+  }
+}
+
 // Rows [0, R) × C vectors of columns (from vector c0) of one panel, over every
 // block: out[r][c] holds the float sums (see above).
 template <int R, int C>
@@ -723,6 +811,7 @@ const KernelTable kTable = {
     Sum,
     MatMulF32,
     MatMulBf16,
+    QuantizeRows,
     MatMulInt8,
     MatMulW8A32,
     AttentionScores,

@@ -257,7 +257,12 @@ TEST(Int8KernelsTest, PackingIsQ8_0PerBlockOfColumn) {
 TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
   for (int depth : {1, 31, 32, 77, 128}) {
     const int rows = 6, cols = 130;
-    const Activations x = Random(rows, depth, depth + 5);
+    Activations x = Random(rows, depth, depth + 5);
+    // Row 0 hits lround's ties: each block's largest value is 127, so d = 1
+    // and the values ±(i + 0.5) are quantized as they are (away from zero).
+    for (int k = 0; k < depth; ++k) {
+      x(0, k) = k % 32 == 0 ? 127.0f : (k % 2 ? -1.0f : 1.0f) * (k % 32 + 0.5f);
+    }
     const Activations w = Random(depth, cols, depth + 6);
     const kernels::PackedWeights packed(w.data(), depth, cols, cols,
                                         kernels::WeightType::kInt8);
@@ -286,9 +291,11 @@ TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
       Activations y(rows, cols);
       kernels::MatMul(x.data(), rows, depth, packed, y.data(), cols, false);
       ASSERT_EQ(y, expected) << "depth " << depth;
-      // Close to the f32 product: Q8_0 keeps ~7 bits per value.
+      // Close to the f32 product: Q8_0 keeps ~7 bits per value (rows of
+      // random values; row 0's are up to 127).
       const Activations exact = x * w;
-      EXPECT_LE((y - exact).cwiseAbs().maxCoeff(), 0.02f * std::sqrt(depth))
+      EXPECT_LE((y - exact).bottomRows(rows - 1).cwiseAbs().maxCoeff(),
+                0.02f * std::sqrt(depth))
           << depth;
     });
   }
