@@ -49,7 +49,8 @@ def main() -> None:
     if not re.search(r"^- CPU: .+; \d{4}-\d\d-\d\d", p.stdout, re.M):
         fail("no CPU model and date", out)
     rows = [line for line in p.stdout.splitlines() if re.match(r"\| [12] \|", line)]
-    labels = ["F32", "BF16 vs F16", "BF16 vs BF16", "INT8 vs Q8_0", "**best of each**"]
+    labels = ["F32", "BF16 vs F16", "BF16 vs BF16", "INT8 vs Q8_0", "W8A32 vs Q8_0",
+              "**best of each**"]
     expected = [(t, label) for t in ("1", "2") for label in labels]
     got = [tuple(c.strip() for c in row.strip("|").split("|")[:2]) for row in rows]
     if got != expected:
