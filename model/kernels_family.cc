@@ -652,19 +652,89 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
       depth, cols, panel_begin, panel_end, widened, y, y_stride, accumulate);
 }
 
+#if defined(__AVX512F__)
+// out[c · 16 + r] = in[r · stride + c] for r, c < 16: a 16 × 16 block moved
+// in registers (unpack 32-bit, then 64-bit pairs, then 128-bit lanes twice),
+// 48 shuffles instead of 256 scalar loads and stores. A copy: exact.
+// (Through the full-mask forms: GCC 12's unmasked ones take an undefined
+// source that -Wuninitialized reports.)
+inline __m512 UnpackLo(__m512 a, __m512 b) {
+  return _mm512_mask_unpacklo_ps(a, 0xFFFF, a, b);
+}
+inline __m512 UnpackHi(__m512 a, __m512 b) {
+  return _mm512_mask_unpackhi_ps(a, 0xFFFF, a, b);
+}
+inline __m512 UnpackLo64(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(
+      _mm512_mask_unpacklo_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+inline __m512 UnpackHi64(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(
+      _mm512_mask_unpackhi_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+template <int kImm>
+inline __m512 Lanes(__m512 a, __m512 b) {
+  return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, kImm);
+}
+
+inline void Transpose16(const float* in, long stride, float* out) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * stride);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = UnpackLo(r[i], r[i + 1]);
+    t[i + 1] = UnpackHi(r[i], r[i + 1]);
+  }
+  // u[4i + m] holds, in each 128-bit lane L, column 4L + m of rows 4i .. 4i+3.
+  __m512 u[16];
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = UnpackLo64(t[i], t[i + 2]);
+    u[i + 1] = UnpackHi64(t[i], t[i + 2]);
+    u[i + 2] = UnpackLo64(t[i + 1], t[i + 3]);
+    u[i + 3] = UnpackHi64(t[i + 1], t[i + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    // Lanes (L0, L2) and (L1, L3) of u[m], u[4 + m], then of u[8 + m], u[12 +
+    // m].
+    const __m512 v0 = Lanes<0x88>(u[m], u[4 + m]);
+    const __m512 w0 = Lanes<0xDD>(u[m], u[4 + m]);
+    const __m512 v1 = Lanes<0x88>(u[8 + m], u[12 + m]);
+    const __m512 w1 = Lanes<0xDD>(u[8 + m], u[12 + m]);
+    _mm512_storeu_ps(out + (0 + m) * 16, Lanes<0x88>(v0, v1));
+    _mm512_storeu_ps(out + (4 + m) * 16, Lanes<0x88>(w0, w1));
+    _mm512_storeu_ps(out + (8 + m) * 16, Lanes<0xDD>(v0, v1));
+    _mm512_storeu_ps(out + (12 + m) * 16, Lanes<0xDD>(w0, w1));
+  }
+}
+#endif
+
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
                      float* y, int y_stride, float* scratch) {
   for (int j0 = 0; j0 < keys; j0 += kVec) {
     const int valid = Min(kVec, keys - j0);
-    // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
+    // Keys are rows of the cache a stride apart, each its own cache lines:
+    // request the ones two blocks ahead (a hint; past the end is harmless).
     for (int jj = 0; jj < kVec; ++jj) {
-      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
-      // Keys are rows of the cache a stride apart, each its own cache lines:
-      // request the ones two blocks ahead (a hint; past the end is harmless).
-      for (int e = 0; e < depth; e += 16) {
-        __builtin_prefetch(kj + 2L * kVec * k_stride + e);
+      const float* ahead = k + static_cast<long>(j0 + jj + 2 * kVec) * k_stride;
+      for (int e = 0; e < depth; e += 16) __builtin_prefetch(ahead + e);
+    }
+    // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
+    // (With one query row, as in decoding, moving the keys costs more than
+    // scoring them: a whole block moves in registers where the target can.)
+    bool transposed = false;
+#if defined(__AVX512F__)
+    if (valid == kVec && depth % kVec == 0) {
+      for (int d0 = 0; d0 < depth; d0 += kVec) {
+        Transpose16(k + static_cast<long>(j0) * k_stride + d0, k_stride,
+                    scratch + d0 * kVec);
       }
+      transposed = true;
+    }
+#endif
+    for (int jj = 0; !transposed && jj < kVec; ++jj) {
+      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
       for (int d = 0; d < depth; ++d)
         scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
     }

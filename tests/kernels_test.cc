@@ -425,6 +425,35 @@ TEST(KernelFamiliesTest, AttentionSplitIntoKeyBlocksEqualsOneCall) {
   });
 }
 
+// Whole blocks of 16 keys may be transposed in registers (AVX-512) and the
+// rest element by element: every score equals the one scored alone (one key
+// per call, so always element by element), for head sizes of 1 to 8 vectors.
+TEST(KernelFamiliesTest, AttentionScoresOfWholeKeyBlocksEqualKeysScoredAlone) {
+  for (int depth : {16, 64, 128}) {
+    SCOPED_TRACE(depth);
+    const int rows = 3, keys = 37, start = keys - rows;
+    const Activations q = Random(rows, depth, depth + 1);
+    const Activations k = Random(keys, depth, depth + 2);
+    ForEachFamily([&](kernels::KernelFamily) {
+      std::vector<float> scratch(kernels::AttentionScratchFloats(depth));
+      Activations whole = Activations::Zero(rows, keys);
+      kernels::AttentionScores(q.data(), rows, depth, depth, k.data(), depth,
+                               keys, start, whole.data(), keys, scratch.data());
+      for (int j = 0; j < keys; ++j) {
+        Activations alone = Activations::Zero(rows, 1);
+        kernels::AttentionScores(q.data(), rows, depth, depth,
+                                 k.data() + static_cast<long>(j) * depth, depth,
+                                 1, start - j, alone.data(), 1, scratch.data());
+        for (int t = 0; t < rows; ++t) {
+          if (j > start + t) continue;  // Not visible to row t.
+          ASSERT_EQ(whole(t, j), alone(t, 0)) << "row " << t << " key " << j;
+          ASSERT_NEAR(whole(t, j), q.row(t).dot(k.row(j)), 1e-4f);
+        }
+      }
+    });
+  }
+}
+
 TEST(KernelDispatchTest, NamesAndAutoPickTheBestFamily) {
   EXPECT_STREQ(kernels::KernelFamilyName(kernels::KernelFamily::kGeneric),
                "generic");
