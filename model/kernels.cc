@@ -3,7 +3,6 @@
 #include "model/kernels.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "model/kernel_table.h"
 
@@ -43,19 +42,15 @@ namespace {
 
 constexpr int kBlock = PackedWeights::kInt8Block;
 
-// Q8_0's rounding of one block of n ≤ kBlock values (the rest are zero): q[i]
-// = round(v[i] / d), d = max|v| / 127, as llama.cpp's quantize_row_q8_0
-// (multiplying by 1 / d). Returns d. Weights at load; the kernel families
-// quantize activations with a vector form of the same rounding
-// (KernelTable::quantize_rows).
-inline float QuantizeBlock(const float* v, int n, int8_t* q) {
-  float amax = 0.0f;
-  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int i = 0; i < kBlock; ++i) {
-    q[i] = i < n ? static_cast<int8_t>(std::lround(v[i] * id)) : 0;
-  }
+// Q8_0's rounding of one block of n ≤ kBlock values (the rest are zero), for
+// the weights at load: the kernel family's quantizer, the one that also
+// quantizes activations (KernelTable::quantize_rows: q = round(v / d), d =
+// max|v| / 127, as llama.cpp's quantize_row_q8_0), so weights and activations
+// are rounded by the same code. Returns d.
+float QuantizeBlock(const float* v, int n, int8_t* q) {
+  float d;
+  int32_t sum;
+  ActiveKernelTable().quantize_rows(v, 1, n, n, q, &d, &sum);
   return d;
 }
 
@@ -85,7 +80,6 @@ QuantizedRows QuantizeRows(const float* x, int rows, int x_stride, int depth) {
     scratch.scale.resize(n);
     scratch.sum.resize(n);
   }
-  // The family's vector form of QuantizeBlock, the same values.
   ActiveKernelTable().quantize_rows(x, rows, x_stride, depth, scratch.q.data(),
                                     scratch.scale.data(), scratch.sum.data());
   QuantizedRows out;

@@ -428,11 +428,11 @@ inline VecI DotQuad(VecI acc, QuadWeights w, int32_t x4) {
 }
 #endif
 
-// Q8_0 of the activations (QuantizedRows), 16 lanes at a time with exactly
-// the scalar rounding of kernels.cc's QuantizeBlock: d = max|v| / 127, q =
-// lround(v · (1 / d)), half away from zero. lround is formed as trunc(x) plus
-// the sign where |x - trunc(x)| >= 0.5 (x - trunc(x) is exact for |x| < 2^23),
-// so every family quantizes alike and no libm call runs per element.
+// Q8_0 of activations (QuantizedRows), and of weights at load, 16 lanes at a
+// time: d = max|v| / 127, q = lround(v · (1 / d)), half away from zero, as
+// llama.cpp's quantize_row_q8_0. lround is formed as trunc(x) plus the sign
+// where |x - trunc(x)| >= 0.5 (x - trunc(x) is exact for |x| < 2^23), so every
+// family quantizes alike and no libm call runs per element.
 typedef int8_t VecI8 __attribute__((vector_size(kVec * sizeof(int8_t))));
 constexpr int kBlockVecs = PackedWeights::kInt8Block / kVec;
 
@@ -733,10 +733,12 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
       transposed = true;
     }
 #endif
-    for (int jj = 0; !transposed && jj < kVec; ++jj) {
-      const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
-      for (int d = 0; d < depth; ++d)
-        scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
+    if (!transposed) {
+      for (int jj = 0; jj < kVec; ++jj) {
+        const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
+        for (int d = 0; d < depth; ++d)
+          scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
+      }
     }
     // Row t sees key j0 once first_position + t >= j0.
     int t = Max(0, j0 - first_position);
