@@ -517,10 +517,14 @@ void QuantizeRows(const float* x, int rows, int x_stride, int depth, int8_t* q,
 }
 
 // Rows [0, R) × C vectors of columns (from vector c0) of one panel, over every
-// block: out[r][c] holds the float sums (see above).
+// block: out[r][c] holds the float sums (see above). With `next` (the next
+// panel's quants), each line read also requests the same line of the next
+// panel: a hint, so that a batch computing on this panel has the next one
+// arriving meanwhile instead of waiting for it after.
 template <int R, int C>
 inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
-                     const float* scales, int c0, Vec (&out)[R][C]) {
+                     const float* scales, int c0, const uint8_t* next,
+                     Vec (&out)[R][C]) {
   Vec acc[R][C] = {};
   const int blocks = x.blocks;
   for (int b = 0; b < blocks; ++b) {
@@ -541,6 +545,8 @@ inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
           // request the lines a few blocks ahead (a hint; harmless past the
           // end).
           __builtin_prefetch(wq + 4 * kBlockBytes);
+        } else if (next != nullptr) {
+          __builtin_prefetch(next + (wq - quants), 0, 2);
         }
         const QuadWeights w = LoadQuadWeights(wq);
         for (int r = 0; r < R; ++r) dots[r][c] = DotQuad(dots[r][c], w, x4[r]);
@@ -597,10 +603,12 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
     int r = 0;
     // Four rows share each load of the panel, half a panel at a time (so the
     // sums stay in registers); a row's values are the same either way.
+    // The first tile of rows requests the next panel (see Int8Tile).
+    const uint8_t* next = p + 1 < panel_end ? pq + panel_bytes : nullptr;
     for (; r + 4 <= x.rows; r += 4) {
       for (int c0 = 0; c0 < kPanelVecs; c0 += 2) {
         Vec sums[4][2];
-        Int8Tile<4, 2>(x, r, pq, ps, c0, sums);
+        Int8Tile<4, 2>(x, r, pq, ps, c0, r == 0 ? next : nullptr, sums);
         for (int i = 0; i < 4; ++i) {
           StoreSums<2>(sums[i], c0, valid,
                        y + static_cast<long>(r + i) * y_stride + j0,
@@ -610,7 +618,7 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
     }
     for (; r < x.rows; ++r) {
       Vec sums[1][kPanelVecs];
-      Int8Tile<1, kPanelVecs>(x, r, pq, ps, 0, sums);
+      Int8Tile<1, kPanelVecs>(x, r, pq, ps, 0, nullptr, sums);
       StoreSums<kPanelVecs>(sums[0], 0, valid,
                             y + static_cast<long>(r) * y_stride + j0,
                             accumulate);
