@@ -13,15 +13,16 @@
 // Each reports tokens/s as items_per_second (decode: B tokens per step).
 // --threads is the decoder's (DecoderOptions); an entry DIR:bf16, DIR:int8 or
 // DIR:w8a32 holds the weight matrices so (LoadOptions) and names its
-// benchmarks <model>-bf16, <model>-int8 or <model>-w8a32. --cpu_kernels picks
-// the build of the kernels (model/kernel_dispatch.h), auto by default; the one
-// in use is printed before the run and recorded in the benchmark context. A
-// model is anything LoadModel opens (model/model_loader.h): a checkpoint
-// directory or a GGUF file, so the very file llama.cpp runs can be timed here
-// (bench/peers/). Token ids are fixed pseudo-random ids, so no tokenizer is
-// needed; the model itself may be random (bench/make_gpt2_small.py). Timings
-// are never asserted anywhere: tests/bench only checks that this binary runs
-// and names its benchmarks.
+// benchmarks <model>-bf16, <model>-int8 or <model>-w8a32; a further :kvbf16
+// holds its KV caches as bf16 (model/kv_cache.h; benchmarks <model>-kvbf16).
+// --cpu_kernels picks the build of the kernels (model/kernel_dispatch.h), auto
+// by default; the one in use is printed before the run and recorded in the
+// benchmark context. A model is anything LoadModel opens
+// (model/model_loader.h): a checkpoint directory or a GGUF file, so the very
+// file llama.cpp runs can be timed here (bench/peers/). Token ids are fixed
+// pseudo-random ids, so no tokenizer is needed; the model itself may be random
+// (bench/make_gpt2_small.py). Timings are never asserted anywhere: tests/bench
+// only checks that this binary runs and names its benchmarks.
 //
 //   build/bench/textgen_model_bench --models=models/shakespeare-char,DIR:bf16
 //       --threads=2 --benchmark_repetitions=5 --benchmark_format=json
@@ -62,6 +63,8 @@ ABSL_FLAG(int, threads, 1, "Threads of the forward pass (DecoderOptions)");
 ABSL_FLAG(std::string, weights_dtype, "f32",
           "Weights in memory for --models entries without "
           ":f32/:bf16/:int8/:w8a32");
+ABSL_FLAG(std::string, kv_cache_dtype, "f32",
+          "KV cache for --models entries without :kvf32/:kvbf16");
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512");
 ABSL_FLAG(int, decode_context, 128,
@@ -73,10 +76,12 @@ ABSL_FLAG(std::string, prefill_tokens, "128,512",
 namespace textgen {
 namespace {
 
-// One --models entry: DIR, DIR:f32, DIR:bf16, DIR:int8 or DIR:w8a32.
+// One --models entry: DIR, then optionally :f32, :bf16, :int8 or :w8a32 (the
+// weights) and :kvf32 or :kvbf16 (the KV cache), e.g. DIR:int8:kvbf16.
 struct ModelEntry {
   std::string dir;
   kernels::WeightType type = kernels::WeightType::kF32;
+  KvDtype kv_dtype = KvDtype::kF32;
 };
 
 absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
@@ -84,19 +89,35 @@ absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
   m.dir = entry;
   absl::StatusOr<kernels::WeightType> type =
       ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
-  const size_t colon = entry.rfind(':');
-  if (colon != std::string::npos) {
-    m.dir = entry.substr(0, colon);
-    type = ParseWeightType(entry.substr(colon + 1));
+  absl::StatusOr<KvDtype> kv_dtype =
+      ParseKvDtype(absl::GetFlag(FLAGS_kv_cache_dtype));
+  for (size_t colon = m.dir.rfind(':'); colon != std::string::npos;
+       colon = m.dir.rfind(':')) {
+    const std::string option = m.dir.substr(colon + 1);
+    m.dir.resize(colon);
+    if (absl::StartsWith(option, "kv")) {
+      kv_dtype = ParseKvDtype(option.substr(2));
+    } else {
+      type = ParseWeightType(option);
+    }
   }
   if (!type.ok()) return type.status();
+  if (!kv_dtype.ok()) return kv_dtype.status();
   m.type = *type;
+  m.kv_dtype = *kv_dtype;
   return m;
+}
+
+KvCacheOptions CacheOptions(const std::string& entry, int slots) {
+  KvCacheOptions options;
+  options.num_slots = slots;
+  options.dtype = ParseEntry(entry)->kv_dtype;  // Checked by LoadDecoder.
+  return options;
 }
 
 // The benchmark's name for an entry: the directory's last component, with
 // "-bf16", "-int8" or "-w8a32" appended for those weights unless the name
-// already says so.
+// already says so, and "-kvbf16" for a bf16 KV cache.
 std::string ModelName(const std::string& entry) {
   ModelEntry m = *ParseEntry(entry);  // Checked by LoadDecoder first.
   std::string d = m.dir;
@@ -107,6 +128,9 @@ std::string ModelName(const std::string& entry) {
     const std::string suffix =
         absl::StrCat("-", kernels::WeightTypeName(m.type));
     if (!absl::EndsWith(name, suffix)) name += suffix;
+  }
+  if (m.kv_dtype != KvDtype::kF32) {
+    absl::StrAppend(&name, "-kv", KvDtypeName(m.kv_dtype));
   }
   return name;
 }
@@ -131,6 +155,7 @@ absl::Status LoadDecoder(const std::string& entry, int threads) {
   TEXTGEN_ASSIGN_OR_RETURN(const ModelEntry m, ParseEntry(entry));
   LoadOptions load;
   load.weight_type = m.type;
+  load.kv_dtype = m.kv_dtype;
   // A tokenizer, if the file has one, is loaded and dropped: ids are fed.
   TEXTGEN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(m.dir, "", load));
   DecoderOptions options;
@@ -153,7 +178,8 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
   std::unique_ptr<KvCache>& cache = caches[{dir, slots, length}];
   if (cache) return cache.get();
   Decoder& decoder = *Decoders().at(dir);
-  auto filled = std::make_unique<KvCache>(decoder.config(), slots);
+  auto filled =
+      std::make_unique<KvCache>(decoder.config(), CacheOptions(dir, slots));
   const std::vector<int> ids = TokenIds(length, decoder.config().vocab_size, 1);
   ForwardResult result;
   for (int begin = 0; begin < length; begin += 512) {
@@ -164,14 +190,13 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
   }
   const int kv_width =
       decoder.config().n_kv_heads * decoder.config().head_dim();
+  std::vector<float> key(kv_width), value(kv_width);
   for (int slot = 1; slot < slots; ++slot) {
     TEXTGEN_RETURN_IF_ERROR(filled->Reserve(slot, length));
     for (int layer = 0; layer < decoder.config().n_layers; ++layer) {
       for (int p = 0; p < length; ++p) {
-        std::copy_n(filled->key_row(0, layer, p), kv_width,
-                    filled->key_row(slot, layer, p));
-        std::copy_n(filled->value_row(0, layer, p), kv_width,
-                    filled->value_row(slot, layer, p));
+        filled->ReadRow(0, layer, p, key.data(), value.data());
+        filled->WriteRow(slot, layer, p, key.data(), value.data());
       }
     }
     filled->Advance(slot, length);
@@ -218,7 +243,7 @@ void RunDecode(benchmark::State& state, const std::string& dir, int batch,
 // One sequence's prompt of `tokens` tokens into an empty slot.
 void RunPrefill(benchmark::State& state, const std::string& dir, int tokens) {
   Decoder& decoder = *Decoders().at(dir);
-  KvCache cache(decoder.config(), 1);
+  KvCache cache(decoder.config(), CacheOptions(dir, 1));
   ForwardResult result;
   const std::vector<int> ids = TokenIds(tokens, decoder.config().vocab_size, 7);
   const SequenceChunk chunk{0, absl::MakeConstSpan(ids)};

@@ -451,9 +451,7 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     }
     for (int t = 0; t < T; ++t) {
       const float* row = qkv_.row(r0 + t).data() + H * D;
-      std::copy(row, row + kv_width, cache.key_row(slot, l, start + t));
-      std::copy(row + kv_width, row + 2 * kv_width,
-                cache.value_row(slot, l, start + t));
+      cache.WriteRow(slot, l, start + t, row, row + kv_width);
     }
     max_t = std::max(max_t, T);
     max_l = std::max(max_l, start + T);
@@ -471,18 +469,25 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
     const auto [begin, end] = WorkerPool::Share(tasks, t, n);
     for (int task = begin; task < end; ++task) {
       const int i = task / H, h = task % H;
-      AttendHead(l, h, batch[i], first_row_[i], cache, attention_scratch_[t],
-                 capture != nullptr ? &capture->attention[i] : nullptr);
+      AttentionMaps* maps =
+          capture != nullptr ? &capture->attention[i] : nullptr;
+      if (cache.dtype() == KvDtype::kBf16) {
+        AttendHead<uint16_t>(l, h, batch[i], first_row_[i], cache,
+                             attention_scratch_[t], maps);
+      } else {
+        AttendHead<float>(l, h, batch[i], first_row_[i], cache,
+                          attention_scratch_[t], maps);
+      }
     }
   });
 }
 
+template <typename Element>
 void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          const KvCache& cache, AttentionScratch& scratch,
                          AttentionMaps* capture) {
   Activations& scores = scratch.scores;
   const int D = config_.head_dim();
-  const int kv_width = config_.n_kv_heads * D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int T = static_cast<int>(s.tokens.size());  // new tokens
   const int L = cache.length(s.slot) + T;  // keys visible to the last one
@@ -492,16 +497,19 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   // Grouped-query attention: heads share K/V in groups.
   const int kv_h = h / config_.queries_per_kv_head();
   const float* q = qkv_.row(r0).data() + h * D;  // [T, D], stride qkv_stride
-  // The keys and values live in blocks of B positions (model/kv_cache.h);
-  // both kernels give, block by block, the values of one call over all L
-  // keys (model/kernels.h), so the block size changes no bit.
+  // The keys and values live in blocks of B positions (model/kv_cache.h),
+  // each head's B keys one contiguous [B, D] run (head_stride apart); both
+  // kernels give, block by block, the values of one call over all L keys
+  // (model/kernels.h), so the block size changes no bit.
   const int B = cache.block_tokens();
+  const int head_stride = cache.head_stride();
   // scores = q · kᵀ   [T, L], block i filling columns [i B, i B + B).
   for (int j0 = 0; j0 < L; j0 += B) {
-    const float* k = cache.block_keys(s.slot, l, j0 / B) + kv_h * D;
-    kernels::AttentionScores(
-        q, T, D, qkv_stride, k, kv_width, std::min(B, L - j0), start - j0,
-        scores.data() + j0, score_stride, scratch.key_tile.data());
+    const Element* k =
+        cache.block_keys<Element>(s.slot, l, j0 / B) + kv_h * head_stride;
+    kernels::AttentionScores(q, T, D, qkv_stride, k, D, std::min(B, L - j0),
+                             start - j0, scores.data() + j0, score_stride,
+                             scratch.key_tile.data());
   }
   for (int t = 0; t < T; ++t) {
     // Causal: query t (position start + t) sees keys 0 .. start + t; later
@@ -514,9 +522,10 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     // out_t = Σ_j p[j] · v_j   [D], summed block after block.
     float* out = attn_.row(r0 + t).data() + h * D;
     for (int j0 = 0; j0 < visible; j0 += B) {
-      const float* v = cache.block_values(s.slot, l, j0 / B) + kv_h * D;
-      kernels::WeightedSum(p + j0, std::min(B, visible - j0), v, kv_width, D,
-                           out, /*accumulate=*/j0 > 0);
+      const Element* v =
+          cache.block_values<Element>(s.slot, l, j0 / B) + kv_h * head_stride;
+      kernels::WeightedSum(p + j0, std::min(B, visible - j0), v, D, D, out,
+                           /*accumulate=*/j0 > 0);
     }
   }
   if (capture != nullptr) {

@@ -199,6 +199,9 @@ class Decoder {
     Activations scores;           // [T, L] scores, then probabilities
     std::vector<float> key_tile;  // kernels::AttentionScratchFloats(head_dim)
   };
+  // Element: how `cache` holds keys and values (float, or uint16_t for bf16
+  // bits; see KvCache::block_keys).
+  template <typename Element>
   void AttendHead(int layer, int head, const SequenceChunk& s, int r0,
                   const KvCache& cache, AttentionScratch& scratch,
                   AttentionMaps* capture);

@@ -12,7 +12,7 @@ namespace textgen {
 
 absl::StatusOr<CrossEntropy> ScoreWindows(Decoder& decoder,
                                           absl::Span<const int> ids, int window,
-                                          int batch) {
+                                          int batch, KvDtype kv_dtype) {
   if (window < 1 || window > decoder.config().context_length) {
     return absl::InvalidArgumentError(
         absl::StrCat("window ", window, " must be in [1, ",
@@ -24,7 +24,10 @@ absl::StatusOr<CrossEntropy> ScoreWindows(Decoder& decoder,
   std::vector<int64_t> starts;
   for (int64_t s = 0; s + 1 < n; s += window) starts.push_back(s);
 
-  KvCache cache(decoder.config(), batch);
+  KvCacheOptions cache_options;
+  cache_options.num_slots = batch;
+  cache_options.dtype = kv_dtype;
+  KvCache cache(decoder.config(), cache_options);
   ForwardResult result;
   std::vector<SequenceChunk> chunks;
   CrossEntropy score;

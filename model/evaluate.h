@@ -22,10 +22,12 @@ struct CrossEntropy {
 // shorter; it is kept if it has at least 2 ids), each read from an empty
 // context, and every position predicts the next id of its window. This is
 // tools/train.py's validation definition. `window` must be at most the model's
-// context length. Runs `batch` windows per forward pass.
+// context length. Runs `batch` windows per forward pass, keys and values held
+// as `kv_dtype` (model/kv_cache.h).
 absl::StatusOr<CrossEntropy> ScoreWindows(Decoder& decoder,
                                           absl::Span<const int> ids, int window,
-                                          int batch = 8);
+                                          int batch = 8,
+                                          KvDtype kv_dtype = KvDtype::kF32);
 
 }  // namespace textgen
 

@@ -30,7 +30,10 @@ absl::StatusOr<GenerateEnd> Generate(
   }
   if (options.max_new_tokens <= 0) return GenerateEnd::kLength;
 
-  KvCache cache(decoder.config(), /*num_slots=*/1);
+  KvCacheOptions cache_options;
+  cache_options.num_slots = 1;
+  cache_options.dtype = options.kv_dtype;
+  KvCache cache(decoder.config(), cache_options);
   if (encoder_decoder) {
     const SourceChunk source{0, options.source};
     EncodeResult encoded;

@@ -35,6 +35,8 @@ struct GenerateOptions {
   // Encoder–decoder models: the source's ids, encoded before the prompt (the
   // target's start) is fed. Required by them, refused by decoder-only ones.
   std::vector<int> source;
+  // How the KV cache holds keys and values (model/kv_cache.h).
+  KvDtype kv_dtype = KvDtype::kF32;
 };
 
 // One generated token, as Generate reports it.

@@ -248,6 +248,21 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
   ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out, accumulate);
 }
 
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const uint16_t* k, int k_stride, int keys,
+                     int first_position, float* y, int y_stride,
+                     float* scratch) {
+  ActiveKernelTable().attention_scores_bf16(q, rows, depth, q_stride, k,
+                                            k_stride, keys, first_position, y,
+                                            y_stride, scratch);
+}
+
+void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
+                 int depth, float* out, bool accumulate) {
+  ActiveKernelTable().weighted_sum_bf16(p, n, v, v_stride, depth, out,
+                                        accumulate);
+}
+
 void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }
 
 void GeluTanh(float* x, int n) { ActiveKernelTable().gelu_tanh(x, n); }

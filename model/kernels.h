@@ -208,6 +208,13 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
                      float* y, int y_stride, float* scratch);
 inline int AttentionScratchFloats(int depth) { return depth * 16; }
+// The same over keys held as bf16 bits (a kBf16 KV cache, model/kv_cache.h):
+// each key element is widened to its float, exactly, as the keys move into
+// `scratch`; y equals the call above over the widened keys, bit for bit.
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const uint16_t* k, int k_stride, int keys,
+                     int first_position, float* y, int y_stride,
+                     float* scratch);
 
 // out[d] = Σ_j p[j] · v_j[d] for d < depth, summed over j < n in increasing
 // order (one multiply and one add per step), v_j at v + j · v_stride. The
@@ -217,6 +224,10 @@ inline int AttentionScratchFloats(int depth) { return depth * 16; }
 // bit for bit the single call over [0, n).
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
                  float* out, bool accumulate = false);
+// The same over values held as bf16 bits, each widened exactly: equal, bit for
+// bit, to the call above over the widened values.
+void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
+                 int depth, float* out, bool accumulate = false);
 
 // In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
 void Softmax(float* x, int n);

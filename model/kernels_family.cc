@@ -117,18 +117,34 @@ struct F32Panel {
 // bf16 widened to floats: exact (the low 16 bits become zero).
 typedef uint16_t Vec16 __attribute__((vector_size(kVec * sizeof(uint16_t))));
 typedef uint32_t VecU32 __attribute__((vector_size(kVec * sizeof(uint32_t))));
+inline Vec LoadBf16(const uint16_t* p) {
+  Vec16 h;
+  __builtin_memcpy(&h, p, sizeof(h));
+  const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
+  Vec v;
+  __builtin_memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+inline float Bf16Value(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Keys and values as a KV cache holds them, f32 or bf16 bits, read as floats
+// (the attention kernels are templates over the element).
+inline Vec LoadElements(const float* p) { return Load(p); }
+inline Vec LoadElements(const uint16_t* p) { return LoadBf16(p); }
+inline float ElementValue(float f) { return f; }
+inline float ElementValue(uint16_t h) { return Bf16Value(h); }
+
 struct Bf16Panel {
   static constexpr int kStepBytes = PackedWeights::kPanel * sizeof(uint16_t);
   const uint16_t* p;
   Vec At(int k, int c) const {
-    Vec16 h;
-    __builtin_memcpy(
-        &h, p + static_cast<long>(k) * PackedWeights::kPanel + c * kVec,
-        sizeof(h));
-    const VecU32 bits = __builtin_convertvector(h, VecU32) << 16;
-    Vec v;
-    __builtin_memcpy(&v, &bits, sizeof(v));
-    return v;
+    return LoadBf16(p + static_cast<long>(k) * PackedWeights::kPanel +
+                    c * kVec);
   }
   const char* Step(long k) const {
     return reinterpret_cast<const char*>(p) + k * kStepBytes;
@@ -687,9 +703,10 @@ inline __m512 Lanes(__m512 a, __m512 b) {
   return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, kImm);
 }
 
-inline void Transpose16(const float* in, long stride, float* out) {
+template <typename Element>
+inline void Transpose16(const Element* in, long stride, float* out) {
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * stride);
+  for (int i = 0; i < 16; ++i) r[i] = LoadElements(in + i * stride);
   for (int i = 0; i < 16; i += 2) {
     t[i] = UnpackLo(r[i], r[i + 1]);
     t[i + 1] = UnpackHi(r[i], r[i + 1]);
@@ -717,16 +734,21 @@ inline void Transpose16(const float* in, long stride, float* out) {
 }
 #endif
 
-void AttentionScores(const float* q, int rows, int depth, int q_stride,
-                     const float* k, int k_stride, int keys, int first_position,
-                     float* y, int y_stride, float* scratch) {
+template <typename Element>
+void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
+                       const Element* k, int k_stride, int keys,
+                       int first_position, float* y, int y_stride,
+                       float* scratch) {
   for (int j0 = 0; j0 < keys; j0 += kVec) {
     const int valid = Min(kVec, keys - j0);
     // Keys are rows of the cache a stride apart, each its own cache lines:
     // request the ones two blocks ahead (a hint; past the end is harmless).
     for (int jj = 0; jj < kVec; ++jj) {
-      const float* ahead = k + static_cast<long>(j0 + jj + 2 * kVec) * k_stride;
-      for (int e = 0; e < depth; e += 16) __builtin_prefetch(ahead + e);
+      const Element* ahead =
+          k + static_cast<long>(j0 + jj + 2 * kVec) * k_stride;
+      for (int e = 0; e < depth; e += 64 / sizeof(Element)) {
+        __builtin_prefetch(ahead + e);
+      }
     }
     // Keys j0 .. j0 + 15 transposed: scratch[d · 16 + jj] = k_{j0 + jj}[d].
     // (With one query row, as in decoding, moving the keys costs more than
@@ -743,9 +765,9 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 #endif
     if (!transposed) {
       for (int jj = 0; jj < kVec; ++jj) {
-        const float* kj = k + static_cast<long>(j0 + jj) * k_stride;
+        const Element* kj = k + static_cast<long>(j0 + jj) * k_stride;
         for (int d = 0; d < depth; ++d)
-          scratch[d * kVec + jj] = jj < valid ? kj[d] : 0.0f;
+          scratch[d * kVec + jj] = jj < valid ? ElementValue(kj[d]) : 0.0f;
       }
     }
     // Row t sees key j0 once first_position + t >= j0.
@@ -782,8 +804,9 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
   }
 }
 
-void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out, bool accumulate) {
+template <typename Element>
+void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
+                   int depth, float* out, bool accumulate) {
   // Up to 64 dimensions in registers at a time; element d always takes the
   // same path (vector or scalar), whatever n is. Accumulating starts from the
   // stored float instead of 0: the running sum is a float either way, so a sum
@@ -797,12 +820,14 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
       for (int c = 0; c < vecs; ++c) acc[c] = Load(out + d0 + c * kVec);
     }
     for (int j = 0; j < n; ++j) {
-      const float* vj = v + static_cast<long>(j) * v_stride + d0;
+      const Element* vj = v + static_cast<long>(j) * v_stride + d0;
       // As in AttentionScores: rows a stride apart, fetched ahead.
       for (int c = 0; c < vecs; ++c) {
         __builtin_prefetch(vj + 16L * v_stride + c * kVec);
       }
-      for (int c = 0; c < vecs; ++c) acc[c] += p[j] * Load(vj + c * kVec);
+      for (int c = 0; c < vecs; ++c) {
+        acc[c] += p[j] * LoadElements(vj + c * kVec);
+      }
     }
     for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
     if (vecs < 4) {
@@ -813,9 +838,31 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
   for (int d = d0; d < depth; ++d) {
     float acc = accumulate ? out[d] : 0.0f;
     for (int j = 0; j < n; ++j)
-      acc += p[j] * v[static_cast<long>(j) * v_stride + d];
+      acc += p[j] * ElementValue(v[static_cast<long>(j) * v_stride + d]);
     out[d] = acc;
   }
+}
+
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const float* k, int k_stride, int keys, int first_position,
+                     float* y, int y_stride, float* scratch) {
+  AttentionScoresOf(q, rows, depth, q_stride, k, k_stride, keys, first_position,
+                    y, y_stride, scratch);
+}
+void AttentionScoresBf16(const float* q, int rows, int depth, int q_stride,
+                         const uint16_t* k, int k_stride, int keys,
+                         int first_position, float* y, int y_stride,
+                         float* scratch) {
+  AttentionScoresOf(q, rows, depth, q_stride, k, k_stride, keys, first_position,
+                    y, y_stride, scratch);
+}
+void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
+                 float* out, bool accumulate) {
+  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate);
+}
+void WeightedSumBf16(const float* p, int n, const uint16_t* v, int v_stride,
+                     int depth, float* out, bool accumulate) {
+  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate);
 }
 
 void Softmax(float* x, int n) {
@@ -896,6 +943,8 @@ const KernelTable kTable = {
     MatMulW8A32,
     AttentionScores,
     WeightedSum,
+    AttentionScoresBf16,
+    WeightedSumBf16,
     Softmax,
     GeluTanh,
     SiluMultiply,

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "model/kernels.h"
 
 namespace textgen {
 
@@ -19,14 +20,32 @@ KvCacheOptions WholeContextSlots(int num_slots) {
 
 }  // namespace
 
+absl::StatusOr<KvDtype> ParseKvDtype(absl::string_view name) {
+  if (name == "f32") return KvDtype::kF32;
+  if (name == "bf16") return KvDtype::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown KV-cache dtype \"", name, "\" (f32 or bf16)"));
+}
+
+const char* KvDtypeName(KvDtype dtype) {
+  return dtype == KvDtype::kBf16 ? "bf16" : "f32";
+}
+
+size_t KvDtypeBytes(KvDtype dtype) {
+  return dtype == KvDtype::kBf16 ? sizeof(uint16_t) : sizeof(float);
+}
+
 KvCache::KvCache(const ModelConfig& config, int num_slots)
     : KvCache(config, WholeContextSlots(num_slots)) {}
 
 KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
-    : capacity_(config.context_length),
+    : dtype_(options.dtype),
+      capacity_(config.context_length),
       block_tokens_(std::max(1, options.block_tokens)),
       n_layers_(config.n_layers),
       kv_width_(config.n_kv_heads * config.head_dim()),
+      head_dim_(config.head_dim()),
+      n_kv_heads_(config.n_kv_heads),
       cross_width_(config.d_model),
       slots_(options.num_slots) {
   const int num_blocks = options.num_blocks > 0
@@ -37,11 +56,16 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
   for (int b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
   const Eigen::Index rows =
       static_cast<Eigen::Index>(num_blocks) * block_tokens_;
-  keys_.reserve(n_layers_);
-  values_.reserve(n_layers_);
+  // Uninitialized (Eigen does not fill): pages are touched as blocks are
+  // first written.
   for (int l = 0; l < n_layers_; ++l) {
-    keys_.emplace_back(rows, kv_width_);
-    values_.emplace_back(rows, kv_width_);
+    if (dtype_ == KvDtype::kBf16) {
+      keys_bf16_.emplace_back(rows, kv_width_);
+      values_bf16_.emplace_back(rows, kv_width_);
+    } else {
+      keys_.emplace_back(rows, kv_width_);
+      values_.emplace_back(rows, kv_width_);
+    }
   }
 }
 
@@ -146,14 +170,17 @@ void KvCache::Truncate(int slot, int length) {
       AvailableBlocks() > 0) {
     const int old = s.table[keep - 1];
     const int copy = TakeBlock();
-    const size_t bytes =
-        sizeof(float) * static_cast<size_t>(block_tokens_) * kv_width_;
-    for (int l = 0; l < n_layers_; ++l) {
-      std::memcpy(keys_[l].row(Row(copy, 0)).data(),
-                  keys_[l].row(Row(old, 0)).data(), bytes);
-      std::memcpy(values_[l].row(Row(copy, 0)).data(),
-                  values_[l].row(Row(old, 0)).data(), bytes);
-    }
+    const size_t elements = static_cast<size_t>(block_tokens_) * kv_width_;
+    auto copy_block = [&](auto& rows) {
+      for (auto& m : rows) {
+        std::copy_n(m.row(Row(old, 0)).data(), elements,
+                    m.row(Row(copy, 0)).data());
+      }
+    };
+    copy_block(keys_);
+    copy_block(values_);
+    copy_block(keys_bf16_);
+    copy_block(values_bf16_);
     Release(old);
     s.table[keep - 1] = copy;
   }
@@ -248,28 +275,52 @@ bool KvCache::Writable(int slot, int position) const {
   return block.refs == 1 && !block.published;
 }
 
-float* KvCache::key_row(int slot, int layer, int position) {
-  const int b = slots_[slot].table[position / block_tokens_];
-  return keys_[layer].data() + Row(b, position) * kv_width_;
+void KvCache::WriteRow(int slot, int layer, int position, const float* key,
+                       const float* value) {
+  const size_t at = Offset(slot, position);
+  for (int h = 0; h < n_kv_heads_; ++h) {
+    const size_t to = at + static_cast<size_t>(h) * head_stride();
+    const size_t from = static_cast<size_t>(h) * head_dim_;
+    if (dtype_ == KvDtype::kBf16) {
+      uint16_t* k = keys_bf16_[layer].data() + to;
+      uint16_t* v = values_bf16_[layer].data() + to;
+      for (int d = 0; d < head_dim_; ++d) {
+        k[d] = kernels::FloatToBf16(key[from + d]);
+        v[d] = kernels::FloatToBf16(value[from + d]);
+      }
+    } else {
+      std::copy_n(key + from, head_dim_, keys_[layer].data() + to);
+      std::copy_n(value + from, head_dim_, values_[layer].data() + to);
+    }
+  }
 }
 
-float* KvCache::value_row(int slot, int layer, int position) {
-  const int b = slots_[slot].table[position / block_tokens_];
-  return values_[layer].data() + Row(b, position) * kv_width_;
-}
-
-const float* KvCache::block_keys(int slot, int layer, int i) const {
-  return keys_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
-}
-
-const float* KvCache::block_values(int slot, int layer, int i) const {
-  return values_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+void KvCache::ReadRow(int slot, int layer, int position, float* key,
+                      float* value) const {
+  const size_t at = Offset(slot, position);
+  for (int h = 0; h < n_kv_heads_; ++h) {
+    const size_t from = at + static_cast<size_t>(h) * head_stride();
+    const size_t to = static_cast<size_t>(h) * head_dim_;
+    if (dtype_ == KvDtype::kBf16) {
+      const uint16_t* k = keys_bf16_[layer].data() + from;
+      const uint16_t* v = values_bf16_[layer].data() + from;
+      for (int d = 0; d < head_dim_; ++d) {
+        key[to + d] = kernels::Bf16ToFloat(k[d]);
+        value[to + d] = kernels::Bf16ToFloat(v[d]);
+      }
+    } else {
+      std::copy_n(keys_[layer].data() + from, head_dim_, key + to);
+      std::copy_n(values_[layer].data() + from, head_dim_, value + to);
+    }
+  }
 }
 
 size_t KvCache::MemoryBytes() const {
   size_t bytes = 0;
   for (const auto& m : keys_) bytes += m.size() * sizeof(float);
   for (const auto& m : values_) bytes += m.size() * sizeof(float);
+  for (const auto& m : keys_bf16_) bytes += m.size() * sizeof(uint16_t);
+  for (const auto& m : values_bf16_) bytes += m.size() * sizeof(uint16_t);
   for (const Slot& s : slots_) {
     bytes += 2 * s.cross_keys.size() * static_cast<size_t>(s.source_length) *
              cross_width_ * sizeof(float);

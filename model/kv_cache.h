@@ -5,8 +5,13 @@
 // Memory is one pool of fixed-size blocks, allocated once, up front: block b
 // holds positions of `block_tokens` consecutive tokens, keys and values, for
 // every layer. Per layer the keys are one [num_blocks × block_tokens,
-// kv_width] matrix (kv_width = n_kv_heads × head_dim), so a block's rows are
-// contiguous; likewise the values.
+// kv_width] array (kv_width = n_kv_heads × head_dim), a block's part
+// contiguous; likewise the values. Within a block they are head-major,
+// [n_kv_heads, block_tokens, head_dim] (vLLM's order): one head's keys over
+// the block are one contiguous run. Attention reads a head at a time, so
+// position-major rows (a head's 64 floats, then a stride of kv_width) made
+// every key a separate short read, and batched decoding waited on memory
+// latency rather than bandwidth.
 //
 // A sequence lives in a slot (a handle: the engine's running sequences, the
 // decoder's batch entries). A slot has a length and a block table: position p
@@ -31,6 +36,15 @@
 // until the slot is cleared. They never grow (the source is fixed) and are
 // never shared, so they live beside the pool, sized to the source.
 //
+// Element type. Keys and values are held as f32 or, with KvDtype::kBf16, as
+// bf16: half the memory (twice the positions in the same bytes) and half the
+// bytes attention reads per step, which is what batched decoding spends most
+// of its memory traffic on once the weights are shared by the batch. An
+// element is rounded to the nearest bf16 once, when written; every read
+// (prefill, decode, recomputation) sees that same value, so KV-cached still
+// equals recomputed and batched equals alone, bit for bit. Against f32 it
+// moves logits by ~1e-2 (tests/parity_test.cc states the bound).
+//
 // Not thread-safe: one thread (the engine's) uses a cache.
 #ifndef TEXTGEN_MODEL_KV_CACHE_H_
 #define TEXTGEN_MODEL_KV_CACHE_H_
@@ -41,11 +55,21 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "model/config.h"
 #include "model/tensor.h"
 
 namespace textgen {
+
+// How a cache holds keys and values (see above).
+enum class KvDtype { kF32, kBf16 };
+// "f32" or "bf16"; anything else is INVALID_ARGUMENT.
+absl::StatusOr<KvDtype> ParseKvDtype(absl::string_view name);
+const char* KvDtypeName(KvDtype dtype);
+// Bytes of one element.
+size_t KvDtypeBytes(KvDtype dtype);
 
 struct KvCacheOptions {
   // Slots (sequences at once).
@@ -55,6 +79,8 @@ struct KvCacheOptions {
   // Blocks in the pool; 0 means enough for every slot to hold a whole
   // context (the memory of unpaged slots).
   int num_blocks = 0;
+  // Element type of the keys and values.
+  KvDtype dtype = KvDtype::kF32;
 };
 
 // Block counts by state, for metrics. used + cached + free = total.
@@ -74,6 +100,9 @@ class KvCache {
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
+  KvDtype dtype() const { return dtype_; }
+  // Elements between one head's keys (values) in a block and the next's.
+  int head_stride() const { return block_tokens_ * head_dim_; }
   int num_slots() const { return static_cast<int>(slots_.size()); }
   int capacity() const { return capacity_; }  // Positions one slot can hold.
   int block_tokens() const { return block_tokens_; }
@@ -131,13 +160,24 @@ class KvCache {
   // slot alone and not published. The decoder checks it before every write.
   bool Writable(int slot, int position) const;
 
-  // The rows of `layer` for `position` of `slot`: kv_width floats each.
-  float* key_row(int slot, int layer, int position);
-  float* value_row(int slot, int layer, int position);
-  // The keys (values) of block `i` of `slot`'s table in `layer`:
-  // [block_tokens, kv_width] row-major.
-  const float* block_keys(int slot, int layer, int i) const;
-  const float* block_values(int slot, int layer, int i) const;
+  // Stores the key and value of `position` of `slot` in `layer` (kv_width
+  // floats each), in dtype() (bf16: rounded to nearest, ties to even). The
+  // position's block must be reserved (and Writable, for the decoder).
+  void WriteRow(int slot, int layer, int position, const float* key,
+                const float* value);
+  // The key and value of `position` as stored, widened to floats (exactly
+  // what attention reads).
+  void ReadRow(int slot, int layer, int position, float* key,
+               float* value) const;
+  // The keys (values) of block `i` of `slot`'s table in `layer`, as stored:
+  // [n_kv_heads, block_tokens, head_dim] row-major (head h's keys start at
+  // h × head_stride(), one position every head_dim elements). Element is
+  // float for kF32 and uint16_t (bf16 bits) for kBf16; the other is a null
+  // pointer.
+  template <typename Element>
+  const Element* block_keys(int slot, int layer, int i) const;
+  template <typename Element>
+  const Element* block_values(int slot, int layer, int i) const;
   // Block ids of `slot`'s table (for tests and metrics).
   const std::vector<int>& block_table(int slot) const {
     return slots_[slot].table;
@@ -208,19 +248,61 @@ class KvCache {
            position % block_tokens_;
   }
 
+  using Bf16Rows =
+      Eigen::Matrix<uint16_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  // Where `position` of `slot` begins in its layer's array: head 0's element
+  // 0 (head h's is head_stride() × h further).
+  size_t Offset(int slot, int position) const {
+    return Row(slots_[slot].table[position / block_tokens_], 0) * kv_width_ +
+           static_cast<size_t>(position % block_tokens_) * head_dim_;
+  }
+
+  KvDtype dtype_;
   int capacity_;
   int block_tokens_;
   int n_layers_;
   int kv_width_;
+  int head_dim_;
+  int n_kv_heads_;
   int cross_width_;  // d_model
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<int> free_;  // A stack: low ids first.
   std::list<int> lru_;     // Cached blocks, least recently released first.
   std::unordered_multimap<uint64_t, int> published_;  // hash -> block
-  std::vector<Activations> keys_;  // [layer]: [blocks × block_tokens, kv_width]
-  std::vector<Activations> values_;  // [layer]
+  // [layer]: [blocks × block_tokens, kv_width]; the f32 pair or the bf16
+  // pair, as dtype_ says (the other is empty).
+  std::vector<Activations> keys_;
+  std::vector<Activations> values_;
+  std::vector<Bf16Rows> keys_bf16_;
+  std::vector<Bf16Rows> values_bf16_;
 };
+
+template <>
+inline const float* KvCache::block_keys<float>(int slot, int layer,
+                                               int i) const {
+  if (dtype_ != KvDtype::kF32) return nullptr;
+  return keys_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+}
+template <>
+inline const float* KvCache::block_values<float>(int slot, int layer,
+                                                 int i) const {
+  if (dtype_ != KvDtype::kF32) return nullptr;
+  return values_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+}
+template <>
+inline const uint16_t* KvCache::block_keys<uint16_t>(int slot, int layer,
+                                                     int i) const {
+  if (dtype_ != KvDtype::kBf16) return nullptr;
+  return keys_bf16_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+}
+template <>
+inline const uint16_t* KvCache::block_values<uint16_t>(int slot, int layer,
+                                                       int i) const {
+  if (dtype_ != KvDtype::kBf16) return nullptr;
+  return values_bf16_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+}
 
 }  // namespace textgen
 

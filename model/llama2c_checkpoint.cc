@@ -150,8 +150,9 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
   }
   // Before the converted copy below is allocated.
   TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(
-      c, options.weight_type, options.kv_cache_slots, options.kv_cache_tokens,
-      options.sequences(), options.memory_budget_bytes, source));
+      c, options.weight_type, options.kv_dtype, options.kv_cache_slots,
+      options.kv_cache_tokens, options.sequences(), options.memory_budget_bytes,
+      source));
 
   const int64_t C = h.dim, F = h.hidden_dim, V = h.vocab_size;
   const int D = h.dim / h.n_heads;

@@ -17,7 +17,8 @@ std::string MiB(double bytes) {
 }  // namespace
 
 ModelMemory EstimateModelMemory(const ModelConfig& c,
-                                kernels::WeightType weight_type) {
+                                kernels::WeightType weight_type,
+                                KvDtype kv_dtype) {
   // Bytes per weight: Q8_0 holds 32 one-byte quants and a float scale per
   // block of 32.
   const double w = weight_type == kernels::WeightType::kBF16 ? 2
@@ -52,7 +53,7 @@ ModelMemory EstimateModelMemory(const ModelConfig& c,
   if (c.positions != PositionKind::kRotary) m.positions = T * C * f32;
   // The encoder's own table (learned) or copy of the sinusoidal one.
   if (c.is_encoder_decoder()) m.positions *= 2;
-  m.kv_cache_per_token = 2 * L * kv_cols * f32;
+  m.kv_cache_per_token = 2 * L * kv_cols * KvDtypeBytes(kv_dtype);
   m.kv_cache_per_slot = T * m.kv_cache_per_token;
   // A slot's cross-attention keys and values for a source of up to a whole
   // context, beside the pool (model/kv_cache.h).
@@ -71,13 +72,14 @@ uint64_t PhysicalMemoryBytes() {
 }
 
 absl::Status CheckMemoryBudget(const ModelConfig& config,
-                               kernels::WeightType weight_type, int kv_slots,
+                               kernels::WeightType weight_type,
+                               KvDtype kv_dtype, int kv_slots,
                                int64_t kv_tokens, int sequences,
                                uint64_t budget_bytes,
                                const std::string& source) {
   const uint64_t budget =
       budget_bytes == 0 ? PhysicalMemoryBytes() : budget_bytes;
-  const ModelMemory m = EstimateModelMemory(config, weight_type);
+  const ModelMemory m = EstimateModelMemory(config, weight_type, kv_dtype);
   const double total = m.Total(kv_slots, kv_tokens, sequences);
   if (total <= static_cast<double>(budget)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(

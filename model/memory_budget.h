@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "model/config.h"
 #include "model/kernels.h"
+#include "model/kv_cache.h"
 
 namespace textgen {
 
@@ -36,8 +37,10 @@ struct ModelMemory {
   }
 };
 
+// KV-cache bytes at `kv_dtype` (model/kv_cache.h).
 ModelMemory EstimateModelMemory(const ModelConfig& config,
-                                kernels::WeightType weight_type);
+                                kernels::WeightType weight_type,
+                                KvDtype kv_dtype = KvDtype::kF32);
 
 // The machine's physical memory in bytes (what a budget of 0 means).
 uint64_t PhysicalMemoryBytes();
@@ -49,7 +52,8 @@ uint64_t PhysicalMemoryBytes();
 // memory); otherwise RESOURCE_EXHAUSTED naming `source`, each part's size and
 // the budget.
 absl::Status CheckMemoryBudget(const ModelConfig& config,
-                               kernels::WeightType weight_type, int kv_slots,
+                               kernels::WeightType weight_type,
+                               KvDtype kv_dtype, int kv_slots,
                                int64_t kv_tokens, int sequences,
                                uint64_t budget_bytes,
                                const std::string& source);

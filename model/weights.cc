@@ -420,10 +420,10 @@ absl::StatusOr<ModelWeights> LoadWeights(
   if (files.empty()) {
     return absl::InvalidArgumentError("a checkpoint needs at least one file");
   }
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckMemoryBudget(config, options.weight_type, options.kv_cache_slots,
-                        options.kv_cache_tokens, options.sequences(),
-                        options.memory_budget_bytes, files[0]->source()));
+  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(
+      config, options.weight_type, options.kv_dtype, options.kv_cache_slots,
+      options.kv_cache_tokens, options.sequences(), options.memory_budget_bytes,
+      files[0]->source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, files, options.weight_type);

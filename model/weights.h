@@ -36,6 +36,7 @@
 #include "absl/types/span.h"
 #include "model/config.h"
 #include "model/kernels.h"
+#include "model/kv_cache.h"
 #include "model/safetensors.h"
 #include "model/tensor.h"
 
@@ -114,6 +115,8 @@ struct LoadOptions {
   uint64_t memory_budget_bytes = 0;
   int kv_cache_slots = 1;
   int64_t kv_cache_tokens = 0;
+  // How those keys and values are held (model/kv_cache.h).
+  KvDtype kv_dtype = KvDtype::kF32;
   // Sequences served at once, if not kv_cache_slots (with a pool): each holds
   // its source's cross-attention keys and values in an encoder–decoder model.
   int sequence_slots = 0;

@@ -41,6 +41,13 @@ absl::StatusOr<std::vector<int>> Indices(
   return indices;
 }
 
+KvCacheOptions OneSlot(KvDtype dtype) {
+  KvCacheOptions options;
+  options.num_slots = 1;
+  options.dtype = dtype;
+  return options;
+}
+
 }  // namespace
 
 AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
@@ -49,7 +56,7 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
     : options_(options),
       tokenizer_(tokenizer),
       decoder_(std::move(decoder)),
-      cache_(decoder_->config(), 1) {}
+      cache_(decoder_->config(), OneSlot(options.kv_dtype)) {}
 
 AttentionDebugger::~AttentionDebugger() {
   {

@@ -55,6 +55,9 @@ struct DebugAttentionOptions {
   size_t max_map_bytes = size_t{64} << 20;
   // Calls admitted at once, from admission until their reply is written.
   int max_concurrent = 2;
+  // How the call's KV cache holds keys and values: the engine's, so that the
+  // maps are the attention generation computes (bf16 moves them by ~1e-3).
+  KvDtype kv_dtype = KvDtype::kF32;
 };
 
 class AttentionDebugger {

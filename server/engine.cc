@@ -99,6 +99,7 @@ KvCacheOptions Engine::CacheOptions(const EngineOptions& options) {
   KvCacheOptions cache;
   cache.num_slots = options.num_slots;
   cache.block_tokens = options.kv_block_tokens;
+  cache.dtype = options.kv_dtype;
   cache.num_blocks = options.kv_cache_tokens > 0
                          ? (options.kv_cache_tokens + cache.block_tokens - 1) /
                                cache.block_tokens

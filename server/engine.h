@@ -61,6 +61,9 @@ struct EngineOptions {
   // whole blocks); 0 means num_slots × the model's context, the memory of
   // unpaged slots.
   int kv_cache_tokens = 0;
+  // How the pool holds keys and values: f32, or bf16 (half the memory and
+  // the bytes attention reads; see model/kv_cache.h).
+  KvDtype kv_dtype = KvDtype::kF32;
   // Reuse the KV blocks of earlier prompts' common prefixes. Off for an
   // encoder–decoder model, whatever this says: its target's keys depend on
   // the source too, which a prefix of target tokens does not capture.

@@ -187,7 +187,8 @@ TextGenerationService::TextGenerationService(
                                options.max_attention_tokens,
                                options.max_attention_message_bytes,
                                options.max_attention_map_bytes,
-                               options.max_concurrent_debug_attention},
+                               options.max_concurrent_debug_attention,
+                               engine->options().kv_dtype},
                            std::move(attention_decoder), tokenizer_)
                      : nullptr) {
   RouteProtobufLogs();
@@ -360,6 +361,7 @@ pb::ModelInfo TextGenerationService::DescribeServer() const {
   DescribeModel(engine_->config(), tokenizer_, info);
   info.set_name(options_.model_name);
   info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
+  info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);

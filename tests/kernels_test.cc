@@ -454,6 +454,47 @@ TEST(KernelFamiliesTest, AttentionScoresOfWholeKeyBlocksEqualKeysScoredAlone) {
   }
 }
 
+// Keys and values held as bf16 (a kBf16 KV cache) are widened exactly: the
+// bf16 kernels equal the f32 ones over the widened floats, bit for bit, in
+// every family, for whole key blocks, partial ones and a scalar tail of the
+// head dimension (depth 20).
+TEST(KernelFamiliesTest, Bf16KeysAndValuesEqualF32OverTheWidenedFloats) {
+  for (int depth : {20, 64, 128}) {
+    SCOPED_TRACE(depth);
+    const int rows = 3, keys = 37, start = keys - rows;
+    const Activations q = Random(rows, depth, depth + 3);
+    const Activations kv = Random(keys, depth, depth + 4);
+    std::vector<uint16_t> bf16(kv.size());
+    Activations widened(keys, depth);
+    for (Eigen::Index i = 0; i < kv.size(); ++i) {
+      bf16[i] = kernels::FloatToBf16(kv.data()[i]);
+      widened.data()[i] = kernels::Bf16ToFloat(bf16[i]);
+    }
+    const Activations p = Random(1, keys, depth + 5).cwiseAbs();
+    ForEachFamily([&](kernels::KernelFamily) {
+      std::vector<float> scratch(kernels::AttentionScratchFloats(depth));
+      Activations want = Activations::Zero(rows, keys);
+      Activations got = Activations::Zero(rows, keys);
+      kernels::AttentionScores(q.data(), rows, depth, depth, widened.data(),
+                               depth, keys, start, want.data(), keys,
+                               scratch.data());
+      kernels::AttentionScores(q.data(), rows, depth, depth, bf16.data(), depth,
+                               keys, start, got.data(), keys, scratch.data());
+      for (int t = 0; t < rows; ++t) {
+        for (int j = 0; j <= start + t; ++j) {
+          ASSERT_EQ(got(t, j), want(t, j)) << "row " << t << " key " << j;
+        }
+      }
+      std::vector<float> sum_want(depth), sum_got(depth);
+      kernels::WeightedSum(p.data(), keys, widened.data(), depth, depth,
+                           sum_want.data());
+      kernels::WeightedSum(p.data(), keys, bf16.data(), depth, depth,
+                           sum_got.data());
+      EXPECT_EQ(sum_got, sum_want);
+    });
+  }
+}
+
 TEST(KernelDispatchTest, NamesAndAutoPickTheBestFamily) {
   EXPECT_STREQ(kernels::KernelFamilyName(kernels::KernelFamily::kGeneric),
                "generic");

@@ -11,6 +11,8 @@
 #include <numeric>
 #include <vector>
 
+#include "model/kernels.h"
+
 namespace textgen {
 namespace {
 
@@ -23,6 +25,8 @@ ModelConfig TinyConfig() {
   c.n_kv_heads = 2;
   return c;
 }
+
+constexpr int kKvWidth = 8;  // TinyConfig's n_kv_heads × head_dim.
 
 KvCacheOptions Options(int slots, int block_tokens, int blocks) {
   KvCacheOptions o;
@@ -41,15 +45,20 @@ std::vector<int> Iota(int n, int first = 0) {
 // Fills `slot` as the decoder would: reserve, write every row, advance.
 void Fill(KvCache& cache, int slot, int n, float value) {
   ASSERT_TRUE(cache.Reserve(slot, cache.length(slot) + n).ok());
-  const int kv_width = 8;
   for (int p = cache.length(slot); p < cache.length(slot) + n; ++p) {
     ASSERT_TRUE(cache.Writable(slot, p)) << p;
-    for (int l = 0; l < 2; ++l) {
-      std::fill_n(cache.key_row(slot, l, p), kv_width, value + p);
-      std::fill_n(cache.value_row(slot, l, p), kv_width, -value - p);
-    }
+    const std::vector<float> key(kKvWidth, value + p), v(kKvWidth, -value - p);
+    for (int l = 0; l < 2; ++l)
+      cache.WriteRow(slot, l, p, key.data(), v.data());
   }
   cache.Advance(slot, n);
+}
+
+// The first element of `position`'s key in `layer`.
+float Key(const KvCache& cache, int slot, int layer, int position) {
+  std::vector<float> key(kKvWidth), value(kKvWidth);
+  cache.ReadRow(slot, layer, position, key.data(), value.data());
+  return key[0];
 }
 
 void ExpectAllBack(const KvCache& cache) {
@@ -127,7 +136,7 @@ TEST(KvCacheTest, CachedBlocksOutliveTheirSlotAndAreEvictedOldestFirst) {
   EXPECT_EQ(match.idle_blocks, 2);
   EXPECT_EQ(cache.AttachPrefix(1, prompt), 8);
   EXPECT_EQ(cache.AvailableBlocks(), 2);
-  EXPECT_EQ(cache.key_row(1, 1, 5)[0], 6.0f) << "the cached rows";
+  EXPECT_EQ(Key(cache, 1, 1, 5), 6.0f) << "the cached rows";
   cache.Clear(1);
 
   // Four blocks wanted with two free: the two cached ones are evicted, and
@@ -164,12 +173,65 @@ TEST(KvCacheTest, TruncatingIntoASharedBlockCopiesItFirst) {
   cache.Truncate(1, 6);  // Position 6 is in the shared second block.
   EXPECT_NE(cache.block_table(1)[1], shared);
   EXPECT_TRUE(cache.Writable(1, 6));
-  EXPECT_EQ(cache.key_row(1, 0, 5)[0], 6.0f) << "kept rows copied";
-  std::fill_n(cache.key_row(1, 0, 6), 8, -7.0f);
-  EXPECT_EQ(cache.key_row(0, 0, 6)[0], 7.0f) << "the shared block untouched";
+  EXPECT_EQ(Key(cache, 1, 0, 5), 6.0f) << "kept rows copied";
+  const std::vector<float> row(kKvWidth, -7.0f);
+  cache.WriteRow(1, 0, 6, row.data(), row.data());
+  EXPECT_EQ(Key(cache, 0, 0, 6), 7.0f) << "the shared block untouched";
   cache.Clear(0);
   cache.Clear(1);
   ExpectAllBack(cache);
+}
+
+TEST(KvCacheTest, Bf16HoldsEachElementRoundedToNearestInHalfTheBytes) {
+  KvCacheOptions options = Options(1, 4, 4);
+  KvCache f32(TinyConfig(), options);
+  options.dtype = KvDtype::kBf16;
+  KvCache bf16(TinyConfig(), options);
+  EXPECT_EQ(bf16.dtype(), KvDtype::kBf16);
+  EXPECT_EQ(2 * bf16.MemoryBytes(), f32.MemoryBytes());
+
+  // 1 + 2^-8 is a tie between two bf16 values (ties to even: 1); 1 + 3·2^-8
+  // rounds up to 1 + 2^-6; -0.1f rounds to nearest; 256 is exact.
+  const float key[kKvWidth] = {
+      1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.1f, 256.0f, 0.0f, -0.0f, 1e-30f,
+      3.0e38f};
+  float value[kKvWidth];
+  for (int i = 0; i < kKvWidth; ++i) value[i] = -key[i];
+  ASSERT_TRUE(bf16.Reserve(0, 3).ok());
+  bf16.WriteRow(0, 1, 2, key, value);
+  float k[kKvWidth], v[kKvWidth];
+  bf16.ReadRow(0, 1, 2, k, v);
+  EXPECT_EQ(k[0], 1.0f);
+  EXPECT_EQ(k[1], 1.0f + 0x1p-6f);
+  EXPECT_EQ(k[2], -0.10009765625f);
+  EXPECT_EQ(k[3], 256.0f);
+  for (int i = 0; i < kKvWidth; ++i) {
+    EXPECT_EQ(k[i], kernels::Bf16ToFloat(kernels::FloatToBf16(key[i]))) << i;
+    EXPECT_EQ(v[i], -k[i]) << i;
+  }
+  // What the attention kernels read is the same bits, head-major: head h's
+  // element d of position p at h · head_stride + p · head_dim + d.
+  const uint16_t* block = bf16.block_keys<uint16_t>(0, 1, 0);
+  ASSERT_NE(block, nullptr);
+  constexpr int kHeadDim = kKvWidth / 2;
+  EXPECT_EQ(bf16.head_stride(), 4 * kHeadDim);
+  for (int h = 0; h < 2; ++h) {
+    for (int d = 0; d < kHeadDim; ++d) {
+      EXPECT_EQ(kernels::Bf16ToFloat(
+                    block[h * bf16.head_stride() + 2 * kHeadDim + d]),
+                k[h * kHeadDim + d])
+          << h << ", " << d;
+    }
+  }
+  EXPECT_EQ(bf16.block_keys<float>(0, 1, 0), nullptr) << "not its dtype";
+}
+
+TEST(KvCacheTest, ParsesItsDtypes) {
+  EXPECT_EQ(*ParseKvDtype("f32"), KvDtype::kF32);
+  EXPECT_EQ(*ParseKvDtype("bf16"), KvDtype::kBf16);
+  EXPECT_EQ(ParseKvDtype("fp8").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_STREQ(KvDtypeName(KvDtype::kBf16), "bf16");
 }
 
 }  // namespace

@@ -69,6 +69,11 @@ constexpr float kSelfConsistency = 1e-5f;
 // below), bounded here with
 // margin.
 constexpr float kInt8LogitsVsTorch = 1.25f;
+// A bf16 KV cache rounds keys and values to 8 significant bits (relative error
+// at most 2^-9): over these random 3-layer models that moves logits of range
+// ±10..±24 by 0.022 .. 0.216 (printed below; top-1 agreement 62..64 of 64),
+// bounded here with margin; a fifth of int8 weights' error.
+constexpr float kBf16KvLogitsVsTorch = 0.3f;
 // Random-weight models have flat next-token distributions: 11 to 16 of the 64
 // golden positions have their top two logits within 0.3 of each other, where
 // an error of that size flips the argmax (raw agreement is 57..64 of 64). So
@@ -423,6 +428,59 @@ TEST_P(ParityTest, BatchedStepGivesEachSequenceItsOwnLogits) {
   EXPECT_EQ(delta, 0.0f) << "batched logits are no longer bit-exact";
 }
 
+// A bf16 KV cache (model/kv_cache.h) rounds each key and value once, when
+// written: logits stay within kBf16KvLogitsVsTorch of PyTorch's, and every
+// read sees the same rounded value, so token-by-token decoding, uneven
+// chunks and a batch with other sequences give the full pass's logits bit for
+// bit, as with f32.
+TEST_P(ParityTest, Bf16KvCacheIsCloseToPyTorchAndSelfConsistent) {
+  KvCacheOptions bf16;
+  bf16.num_slots = 2;
+  bf16.dtype = KvDtype::kBf16;
+  const std::vector<int>& ids = golden_.ids;
+  const int T = static_cast<int>(ids.size());
+
+  KvCache full_cache(config(), bf16);
+  ForwardResult full;
+  ASSERT_TRUE(
+      decoder_->Forward({{0, ids}}, full_cache, {LogitsMode::kAllTokens}, full)
+          .ok());
+  const float vs_torch = MaxAbsDiff(full.logits, golden_.logits);
+  int agree = 0;
+  for (int t = 0; t < T; ++t) {
+    Eigen::Index ours, torch;
+    full.logits.row(t).maxCoeff(&ours);
+    golden_.logits.row(t).maxCoeff(&torch);
+    agree += ours == torch;
+  }
+
+  // Token by token in slot 1 while slot 0 reads the reversed prompt in
+  // chunks: one batch per step.
+  const std::vector<int> reversed(ids.rbegin(), ids.rend());
+  KvCache cache(config(), bf16);
+  float self_delta = 0.0f;
+  int other = 0;
+  for (int t = 0; t < T; ++t) {
+    std::vector<SequenceChunk> batch = {{1, absl::MakeConstSpan(&ids[t], 1)}};
+    const int n = std::min(t % 3 + 1, T - other);
+    if (n > 0) {
+      batch.push_back({0, absl::MakeConstSpan(reversed.data() + other, n)});
+    }
+    ForwardResult step;
+    ASSERT_TRUE(decoder_->Forward(batch, cache, {}, step).ok());
+    other += n;
+    self_delta = std::max(
+        self_delta,
+        (step.logits.row(0) - full.logits.row(t)).cwiseAbs().maxCoeff());
+  }
+  std::printf(
+      "[parity] %-19s bf16 KV cache vs PyTorch: max|Δ logits| = %.3g, top-1 "
+      "agreement %d/%d; token by token in a batch vs full pass: %.3g\n",
+      GetParam().c_str(), vs_torch, agree, T, self_delta);
+  EXPECT_LE(vs_torch, kBf16KvLogitsVsTorch);
+  EXPECT_EQ(self_delta, 0.0f) << "bf16 KV-cached decoding is not bit-exact";
+}
+
 // The paged KV cache (model/kv_cache.h): attention reads its keys and values
 // block by block, and any block size gives the logits of one block holding
 // the whole context (the unpaged layout) bit for bit, prompt chunked across
@@ -480,8 +538,8 @@ TEST_P(ParityTest, CachedPrefixContinuationEqualsColdContinuation) {
     std::vector<float> bytes;
     for (int l = 0; l < config().n_layers; ++l) {
       for (int i = 0; i < 2; ++i) {
-        const float* k = cache.block_keys(0, l, i);
-        const float* v = cache.block_values(0, l, i);
+        const float* k = cache.block_keys<float>(0, l, i);
+        const float* v = cache.block_values<float>(0, l, i);
         bytes.insert(bytes.end(), k, k + kv_floats);
         bytes.insert(bytes.end(), v, v + kv_floats);
       }

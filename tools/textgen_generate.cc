@@ -62,6 +62,9 @@ ABSL_FLAG(std::string, weights_dtype, "f32",
           "bytes, f32 arithmetic), int8 (GGUF Q8_0, 0.28x the bytes, "
           "activations quantized alike) or w8a32 (Q8_0 weights, f32 "
           "activations), whatever the file stores.");
+ABSL_FLAG(std::string, kv_cache_dtype, "f32",
+          "How the KV cache holds keys and values: f32 (exact) or bf16 (half "
+          "the memory and attention's bytes; logits move by ~1e-2).");
 ABSL_FLAG(std::string, cpu_kernels, "auto",
           "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
           "the best this CPU runs; a family the CPU cannot run is refused).");
@@ -114,6 +117,12 @@ int main(int argc, char** argv) {
         absl::StrCat("--weights_dtype: ", weight_type.status().message()));
   }
   load_options.weight_type = *weight_type;
+  auto kv_dtype = textgen::ParseKvDtype(absl::GetFlag(FLAGS_kv_cache_dtype));
+  if (!kv_dtype.ok()) {
+    return Fail(
+        absl::StrCat("--kv_cache_dtype: ", kv_dtype.status().message()));
+  }
+  load_options.kv_dtype = *kv_dtype;
   const auto load_start = std::chrono::steady_clock::now();
   auto loaded = textgen::LoadModel(
       absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_tokenizer), load_options);
@@ -124,15 +133,16 @@ int main(int argc, char** argv) {
   textgen::Decoder decoder(std::move(loaded->checkpoint), decoder_options);
   std::fprintf(
       stderr,
-      "model: %s; weights %s, %.1f MiB, loaded in %.2f s; %d thread(s); "
-      "%s kernels\n",
+      "model: %s; weights %s, %.1f MiB, loaded in %.2f s; KV cache %s; %d "
+      "thread(s); %s kernels\n",
       textgen::DescribeConfig(decoder.config()).c_str(),
       textgen::kernels::WeightTypeName(*weight_type),
       decoder.weights().MemoryBytes() / 1048576.0,
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                     load_start)
           .count(),
-      decoder.threads(), textgen::kernels::KernelFamilyName(*cpu_kernels));
+      textgen::KvDtypeName(*kv_dtype), decoder.threads(),
+      textgen::kernels::KernelFamilyName(*cpu_kernels));
   if (tokenizer) {
     std::fprintf(stderr, "tokenizer: %s (%s)\n", tokenizer->Describe().c_str(),
                  loaded->tokenizer_path.c_str());
@@ -207,6 +217,7 @@ int main(int argc, char** argv) {
   options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   options.sampling = sampling;
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.kv_dtype = *kv_dtype;
   if (tokenizer) {
     // Any of the tokenizer's end ids (llama2.c models also mark the start of
     // the next story with BOS: EndsSequence says so for them).
