@@ -1,7 +1,8 @@
 // Google Benchmark micro-benchmarks of the model core (model/decoder.h), one
 // set per checkpoint given in --models:
 //
-//   decode/<model>/batch:B      one decode step of B sequences (B = 1, 8, 32),
+//   decode/<model>/batch:B      one decode step of B sequences (B = 1, 8, 16,
+//                               32),
 //                               each with --decode_context tokens cached
 //   prefill/<model>/tokens:T    one sequence's prompt of T tokens (128, 512,
 //                               or --prefill_tokens), clipped to the context
@@ -266,7 +267,7 @@ void RegisterAll(const std::vector<std::string>& dirs, int decode_context,
     const std::string name = ModelName(dir);
     const int context = Decoders().at(dir)->config().context_length;
     const int dc = std::min(decode_context, context - 1);
-    for (int batch : {1, 8, 32}) {
+    for (int batch : {1, 8, 16, 32}) {
       benchmark::RegisterBenchmark(
           absl::StrCat("decode/", name, "/batch:", batch).c_str(),
           [dir, batch, dc](benchmark::State& s) {

@@ -62,7 +62,7 @@ def positive(kv: dict[str, str], key: str, line: str) -> float:
 
 def model_bench(binary: str, model: str) -> None:
     # The model twice: as stored (F32) and with bf16 weights in memory, on 2 threads.
-    out = run([binary, f"--models={model},{model}:bf16", "--threads=2",
+    out = run([binary, f"--models={model},{model}:bf16:kvbf16", "--threads=2",
                "--benchmark_min_time=0.01", "--benchmark_format=json"])
     report = json.loads(out)
     if report["context"].get("decoder_threads") != "2":
@@ -71,9 +71,9 @@ def model_bench(binary: str, model: str) -> None:
     with open(os.path.join(model, "config.json")) as f:
         ctx = json.load(f)["n_positions"]
     expected = set()
-    for name in (base_name, base_name + "-bf16"):
+    for name in (base_name, base_name + "-bf16-kvbf16"):
         expected |= {f"decode/{name}/batch:1", f"decode/{name}/batch:8",
-                     f"decode/{name}/batch:32", f"prefill/{name}/tokens:{min(128, ctx)}",
+                     f"decode/{name}/batch:16", f"decode/{name}/batch:32", f"prefill/{name}/tokens:{min(128, ctx)}",
                      f"prefill/{name}/tokens:{min(512, ctx)}", f"full_context/{name}/cache:{ctx}"}
     got = {}
     for b in report["benchmarks"]:
