@@ -534,19 +534,28 @@ void QuantizeRows(const float* x, int rows, int x_stride, int depth, int8_t* q,
 
 // Rows [0, R) × C vectors of columns (from vector c0) of one panel, over every
 // block: out[r][c] holds the float sums (see above). With `next` (the next
-// panel's quants), each line read also requests the same line of the next
-// panel: a hint, so that a batch computing on this panel has the next one
-// arriving meanwhile instead of waiting for it after.
+// panel's quants), this is pass `pass` of `passes` over the panel, and quad i
+// of the panel (i = 8 b + q) requests the next panel's quad i when i % passes
+// == pass: a hint, spread evenly over the panel's compute, so that a batch
+// working on this panel has the next one arriving meanwhile (a burst of
+// requests would stall on the core's few line-fill buffers instead).
 template <int R, int C>
 inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
-                     const float* scales, int c0, const uint8_t* next,
-                     Vec (&out)[R][C]) {
+                     const float* scales, int c0, const uint8_t* next, int pass,
+                     int passes, Vec (&out)[R][C]) {
   Vec acc[R][C] = {};
   const int blocks = x.blocks;
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = quants + static_cast<long>(b) * kBlockBytes;
     VecI dots[R][C] = {};
     for (int q = 0; q < PackedWeights::kInt8Block / 4; ++q) {
+      if (next != nullptr &&
+          (b * (PackedWeights::kInt8Block / 4) + q) % passes == pass) {
+        const uint8_t* line = next + (wb - quants) + q * kQuadBytes;
+        for (int l = 0; l < kQuadBytes; l += 64) {
+          __builtin_prefetch(line + l, 0, 2);
+        }
+      }
       int32_t x4[R];
       for (int r = 0; r < R; ++r) {
         x4[r] = LoadQuad(x.q +
@@ -561,8 +570,6 @@ inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
           // request the lines a few blocks ahead (a hint; harmless past the
           // end).
           __builtin_prefetch(wq + 4 * kBlockBytes);
-        } else if (next != nullptr) {
-          __builtin_prefetch(next + (wq - quants), 0, 2);
         }
         const QuadWeights w = LoadQuadWeights(wq);
         for (int r = 0; r < R; ++r) dots[r][c] = DotQuad(dots[r][c], w, x4[r]);
@@ -619,12 +626,15 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
     int r = 0;
     // Four rows share each load of the panel, half a panel at a time (so the
     // sums stay in registers); a row's values are the same either way.
-    // The first tile of rows requests the next panel (see Int8Tile).
+    // Every pass (tile of rows, half of the panel) requests its share of the
+    // next panel (see Int8Tile).
     const uint8_t* next = p + 1 < panel_end ? pq + panel_bytes : nullptr;
+    const int passes = x.rows / 4 * (kPanelVecs / 2);
     for (; r + 4 <= x.rows; r += 4) {
       for (int c0 = 0; c0 < kPanelVecs; c0 += 2) {
         Vec sums[4][2];
-        Int8Tile<4, 2>(x, r, pq, ps, c0, r == 0 ? next : nullptr, sums);
+        Int8Tile<4, 2>(x, r, pq, ps, c0, next,
+                       r / 4 * (kPanelVecs / 2) + c0 / 2, passes, sums);
         for (int i = 0; i < 4; ++i) {
           StoreSums<2>(sums[i], c0, valid,
                        y + static_cast<long>(r + i) * y_stride + j0,
@@ -634,7 +644,7 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
     }
     for (; r < x.rows; ++r) {
       Vec sums[1][kPanelVecs];
-      Int8Tile<1, kPanelVecs>(x, r, pq, ps, 0, nullptr, sums);
+      Int8Tile<1, kPanelVecs>(x, r, pq, ps, 0, nullptr, 0, 1, sums);
       StoreSums<kPanelVecs>(sums[0], 0, valid,
                             y + static_cast<long>(r) * y_stride + j0,
                             accumulate);
