@@ -24,13 +24,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto type :
        {textgen::kernels::WeightType::kF32, textgen::kernels::WeightType::kBF16,
         textgen::kernels::WeightType::kInt8}) {
-    const textgen::ModelMemory m = textgen::EstimateModelMemory(*config, type);
+    // f32 keys and values for f32 weights, bf16 ones otherwise.
+    const textgen::KvDtype kv = type == textgen::kernels::WeightType::kF32
+                                    ? textgen::KvDtype::kF32
+                                    : textgen::KvDtype::kBf16;
+    const textgen::ModelMemory m =
+        textgen::EstimateModelMemory(*config, type, kv);
     const double total =
         m.Total(/*kv_slots=*/9, /*kv_tokens=*/4096, /*sequences=*/9);
     FUZZ_CHECK(std::isfinite(total) && total > 0);
     const absl::Status s = textgen::CheckMemoryBudget(
-        *config, type, /*kv_slots=*/1, /*kv_tokens=*/4096, /*sequences=*/9,
-        /*budget_bytes=*/1 << 30, "fuzz");
+        *config, type, kv, /*kv_slots=*/1, /*kv_tokens=*/4096,
+        /*sequences=*/9, /*budget_bytes=*/1 << 30, "fuzz");
     FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kResourceExhausted);
   }
   return 0;
