@@ -182,10 +182,12 @@ struct Int8Panel {
   }
 };
 
-// How far ahead (in k steps) the one-row kernel prefetches its panel: decode
+// How far ahead (in bytes) the one-row kernel prefetches its panel: decode
 // streams every weight from memory once per step, and a single sequential
-// stream per panel leaves the hardware prefetcher short of full bandwidth.
-constexpr int kPrefetchSteps = 16;
+// stream per panel leaves the hardware prefetcher short of full bandwidth. In
+// bytes, not steps: a bf16 step is half an f32 one and a Q8_0 step a quarter,
+// and a distance in steps left them too few lines in flight.
+constexpr int kPrefetchBytes = 4096;
 
 // Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
 // k. The one body PanelTile and PanelSteps share, so their sums are formed in
@@ -211,7 +213,7 @@ inline void PanelTile(const float* x, int depth, int x_stride,
   for (int k = 0; k < depth; ++k) {
     if (R == 1) {
       // Prefetching past the panel's end is harmless (a hint, never a fault).
-      const char* ahead = panel.Step(k + kPrefetchSteps);
+      const char* ahead = panel.Step(k) + kPrefetchBytes;
       for (int e = 0; e < Panel::kStepBytes; e += 64) {
         __builtin_prefetch(ahead + e);
       }
