@@ -891,6 +891,7 @@ TEST_F(E2eTest, ModelInfoAndTokenize) {
   EXPECT_EQ(info.cpu_kernels(),
             kernels::KernelFamilyName(kernels::ActiveKernelFamily()));
   EXPECT_EQ(info.weights_dtype(), "f32");
+  EXPECT_EQ(info.kv_cache_dtype(), "f32");
   EXPECT_EQ(info.limits().max_prompt_tokens(), 100);
   EXPECT_EQ(info.limits().max_new_tokens(), 200);
 

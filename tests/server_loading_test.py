@@ -87,6 +87,34 @@ expect("huge_context_refused",
        and "RESOURCE_EXHAUSTED" in log and peak < 500,
        f"rc {rc}, peak of children {peak:.0f} MB, {seconds:.1f} s: {log}")
 
+# --kv_cache_dtype: an unknown dtype is refused by name. The memory budget
+# counts bf16 keys and values at 2 bytes: a pool of 25,600 positions of the
+# shipped model (6 layers, d_model 192) is 236 MB in f32, over a 200 MB budget,
+# and 118 MB in bf16, which starts and says so.
+rc, log, _ = run(["--model", shipped, "--kv_cache_dtype", "fp8"])
+expect("kv_cache_dtype_unknown_refused",
+       rc == 1 and "--kv_cache_dtype" in log and "unknown KV-cache dtype" in log,
+       log)
+pool = ["--model", shipped, "--kv_cache_tokens", "25600",
+        "--memory_budget_mb", "200"]
+rc, log, _ = run(pool + ["--kv_cache_dtype", "f32"])
+expect("kv_cache_f32_over_budget",
+       rc == 1 and "memory budget" in log and "25600 positions" in log, log)
+log_path = os.path.join(work, "kv_bf16.log")
+with open(log_path, "w") as log_file:
+    p = subprocess.Popen([server, "--port", "0", "--host", "127.0.0.1"] + pool
+                         + ["--kv_cache_dtype", "bf16"],
+                         stdout=log_file, stderr=subprocess.STDOUT)
+    for _ in range(600):  # Up to 30 s.
+        if "serving on port" in open(log_path).read() or p.poll() is not None:
+            break
+        time.sleep(0.05)
+    p.terminate()
+    rc = p.wait(timeout=30)
+log = open(log_path).read()
+expect("kv_cache_bf16_fits_the_budget",
+       "serving on port" in log and "KV cache bf16" in log and rc == 0, log)
+
 # SIGTERM while loading. A GPT-2-small-shaped checkpoint of zeros (500 MB, a
 # sparse file: no disk used) takes seconds to convert and pack; once loading
 # is under way (resident memory growing) SIGTERM must end the process at once:
