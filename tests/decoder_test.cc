@@ -119,7 +119,8 @@ TEST_F(DecoderTest, CapturesNothingUnlessAsked) {
 
 // Threads split work by output (model/decoder.h), so a mixed batch (a prefill
 // chunk, a decode step, a fresh sequence) gives the same logits and attention
-// maps bit for bit on one thread and on two. Also run under TSan.
+// maps bit for bit on one thread and on two, with f32 or bf16 keys and
+// values. Also run under TSan.
 TEST(DecoderThreadsTest, TwoThreadsEqualOneBitForBit) {
   auto checkpoint = LoadCheckpoint(testing::GoldenDir("gpt2_learned"));
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
@@ -129,23 +130,31 @@ TEST(DecoderThreadsTest, TwoThreadsEqualOneBitForBit) {
   options.min_parallel_work = 0;  // Split even this small model's steps.
   Decoder two(std::move(*checkpoint), options);
   ASSERT_EQ(two.threads(), 2);
-  KvCache cache_one(one.config(), 3), cache_two(two.config(), 3);
-  const std::vector<int> a = {4, 8, 15, 16, 23, 42, 7};
-  const std::vector<int> b = {1, 2, 3};
-  const std::vector<int> c = {9};
-  const ForwardOptions all{LogitsMode::kAllTokens, /*capture_attention=*/true};
-  for (const std::vector<SequenceChunk>& batch :
-       {std::vector<SequenceChunk>{{0, a}, {1, b}},
-        std::vector<SequenceChunk>{{1, c}, {0, c}, {2, a}},
-        std::vector<SequenceChunk>{{2, c}}}) {
-    ForwardResult r1, r2;
-    ASSERT_TRUE(one.Forward(batch, cache_one, all, r1).ok());
-    ASSERT_TRUE(two.Forward(batch, cache_two, all, r2).ok());
-    ASSERT_EQ(r1.logits.rows(), r2.logits.rows());
-    EXPECT_EQ(r1.logits, r2.logits);
-    ASSERT_EQ(r1.attention.size(), r2.attention.size());
-    for (size_t i = 0; i < r1.attention.size(); ++i) {
-      EXPECT_EQ(r1.attention[i].weights, r2.attention[i].weights);
+  for (KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
+    SCOPED_TRACE(KvDtypeName(dtype));
+    KvCacheOptions cache_options;
+    cache_options.num_slots = 3;
+    cache_options.dtype = dtype;
+    KvCache cache_one(one.config(), cache_options),
+        cache_two(two.config(), cache_options);
+    const std::vector<int> a = {4, 8, 15, 16, 23, 42, 7};
+    const std::vector<int> b = {1, 2, 3};
+    const std::vector<int> c = {9};
+    const ForwardOptions all{LogitsMode::kAllTokens,
+                             /*capture_attention=*/true};
+    for (const std::vector<SequenceChunk>& batch :
+         {std::vector<SequenceChunk>{{0, a}, {1, b}},
+          std::vector<SequenceChunk>{{1, c}, {0, c}, {2, a}},
+          std::vector<SequenceChunk>{{2, c}}}) {
+      ForwardResult r1, r2;
+      ASSERT_TRUE(one.Forward(batch, cache_one, all, r1).ok());
+      ASSERT_TRUE(two.Forward(batch, cache_two, all, r2).ok());
+      ASSERT_EQ(r1.logits.rows(), r2.logits.rows());
+      EXPECT_EQ(r1.logits, r2.logits);
+      ASSERT_EQ(r1.attention.size(), r2.attention.size());
+      for (size_t i = 0; i < r1.attention.size(); ++i) {
+        EXPECT_EQ(r1.attention[i].weights, r2.attention[i].weights);
+      }
     }
   }
 }
