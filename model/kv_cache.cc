@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstring>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
