@@ -109,6 +109,29 @@ def check(condition, message):
     print(f"ok   {message}")
 
 
+SKIP = 77
+skipped = []
+
+
+def validate_schemas(npm, objects, message):
+    """Checks `objects` against Kubernetes' schemas (validate_k8s.js). Where tests/npm's
+    packages are absent (a clone without `npm ci --prefix tests/npm`) this part is skipped,
+    saying why, except under CI=true, where they are always installed."""
+    models = os.path.join(npm, "node_modules", "kubernetes-models")
+    if not os.path.isdir(models) and os.environ.get("CI") != "true":
+        skipped.append(f"{models} is absent (npm ci --prefix {npm}): schemas not checked")
+        print(f"skip {message}: {skipped[-1]}")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "objects.json")
+        with open(path, "w") as f:
+            json.dump(objects, f)
+        out = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "validate_k8s.js"),
+                              npm, path], capture_output=True, text=True, timeout=60)
+        print(out.stdout + out.stderr, end="")
+        check(out.returncode == 0, message)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     for flag in ("repo", "server", "npm", "client_dir", "stubs"):
@@ -158,14 +181,7 @@ def main() -> int:
               and all("exec" in container[p] and "grpc" not in container[p]
                       for p in ("startupProbe", "readinessProbe", "livenessProbe")),
               "k8s/secure mounts the TLS and token Secrets, passes their flags, probes over TLS")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "secure.json")
-            with open(path, "w") as f:
-                json.dump(secure, f)
-            out = subprocess.run(["node", os.path.join(os.path.dirname(__file__),
-                                                       "validate_k8s.js"), args.npm, path],
-                                 capture_output=True, text=True, timeout=60)
-            check(out.returncode == 0, f"k8s + k8s/secure pass Kubernetes' schema {out.stdout}")
+        validate_schemas(args.npm, secure, "k8s + k8s/secure pass Kubernetes' schema")
 
     by_kind = {}
     for o in objects:
@@ -173,14 +189,8 @@ def main() -> int:
     print("rendered:", ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objects))
 
     # --- Kubernetes' schemas, offline. ---
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "objects.json")
-        with open(path, "w") as f:
-            json.dump(objects, f)
-        out = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "validate_k8s.js"),
-                              args.npm, path], capture_output=True, text=True, timeout=60)
-        print(out.stdout + out.stderr, end="")
-        check(out.returncode == 0, "every object passes Kubernetes' schema (kubernetes-models)")
+    validate_schemas(args.npm, objects,
+                     "every object passes Kubernetes' schema (kubernetes-models)")
 
     # --- The fields that matter. ---
     (configmap,) = by_kind["ConfigMap"]
@@ -345,6 +355,10 @@ def main() -> int:
         finally:
             stop_and_show_log(proc, log)
             log.close()
+    if skipped:
+        # Everything else passed; ctest shows the missing part as a skip (77), not a pass.
+        print(f"skipped: {skipped[0]}")
+        return SKIP
     print("PASS")
     return 0
 
