@@ -503,6 +503,10 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   // (model/kernels.h), so the block size changes no bit.
   const int B = cache.block_tokens();
   const int head_stride = cache.head_stride();
+  // With few query rows (decoding) each block's run is read once and the
+  // next head's run, just past it, comes next: worth requesting ahead. Many
+  // rows reuse a run long enough that requests would only cost load slots.
+  const bool few_rows = T < 16;
   // scores = q · kᵀ   [T, L], block i filling columns [i B, i B + B).
   for (int j0 = 0; j0 < L; j0 += B) {
     const Element* k =
@@ -525,7 +529,7 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
       const Element* v =
           cache.block_values<Element>(s.slot, l, j0 / B) + kv_h * head_stride;
       kernels::WeightedSum(p + j0, std::min(B, visible - j0), v, D, D, out,
-                           /*accumulate=*/j0 > 0);
+                           /*accumulate=*/j0 > 0, few_rows);
     }
   }
   if (capture != nullptr) {

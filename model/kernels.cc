@@ -244,8 +244,9 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 }
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out, bool accumulate) {
-  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out, accumulate);
+                 float* out, bool accumulate, bool request_next) {
+  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out, accumulate,
+                                   request_next);
 }
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
@@ -258,9 +259,9 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 }
 
 void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
-                 int depth, float* out, bool accumulate) {
+                 int depth, float* out, bool accumulate, bool request_next) {
   ActiveKernelTable().weighted_sum_bf16(p, n, v, v_stride, depth, out,
-                                        accumulate);
+                                        accumulate, request_next);
 }
 
 void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }

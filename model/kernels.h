@@ -222,12 +222,18 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 // accumulate: the sum starts from out[d] instead of 0, so summing keys
 // [0, a) and then, accumulating, [a, n) (the blocks of a paged KV cache) is
 // bit for bit the single call over [0, n).
+// request_next: a hint, no value changes. Rows a stride apart are always
+// requested 16 rows ahead; contiguous rows (a head's run of a KV-cache block)
+// only with request_next, when the memory past the run is what the caller
+// reads next (in decoding, the next head's run).
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out, bool accumulate = false);
+                 float* out, bool accumulate = false,
+                 bool request_next = false);
 // The same over values held as bf16 bits, each widened exactly: equal, bit for
 // bit, to the call above over the widened values.
 void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
-                 int depth, float* out, bool accumulate = false);
+                 int depth, float* out, bool accumulate = false,
+                 bool request_next = false);
 
 // In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
 void Softmax(float* x, int n);

@@ -16,6 +16,7 @@
 // fuse) is model/kernels.h's; this file is built with -ffp-contract=off.
 #include <math.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "model/kernel_table.h"
@@ -540,23 +541,29 @@ void QuantizeRows(const float* x, int rows, int x_stride, int depth, int8_t* q,
 // of the panel (i = 8 b + q) requests the next panel's quad i when i % passes
 // == pass: a hint, spread evenly over the panel's compute, so that a batch
 // working on this panel has the next one arriving meanwhile (a burst of
-// requests would stall on the core's few line-fill buffers instead).
-template <int R, int C>
+// requests would stall on the core's few line-fill buffers instead). Only
+// kRequestNext instantiations carry that code: in a prefill's many tiles, its
+// bookkeeping alone cost ~5 % of MatMulInt8.
+template <int R, int C, bool kRequestNext = false>
 inline void Int8Tile(const QuantizedRows& x, int r0, const uint8_t* quants,
                      const float* scales, int c0, const uint8_t* next, int pass,
                      int passes, Vec (&out)[R][C]) {
   Vec acc[R][C] = {};
   const int blocks = x.blocks;
+  // The next quad (b · 8 + q) whose twin this pass requests: pass, pass +
+  // passes, ... (a running index, not a division per quad).
+  int next_quad = kRequestNext && next != nullptr ? pass : INT_MAX;
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* wb = quants + static_cast<long>(b) * kBlockBytes;
     VecI dots[R][C] = {};
     for (int q = 0; q < PackedWeights::kInt8Block / 4; ++q) {
-      if (next != nullptr &&
-          (b * (PackedWeights::kInt8Block / 4) + q) % passes == pass) {
+      if (kRequestNext &&
+          b * (PackedWeights::kInt8Block / 4) + q == next_quad) {
         const uint8_t* line = next + (wb - quants) + q * kQuadBytes;
         for (int l = 0; l < kQuadBytes; l += 64) {
           __builtin_prefetch(line + l, 0, 2);
         }
+        next_quad += passes;
       }
       int32_t x4[R];
       for (int r = 0; r < R; ++r) {
@@ -628,15 +635,21 @@ void MatMulInt8(const QuantizedRows& x, const uint8_t* quants,
     int r = 0;
     // Four rows share each load of the panel, half a panel at a time (so the
     // sums stay in registers); a row's values are the same either way.
-    // Every pass (tile of rows, half of the panel) requests its share of the
-    // next panel (see Int8Tile).
+    // In a batch of decode steps (up to kRequestRows rows) every pass (tile
+    // of rows, half of the panel) requests its share of the next panel (see
+    // Int8Tile); a prefill's tiles spend long enough on each panel without.
+    constexpr int kRequestRows = 32;
     const uint8_t* next = p + 1 < panel_end ? pq + panel_bytes : nullptr;
     const int passes = x.rows / 4 * (kPanelVecs / 2);
     for (; r + 4 <= x.rows; r += 4) {
       for (int c0 = 0; c0 < kPanelVecs; c0 += 2) {
         Vec sums[4][2];
-        Int8Tile<4, 2>(x, r, pq, ps, c0, next,
-                       r / 4 * (kPanelVecs / 2) + c0 / 2, passes, sums);
+        const int pass = r / 4 * (kPanelVecs / 2) + c0 / 2;
+        if (x.rows <= kRequestRows) {
+          Int8Tile<4, 2, true>(x, r, pq, ps, c0, next, pass, passes, sums);
+        } else {
+          Int8Tile<4, 2>(x, r, pq, ps, c0, nullptr, 0, 1, sums);
+        }
         for (int i = 0; i < 4; ++i) {
           StoreSums<2>(sums[i], c0, valid,
                        y + static_cast<long>(r + i) * y_stride + j0,
@@ -753,9 +766,14 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
                        float* scratch) {
   for (int j0 = 0; j0 < keys; j0 += kVec) {
     const int valid = Min(kVec, keys - j0);
-    // Keys are rows of the cache a stride apart, each its own cache lines:
-    // request the ones two blocks ahead (a hint; past the end is harmless).
-    for (int jj = 0; jj < kVec; ++jj) {
+    // Request the keys two blocks ahead (a hint; past the end is harmless):
+    // keys a stride apart (a row-major K, as the encoder's) are each their own
+    // cache lines. Past a head's contiguous run of a KV-cache block lie the
+    // next heads' keys: worth requesting for a few query rows (decoding, where
+    // those heads come next), not for many, which reuse this block long enough
+    // that the requests only cost load slots.
+    const bool ahead_pays = k_stride != depth || rows < kVec;
+    for (int jj = 0; jj < kVec && ahead_pays; ++jj) {
       const Element* ahead =
           k + static_cast<long>(j0 + jj + 2 * kVec) * k_stride;
       for (int e = 0; e < depth; e += 64 / sizeof(Element)) {
@@ -818,7 +836,8 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
 
 template <typename Element>
 void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
-                   int depth, float* out, bool accumulate) {
+                   int depth, float* out, bool accumulate, bool request_next) {
+  const bool ahead = v_stride != depth || request_next;
   // Up to 64 dimensions in registers at a time; element d always takes the
   // same path (vector or scalar), whatever n is. Accumulating starts from the
   // stored float instead of 0: the running sum is a float either way, so a sum
@@ -833,8 +852,8 @@ void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
     }
     for (int j = 0; j < n; ++j) {
       const Element* vj = v + static_cast<long>(j) * v_stride + d0;
-      // As in AttentionScores: rows a stride apart, fetched ahead.
-      for (int c = 0; c < vecs; ++c) {
+      // Rows 16 ahead requested (see kernels.h).
+      for (int c = 0; c < vecs && ahead; ++c) {
         __builtin_prefetch(vj + 16L * v_stride + c * kVec);
       }
       for (int c = 0; c < vecs; ++c) {
@@ -869,12 +888,13 @@ void AttentionScoresBf16(const float* q, int rows, int depth, int q_stride,
                     y, y_stride, scratch);
 }
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out, bool accumulate) {
-  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate);
+                 float* out, bool accumulate, bool request_next) {
+  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate, request_next);
 }
 void WeightedSumBf16(const float* p, int n, const uint16_t* v, int v_stride,
-                     int depth, float* out, bool accumulate) {
-  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate);
+                     int depth, float* out, bool accumulate,
+                     bool request_next) {
+  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate, request_next);
 }
 
 void Softmax(float* x, int n) {
