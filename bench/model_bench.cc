@@ -109,11 +109,9 @@ absl::StatusOr<ModelEntry> ParseEntry(const std::string& entry) {
   return m;
 }
 
-KvCacheOptions CacheOptions(const std::string& entry, int slots) {
-  KvCacheOptions options;
-  options.num_slots = slots;
-  options.dtype = ParseEntry(entry)->kv_dtype;  // Checked by LoadDecoder.
-  return options;
+// How an entry's KV caches hold keys and values.
+KvDtype KvDtypeOf(const std::string& entry) {
+  return ParseEntry(entry)->kv_dtype;  // Checked by LoadDecoder.
 }
 
 // The benchmark's name for an entry: the directory's last component, with
@@ -180,7 +178,7 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
   if (cache) return cache.get();
   Decoder& decoder = *Decoders().at(dir);
   auto filled =
-      std::make_unique<KvCache>(decoder.config(), CacheOptions(dir, slots));
+      std::make_unique<KvCache>(decoder.config(), slots, KvDtypeOf(dir));
   const std::vector<int> ids = TokenIds(length, decoder.config().vocab_size, 1);
   ForwardResult result;
   for (int begin = 0; begin < length; begin += 512) {
@@ -244,7 +242,7 @@ void RunDecode(benchmark::State& state, const std::string& dir, int batch,
 // One sequence's prompt of `tokens` tokens into an empty slot.
 void RunPrefill(benchmark::State& state, const std::string& dir, int tokens) {
   Decoder& decoder = *Decoders().at(dir);
-  KvCache cache(decoder.config(), CacheOptions(dir, 1));
+  KvCache cache(decoder.config(), 1, KvDtypeOf(dir));
   ForwardResult result;
   const std::vector<int> ids = TokenIds(tokens, decoder.config().vocab_size, 7);
   const SequenceChunk chunk{0, absl::MakeConstSpan(ids)};

@@ -24,10 +24,7 @@ absl::StatusOr<CrossEntropy> ScoreWindows(Decoder& decoder,
   std::vector<int64_t> starts;
   for (int64_t s = 0; s + 1 < n; s += window) starts.push_back(s);
 
-  KvCacheOptions cache_options;
-  cache_options.num_slots = batch;
-  cache_options.dtype = kv_dtype;
-  KvCache cache(decoder.config(), cache_options);
+  KvCache cache(decoder.config(), batch, kv_dtype);
   ForwardResult result;
   std::vector<SequenceChunk> chunks;
   CrossEntropy score;

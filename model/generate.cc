@@ -30,10 +30,7 @@ absl::StatusOr<GenerateEnd> Generate(
   }
   if (options.max_new_tokens <= 0) return GenerateEnd::kLength;
 
-  KvCacheOptions cache_options;
-  cache_options.num_slots = 1;
-  cache_options.dtype = options.kv_dtype;
-  KvCache cache(decoder.config(), cache_options);
+  KvCache cache(decoder.config(), /*num_slots=*/1, options.kv_dtype);
   if (encoder_decoder) {
     const SourceChunk source{0, options.source};
     EncodeResult encoded;

@@ -11,9 +11,10 @@ namespace textgen {
 
 namespace {
 
-KvCacheOptions WholeContextSlots(int num_slots) {
+KvCacheOptions WholeContextSlots(int num_slots, KvDtype dtype) {
   KvCacheOptions options;
   options.num_slots = num_slots;
+  options.dtype = dtype;
   return options;
 }
 
@@ -34,8 +35,8 @@ size_t KvDtypeBytes(KvDtype dtype) {
   return dtype == KvDtype::kBf16 ? sizeof(uint16_t) : sizeof(float);
 }
 
-KvCache::KvCache(const ModelConfig& config, int num_slots)
-    : KvCache(config, WholeContextSlots(num_slots)) {}
+KvCache::KvCache(const ModelConfig& config, int num_slots, KvDtype dtype)
+    : KvCache(config, WholeContextSlots(num_slots, dtype)) {}
 
 KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
     : dtype_(options.dtype),
@@ -172,8 +173,8 @@ void KvCache::Truncate(int slot, int length) {
     const size_t elements = static_cast<size_t>(block_tokens_) * kv_width_;
     auto copy_block = [&](auto& rows) {
       for (auto& m : rows) {
-        std::copy_n(m.row(Row(old, 0)).data(), elements,
-                    m.row(Row(copy, 0)).data());
+        std::copy_n(m.data() + BlockOffset(old), elements,
+                    m.data() + BlockOffset(copy));
       }
     };
     copy_block(keys_);

@@ -97,7 +97,10 @@ struct KvBlockCounts {
 class KvCache {
  public:
   // `num_slots` slots that can each hold a whole context, in blocks of 16.
-  KvCache(const ModelConfig& config, int num_slots);
+  // `num_slots` slots that can each hold a whole context, in blocks of 16,
+  // keys and values held as `dtype`.
+  KvCache(const ModelConfig& config, int num_slots,
+          KvDtype dtype = KvDtype::kF32);
   KvCache(const ModelConfig& config, const KvCacheOptions& options);
 
   KvCache(const KvCache&) = delete;
@@ -254,11 +257,20 @@ class KvCache {
   using Bf16Rows =
       Eigen::Matrix<uint16_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+  // Where block `block` begins in a layer's array.
+  size_t BlockOffset(int block) const { return Row(block, 0) * kv_width_; }
   // Where `position` of `slot` begins in its layer's array: head 0's element
   // 0 (head h's is head_stride() × h further).
   size_t Offset(int slot, int position) const {
-    return Row(slots_[slot].table[position / block_tokens_], 0) * kv_width_ +
+    return BlockOffset(slots_[slot].table[position / block_tokens_]) +
            static_cast<size_t>(position % block_tokens_) * head_dim_;
+  }
+  // Block i of `slot`'s table in `rows[layer]` (keys_, values_ or their bf16
+  // pair).
+  template <typename Matrix>
+  auto BlockStart(const std::vector<Matrix>& rows, int slot, int layer,
+                  int i) const {
+    return rows[layer].data() + BlockOffset(slots_[slot].table[i]);
   }
 
   KvDtype dtype_;
@@ -285,26 +297,25 @@ class KvCache {
 template <>
 inline const float* KvCache::block_keys<float>(int slot, int layer,
                                                int i) const {
-  if (dtype_ != KvDtype::kF32) return nullptr;
-  return keys_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+  return dtype_ == KvDtype::kF32 ? BlockStart(keys_, slot, layer, i) : nullptr;
 }
 template <>
 inline const float* KvCache::block_values<float>(int slot, int layer,
                                                  int i) const {
-  if (dtype_ != KvDtype::kF32) return nullptr;
-  return values_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+  return dtype_ == KvDtype::kF32 ? BlockStart(values_, slot, layer, i)
+                                 : nullptr;
 }
 template <>
 inline const uint16_t* KvCache::block_keys<uint16_t>(int slot, int layer,
                                                      int i) const {
-  if (dtype_ != KvDtype::kBf16) return nullptr;
-  return keys_bf16_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+  return dtype_ == KvDtype::kBf16 ? BlockStart(keys_bf16_, slot, layer, i)
+                                  : nullptr;
 }
 template <>
 inline const uint16_t* KvCache::block_values<uint16_t>(int slot, int layer,
                                                        int i) const {
-  if (dtype_ != KvDtype::kBf16) return nullptr;
-  return values_bf16_[layer].data() + Row(slots_[slot].table[i], 0) * kv_width_;
+  return dtype_ == KvDtype::kBf16 ? BlockStart(values_bf16_, slot, layer, i)
+                                  : nullptr;
 }
 
 }  // namespace textgen

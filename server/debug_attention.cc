@@ -41,13 +41,6 @@ absl::StatusOr<std::vector<int>> Indices(
   return indices;
 }
 
-KvCacheOptions OneSlot(KvDtype dtype) {
-  KvCacheOptions options;
-  options.num_slots = 1;
-  options.dtype = dtype;
-  return options;
-}
-
 }  // namespace
 
 AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
@@ -56,7 +49,7 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
     : options_(options),
       tokenizer_(tokenizer),
       decoder_(std::move(decoder)),
-      cache_(decoder_->config(), OneSlot(options.kv_dtype)) {}
+      cache_(decoder_->config(), 1, options.kv_dtype) {}
 
 AttentionDebugger::~AttentionDebugger() {
   {

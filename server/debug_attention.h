@@ -56,7 +56,7 @@ struct DebugAttentionOptions {
   // Calls admitted at once, from admission until their reply is written.
   int max_concurrent = 2;
   // How the call's KV cache holds keys and values: the engine's, so that the
-  // maps are the attention generation computes (bf16 moves them by ~1e-3).
+  // maps are the attention generation computes (f32 is the exact one).
   KvDtype kv_dtype = KvDtype::kF32;
 };
 

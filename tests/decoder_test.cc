@@ -132,11 +132,8 @@ TEST(DecoderThreadsTest, TwoThreadsEqualOneBitForBit) {
   ASSERT_EQ(two.threads(), 2);
   for (KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
     SCOPED_TRACE(KvDtypeName(dtype));
-    KvCacheOptions cache_options;
-    cache_options.num_slots = 3;
-    cache_options.dtype = dtype;
-    KvCache cache_one(one.config(), cache_options),
-        cache_two(two.config(), cache_options);
+    KvCache cache_one(one.config(), 3, dtype),
+        cache_two(two.config(), 3, dtype);
     const std::vector<int> a = {4, 8, 15, 16, 23, 42, 7};
     const std::vector<int> b = {1, 2, 3};
     const std::vector<int> c = {9};

@@ -434,13 +434,10 @@ TEST_P(ParityTest, BatchedStepGivesEachSequenceItsOwnLogits) {
 // chunks and a batch with other sequences give the full pass's logits bit for
 // bit, as with f32.
 TEST_P(ParityTest, Bf16KvCacheIsCloseToPyTorchAndSelfConsistent) {
-  KvCacheOptions bf16;
-  bf16.num_slots = 2;
-  bf16.dtype = KvDtype::kBf16;
   const std::vector<int>& ids = golden_.ids;
   const int T = static_cast<int>(ids.size());
 
-  KvCache full_cache(config(), bf16);
+  KvCache full_cache(config(), 1, KvDtype::kBf16);
   ForwardResult full;
   ASSERT_TRUE(
       decoder_->Forward({{0, ids}}, full_cache, {LogitsMode::kAllTokens}, full)
@@ -457,7 +454,7 @@ TEST_P(ParityTest, Bf16KvCacheIsCloseToPyTorchAndSelfConsistent) {
   // Token by token in slot 1 while slot 0 reads the reversed prompt in
   // chunks: one batch per step.
   const std::vector<int> reversed(ids.rbegin(), ids.rend());
-  KvCache cache(config(), bf16);
+  KvCache cache(config(), 2, KvDtype::kBf16);
   float self_delta = 0.0f;
   int other = 0;
   for (int t = 0; t < T; ++t) {

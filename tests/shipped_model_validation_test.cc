@@ -59,9 +59,7 @@ double ValidationLoss(kernels::WeightType type, KvDtype kv,
   EXPECT_EQ(score->predictions, static_cast<int64_t>(ids->size()) - 1);
   if (argmax != nullptr) {
     const int window = decoder.config().context_length;
-    KvCacheOptions one_slot;
-    one_slot.dtype = kv;
-    KvCache cache(decoder.config(), one_slot);
+    KvCache cache(decoder.config(), 1, kv);
     ForwardResult result;
     for (int w = 0; w < 64; ++w) {
       cache.Clear(0);
