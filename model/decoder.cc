@@ -504,8 +504,9 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   const int B = cache.block_tokens();
   const int head_stride = cache.head_stride();
   // With few query rows (decoding) each block's run is read once and the
-  // next head's run, just past it, comes next: worth requesting ahead. Many
-  // rows reuse a run long enough that requests would only cost load slots.
+  // next heads' runs, just past it, come next: worth requesting ahead (both
+  // kernels' request_next). Many rows reuse a run long enough that requests
+  // would only cost load slots.
   const bool few_rows = T < 16;
   // scores = q · kᵀ   [T, L], block i filling columns [i B, i B + B).
   for (int j0 = 0; j0 < L; j0 += B) {
@@ -513,7 +514,7 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
         cache.block_keys<Element>(s.slot, l, j0 / B) + kv_h * head_stride;
     kernels::AttentionScores(q, T, D, qkv_stride, k, D, std::min(B, L - j0),
                              start - j0, scores.data() + j0, score_stride,
-                             scratch.key_tile.data());
+                             scratch.key_tile.data(), few_rows);
   }
   for (int t = 0; t < T; ++t) {
     // Causal: query t (position start + t) sees keys 0 .. start + t; later

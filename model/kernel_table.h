@@ -57,14 +57,15 @@ struct KernelTable {
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,
-                           float* scratch);
+                           float* scratch, bool request_next);
   void (*weighted_sum)(const float* p, int n, const float* v, int v_stride,
                        int depth, float* out, bool accumulate,
                        bool request_next);
   void (*attention_scores_bf16)(const float* q, int rows, int depth,
                                 int q_stride, const uint16_t* k, int k_stride,
                                 int keys, int first_position, float* y,
-                                int y_stride, float* scratch);
+                                int y_stride, float* scratch,
+                                bool request_next);
   void (*weighted_sum_bf16)(const float* p, int n, const uint16_t* v,
                             int v_stride, int depth, float* out,
                             bool accumulate, bool request_next);

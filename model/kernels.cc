@@ -237,10 +237,11 @@ void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
-                     float* y, int y_stride, float* scratch) {
+                     float* y, int y_stride, float* scratch,
+                     bool request_next) {
   ActiveKernelTable().attention_scores(q, rows, depth, q_stride, k, k_stride,
                                        keys, first_position, y, y_stride,
-                                       scratch);
+                                       scratch, request_next);
 }
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
@@ -251,11 +252,11 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const uint16_t* k, int k_stride, int keys,
-                     int first_position, float* y, int y_stride,
-                     float* scratch) {
+                     int first_position, float* y, int y_stride, float* scratch,
+                     bool request_next) {
   ActiveKernelTable().attention_scores_bf16(q, rows, depth, q_stride, k,
                                             k_stride, keys, first_position, y,
-                                            y_stride, scratch);
+                                            y_stride, scratch, request_next);
 }
 
 void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,

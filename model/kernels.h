@@ -204,17 +204,19 @@ void MatMulPanels(const float* x, int rows, int x_stride,
 // keys may be scored block by block (k and y offset by the block's first key,
 // first_position reduced by it, negative if the block starts after row 0's
 // position) with the values of one call over all of them.
+// request_next: a hint, as WeightedSum's below (keys two blocks of 16 ahead).
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
-                     float* y, int y_stride, float* scratch);
+                     float* y, int y_stride, float* scratch,
+                     bool request_next = false);
 inline int AttentionScratchFloats(int depth) { return depth * 16; }
 // The same over keys held as bf16 bits (a kBf16 KV cache, model/kv_cache.h):
 // each key element is widened to its float, exactly, as the keys move into
 // `scratch`; y equals the call above over the widened keys, bit for bit.
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const uint16_t* k, int k_stride, int keys,
-                     int first_position, float* y, int y_stride,
-                     float* scratch);
+                     int first_position, float* y, int y_stride, float* scratch,
+                     bool request_next = false);
 
 // out[d] = Σ_j p[j] · v_j[d] for d < depth, summed over j < n in increasing
 // order (one multiply and one add per step), v_j at v + j · v_stride. The

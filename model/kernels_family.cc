@@ -763,17 +763,14 @@ template <typename Element>
 void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
                        const Element* k, int k_stride, int keys,
                        int first_position, float* y, int y_stride,
-                       float* scratch) {
+                       float* scratch, bool request_next) {
+  const bool request_ahead = k_stride != depth || request_next;
   for (int j0 = 0; j0 < keys; j0 += kVec) {
     const int valid = Min(kVec, keys - j0);
-    // Request the keys two blocks ahead (a hint; past the end is harmless):
-    // keys a stride apart (a row-major K, as the encoder's) are each their own
-    // cache lines. Past a head's contiguous run of a KV-cache block lie the
-    // next heads' keys: worth requesting for a few query rows (decoding, where
-    // those heads come next), not for many, which reuse this block long enough
-    // that the requests only cost load slots.
-    const bool ahead_pays = k_stride != depth || rows < kVec;
-    for (int jj = 0; jj < kVec && ahead_pays; ++jj) {
+    // Keys two blocks ahead requested (a hint; past the end is harmless):
+    // keys a stride apart are each their own cache lines; past a contiguous
+    // run, only when asked (see kernels.h).
+    for (int jj = 0; jj < kVec && request_ahead; ++jj) {
       const Element* ahead =
           k + static_cast<long>(j0 + jj + 2 * kVec) * k_stride;
       for (int e = 0; e < depth; e += 64 / sizeof(Element)) {
@@ -837,7 +834,7 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
 template <typename Element>
 void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
                    int depth, float* out, bool accumulate, bool request_next) {
-  const bool ahead = v_stride != depth || request_next;
+  const bool request_ahead = v_stride != depth || request_next;
   // Up to 64 dimensions in registers at a time; element d always takes the
   // same path (vector or scalar), whatever n is. Accumulating starts from the
   // stored float instead of 0: the running sum is a float either way, so a sum
@@ -853,7 +850,7 @@ void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
     for (int j = 0; j < n; ++j) {
       const Element* vj = v + static_cast<long>(j) * v_stride + d0;
       // Rows 16 ahead requested (see kernels.h).
-      for (int c = 0; c < vecs && ahead; ++c) {
+      for (int c = 0; c < vecs && request_ahead; ++c) {
         __builtin_prefetch(vj + 16L * v_stride + c * kVec);
       }
       for (int c = 0; c < vecs; ++c) {
@@ -876,16 +873,17 @@ void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
                      const float* k, int k_stride, int keys, int first_position,
-                     float* y, int y_stride, float* scratch) {
+                     float* y, int y_stride, float* scratch,
+                     bool request_next) {
   AttentionScoresOf(q, rows, depth, q_stride, k, k_stride, keys, first_position,
-                    y, y_stride, scratch);
+                    y, y_stride, scratch, request_next);
 }
 void AttentionScoresBf16(const float* q, int rows, int depth, int q_stride,
                          const uint16_t* k, int k_stride, int keys,
                          int first_position, float* y, int y_stride,
-                         float* scratch) {
+                         float* scratch, bool request_next) {
   AttentionScoresOf(q, rows, depth, q_stride, k, k_stride, keys, first_position,
-                    y, y_stride, scratch);
+                    y, y_stride, scratch, request_next);
 }
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
                  float* out, bool accumulate, bool request_next) {
