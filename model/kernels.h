@@ -49,6 +49,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/huge_pages.h"
+
 namespace textgen::kernels {
 
 // Lanes of every reduction. Fixed: changing it changes results (not
@@ -153,10 +155,11 @@ class PackedWeights {
   WeightType type_ = WeightType::kF32;
   int depth_ = 0;
   int cols_ = 0;
-  std::vector<float> f32_;        // kF32
-  std::vector<uint16_t> bf16_;    // kBF16
-  std::vector<uint8_t> q8_;       // IsQ8_0: quants, q + 128
-  std::vector<float> q8_scales_;  // IsQ8_0
+  // Streamed once per decode step: on huge pages (model/huge_pages.h).
+  StreamedVector<float> f32_;        // kF32
+  StreamedVector<uint16_t> bf16_;    // kBF16
+  StreamedVector<uint8_t> q8_;       // IsQ8_0: quants, q + 128
+  StreamedVector<float> q8_scales_;  // IsQ8_0
 };
 
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
