@@ -1,6 +1,6 @@
 // Memory for large buffers that are streamed end to end on every decode step
-// (packed weights), backed by 2 MiB transparent huge pages where the kernel
-// allows them.
+// (packed weights; the KV cache's keys and values), backed by 2 MiB transparent
+// huge pages where the kernel allows them.
 //
 // Why: a batch-1 decode step reads every weight once, ~0.5 GB for GPT-2 small
 // in f32, and is bound by how fast one core can pull bytes from memory. With
@@ -18,6 +18,8 @@
 #define TEXTGEN_MODEL_HUGE_PAGES_H_
 
 #include <cstddef>
+#include <new>
+#include <utility>
 #include <vector>
 
 namespace textgen {
@@ -42,7 +44,8 @@ bool IsOwnMapping(size_t bytes);
 void FreeStreamed(void* p, size_t bytes) noexcept;
 
 // A std::allocator for std::vector<T, StreamedAllocator<T>>: the storage of a
-// large, long-lived, read-mostly buffer.
+// large, long-lived buffer that decoding streams through (packed weights, the
+// KV cache's pool).
 template <typename T>
 struct StreamedAllocator {
   using value_type = T;
@@ -53,6 +56,18 @@ struct StreamedAllocator {
     return static_cast<T*>(AllocateStreamed(n * sizeof(T)));
   }
   void deallocate(T* p, size_t n) noexcept { FreeStreamed(p, n * sizeof(T)); }
+  // Default-initialises: StreamedVector<float>(n) leaves its floats
+  // uninitialised, so a pool's pages are touched (made resident) only as they
+  // are first written, as with Eigen's matrices. assign(n, value) and the
+  // like still fill.
+  template <typename U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   template <typename U>
   bool operator==(const StreamedAllocator<U>&) const {
     return true;

@@ -54,17 +54,17 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
   blocks_.resize(num_blocks);
   free_.reserve(num_blocks);
   for (int b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
-  const Eigen::Index rows =
-      static_cast<Eigen::Index>(num_blocks) * block_tokens_;
-  // Uninitialized (Eigen does not fill): pages are touched as blocks are
-  // first written.
+  const size_t elements =
+      static_cast<size_t>(num_blocks) * block_tokens_ * kv_width_;
+  // Uninitialized (StreamedVector does not fill): pages are touched as blocks
+  // are first written.
   for (int l = 0; l < n_layers_; ++l) {
     if (dtype_ == KvDtype::kBf16) {
-      keys_bf16_.emplace_back(rows, kv_width_);
-      values_bf16_.emplace_back(rows, kv_width_);
+      keys_bf16_.emplace_back(elements);
+      values_bf16_.emplace_back(elements);
     } else {
-      keys_.emplace_back(rows, kv_width_);
-      values_.emplace_back(rows, kv_width_);
+      keys_.emplace_back(elements);
+      values_.emplace_back(elements);
     }
   }
 }

@@ -62,6 +62,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "model/config.h"
+#include "model/huge_pages.h"
 #include "model/tensor.h"
 
 namespace textgen {
@@ -254,9 +255,6 @@ class KvCache {
            position % block_tokens_;
   }
 
-  using Bf16Rows =
-      Eigen::Matrix<uint16_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
   // Where block `block` begins in a layer's array.
   size_t BlockOffset(int block) const { return Row(block, 0) * kv_width_; }
   // Where `position` of `slot` begins in its layer's array: head 0's element
@@ -286,12 +284,13 @@ class KvCache {
   std::vector<int> free_;  // A stack: low ids first.
   std::list<int> lru_;     // Cached blocks, least recently released first.
   std::unordered_multimap<uint64_t, int> published_;  // hash -> block
-  // [layer]: [blocks × block_tokens, kv_width]; the f32 pair or the bf16
-  // pair, as dtype_ says (the other is empty).
-  std::vector<Activations> keys_;
-  std::vector<Activations> values_;
-  std::vector<Bf16Rows> keys_bf16_;
-  std::vector<Bf16Rows> values_bf16_;
+  // [layer]: [blocks × block_tokens, kv_width] row-major, on huge pages
+  // (model/huge_pages.h: batched decoding streams them every step); the f32
+  // pair or the bf16 pair, as dtype_ says (the other is empty).
+  std::vector<StreamedVector<float>> keys_;
+  std::vector<StreamedVector<float>> values_;
+  std::vector<StreamedVector<uint16_t>> keys_bf16_;
+  std::vector<StreamedVector<uint16_t>> values_bf16_;
 };
 
 template <>

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model/kernels.h"
+#include "model/resident_memory.h"
 
 namespace textgen {
 namespace {
@@ -88,6 +89,25 @@ TEST(HugePagesTest, StreamedVectorGrowsAcrossTheThresholdKeepingItsValues) {
   v.clear();
   v.shrink_to_fit();
   EXPECT_EQ(copy[(1 << 20) - 1], static_cast<float>((1 << 20) - 1));
+}
+
+// A KV cache's pool is sized for every slot's whole context but filled as
+// sequences grow: StreamedVector<T>(n) must not touch its pages.
+TEST(HugePagesTest, ASizedVectorIsNotResidentUntilWritten) {
+  const size_t n = size_t{64} << 20;  // 256 MiB of floats.
+  if (!IsOwnMapping(n * sizeof(float))) {
+    GTEST_SKIP() << "under AddressSanitizer the heap's allocator (and its "
+                    "shadow memory) decide what is resident";
+  }
+  const uint64_t before = ResidentMemoryBytes();
+  if (before == 0) GTEST_SKIP() << "no /proc/self/status here";
+  StreamedVector<float> pool(n);
+  const uint64_t sized = ResidentMemoryBytes();
+  EXPECT_LT(sized, before + (uint64_t{16} << 20))
+      << "constructing the pool made it resident";
+  for (size_t i = 0; i < n; i += 1024) pool[i] = 1.0f;  // Every page.
+  EXPECT_GT(ResidentMemoryBytes(), before + (uint64_t{200} << 20))
+      << "writing the pool should have made it resident";
 }
 
 // Packed weights, the buffers this is for, hold the same values wherever
