@@ -72,6 +72,7 @@ struct KernelTable {
   void (*softmax)(float* x, int n);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);
+  void (*round_to_bf16)(const float* x, int n, uint16_t* out);
 };
 
 // One per copy of model/kernels_family.cc.

@@ -265,6 +265,10 @@ void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
                                         accumulate, request_next);
 }
 
+void RoundToBf16(const float* x, int n, uint16_t* out) {
+  ActiveKernelTable().round_to_bf16(x, n, out);
+}
+
 void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }
 
 void GeluTanh(float* x, int n) { ActiveKernelTable().gelu_tanh(x, n); }

@@ -165,6 +165,9 @@ class PackedWeights {
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
 // NaN.
 uint16_t FloatToBf16(float f);
+// out[i] = FloatToBf16(x[i]), i < n, the same bits, a vector at a time: the
+// KV cache rounds every key and value it stores in bf16 (KvCache::WriteRow).
+void RoundToBf16(const float* x, int n, uint16_t* out);
 inline float Bf16ToFloat(uint16_t b) {
   const uint32_t bits = static_cast<uint32_t>(b) << 16;
   float f;

@@ -957,6 +957,33 @@ void SiluMultiply(float* gate, const float* up, int n) {
     gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+// FloatToBf16 (model/kernels.cc) lane by lane: round to nearest even by
+// adding 0x7fff plus the kept part's lowest bit; a NaN keeps its sign and
+// payload's top bits and is made quiet.
+inline uint16_t RoundOneToBf16(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  }
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+void RoundToBf16(const float* x, int n, uint16_t* out) {
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) {
+    VecU32 bits;
+    __builtin_memcpy(&bits, x + i, sizeof(bits));
+    const VecU32 nan = (VecU32)((bits & 0x7fffffffu) > 0x7f800000u);
+    const VecU32 rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    const VecU32 quiet = (bits >> 16) | 0x40u;
+    const Vec16 h =
+        __builtin_convertvector((quiet & nan) | (rounded & ~nan), Vec16);
+    __builtin_memcpy(out + i, &h, sizeof(h));
+  }
+  for (; i < n; ++i) out[i] = RoundOneToBf16(x[i]);
+}
+
 }  // namespace
 
 #define TEXTGEN_STRINGIFY_(x) #x
@@ -978,6 +1005,7 @@ const KernelTable kTable = {
     Softmax,
     GeluTanh,
     SiluMultiply,
+    RoundToBf16,
 };
 
 }  // namespace textgen::kernels::TEXTGEN_KERNEL_FAMILY

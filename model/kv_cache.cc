@@ -282,12 +282,10 @@ void KvCache::WriteRow(int slot, int layer, int position, const float* key,
     const size_t to = at + static_cast<size_t>(h) * head_stride();
     const size_t from = static_cast<size_t>(h) * head_dim_;
     if (dtype_ == KvDtype::kBf16) {
-      uint16_t* k = keys_bf16_[layer].data() + to;
-      uint16_t* v = values_bf16_[layer].data() + to;
-      for (int d = 0; d < head_dim_; ++d) {
-        k[d] = kernels::FloatToBf16(key[from + d]);
-        v[d] = kernels::FloatToBf16(value[from + d]);
-      }
+      kernels::RoundToBf16(key + from, head_dim_,
+                           keys_bf16_[layer].data() + to);
+      kernels::RoundToBf16(value + from, head_dim_,
+                           values_bf16_[layer].data() + to);
     } else {
       std::copy_n(key + from, head_dim_, keys_[layer].data() + to);
       std::copy_n(value + from, head_dim_, values_[layer].data() + to);

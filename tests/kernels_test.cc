@@ -225,6 +225,40 @@ void ForEachFamily(Fn fn) {
   ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
 }
 
+// Every family's RoundToBf16 gives FloatToBf16's bits for every kind of
+// float: ties either way, carries into the exponent, overflow to infinity,
+// subnormals, infinities and NaNs (quiet, signalling, either sign), in the
+// vector body and the scalar tail alike.
+TEST(KernelsTest, RoundToBf16EqualsFloatToBf16InEveryFamily) {
+  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x3f808000, 0x3f818000,
+                                0x3f80ffff, 0x3f7fffff, 0x7f7fffff, 0xff7fffff,
+                                0x7f7f8000, 0x00000001, 0x807fffff, 0x00008000,
+                                0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001,
+                                0x7f800001, 0xff800001, 0x7fbfffff, 0x3f800000};
+  uint32_t state = 12345;
+  while (bits.size() < 16 * 64 + 7) {  // A tail after whole vectors.
+    state = state * 1664525u + 1013904223u;
+    bits.push_back(state);
+  }
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
+  std::vector<uint16_t> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = kernels::FloatToBf16(x[i]);
+  ForEachFamily([&](kernels::KernelFamily) {
+    for (int n : {static_cast<int>(x.size()), 16, 5, 0}) {
+      std::vector<uint16_t> got(x.size(), 0xdead);
+      kernels::RoundToBf16(x.data(), n, got.data());
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], want[i])
+            << "n " << n << " i " << i << " bits 0x" << std::hex << bits[i];
+      }
+      if (n < static_cast<int>(x.size())) {
+        EXPECT_EQ(got[n], 0xdead) << "wrote past n " << n;
+      }
+    }
+  });
+}
+
 TEST(Int8KernelsTest, PackingIsQ8_0PerBlockOfColumn) {
   const int depth = 70, cols = 70;  // A padded block, a partial panel.
   const Activations w = Random(depth, cols, 11);
