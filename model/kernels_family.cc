@@ -274,23 +274,30 @@ inline void PanelSteps(const float* x, int x_stride, const Panel& panel, int k0,
 // chunk of panel is 32 KB of f32, in L1), so the panel streams from memory
 // once per group rather than once per tile. While a chunk is computed the
 // next one is requested, and after the last one the first kChunk steps at
-// `next` (the next panel's, or null).
+// `next` (the next panel's, or null). With `next_end`, `panel` is already in
+// cache (a widened panel) and the whole of [next, next_end), the next panel
+// as stored, is requested instead, spread over this panel's compute.
 constexpr int kGroup = 16, kChunk = 128;
 template <typename Panel>
 void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
-                 int depth, const char* next, float* y, int y_stride, int valid,
-                 bool accumulate) {
+                 int depth, const char* next, const char* next_end, float* y,
+                 int y_stride, int valid, bool accumulate) {
+  const char* stream = next;  // With next_end: where the requests have got to.
   for (int g = 0; g < rows; g += kGroup) {
     const int group_rows = Min(kGroup, rows - g);
     Vec partial[kGroup][kPanelVecs] = {};
     for (int k0 = 0; k0 < depth; k0 += kChunk) {
       const int k1 = Min(depth, k0 + kChunk);
-      const char* prefetch = k1 < depth ? panel.Step(k1) : next;
-      const int next_steps = k1 < depth        ? Min(kChunk, depth - k1)
-                             : next != nullptr ? Min(kChunk, depth)
-                                               : 0;
-      const char* prefetch_end =
-          prefetch + static_cast<long>(next_steps) * Panel::kStepBytes;
+      const char* prefetch = stream;
+      const char* prefetch_end = next_end;
+      if (next_end == nullptr) {
+        prefetch = k1 < depth ? panel.Step(k1) : next;
+        const int next_steps = k1 < depth        ? Min(kChunk, depth - k1)
+                               : next != nullptr ? Min(kChunk, depth)
+                                                 : 0;
+        prefetch_end =
+            prefetch + static_cast<long>(next_steps) * Panel::kStepBytes;
+      }
       int r = 0;
       for (; r + kTileRows <= group_rows; r += kTileRows) {
         PanelSteps<kTileRows>(x + static_cast<long>(g + r) * x_stride, x_stride,
@@ -301,6 +308,7 @@ void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
         PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride, panel,
                       k0, k1, &partial[r], &prefetch, prefetch_end);
       }
+      if (next_end != nullptr) stream = prefetch;
     }
     for (int r = 0; r < group_rows; ++r) {
       float* out = y + static_cast<long>(g + r) * y_stride;
@@ -355,12 +363,17 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
               panel.At(k, c));
         }
       }
-      PanelGroups(x, rows, x_stride, F32Panel{widened}, depth, nullptr, y + j0,
+      // The widened floats are in cache; the next panel as stored streams
+      // in from memory meanwhile, so that its widening does not wait on it.
+      const bool more = p + 1 < panel_end;
+      PanelGroups(x, rows, x_stride, F32Panel{widened}, depth,
+                  more ? panel_at(p + 1).Step(0) : nullptr,
+                  more ? panel_at(p + 1).Step(depth) : nullptr, y + j0,
                   y_stride, valid, accumulate);
     } else {
       PanelGroups(x, rows, x_stride, panel, depth,
-                  p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr, y + j0,
-                  y_stride, valid, accumulate);
+                  p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr,
+                  nullptr, y + j0, y_stride, valid, accumulate);
     }
   }
 }
