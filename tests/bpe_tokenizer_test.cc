@@ -337,6 +337,23 @@ TEST(BpeTokenizerTest, MalformedFilesAreClearErrors) {
   json twice = TokenizerJson("ab", {}, {});
   twice["model"]["vocab"]["c"] = 0;
   EXPECT_THAT(Build(twice).status().message(), HasSubstr("used twice"));
+  // Found by tokenizer_hf_json_fuzz: an added token's id of 1.1e119 (a float
+  // far outside int) was converted by nlohmann's get<int>, undefined
+  // behaviour. Floats and integers outside int's range are refused.
+  for (const json& id : {json(1.11e119), json(2.5), json(int64_t{1} << 40),
+                         json(uint64_t{1} << 63), json(-(int64_t{1} << 40))}) {
+    json added = TokenizerJson("ab", {}, {});
+    added["added_tokens"] = json::array({{{"id", id}, {"content", "<unk>"}}});
+    const absl::Status status = Build(added).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << id.dump();
+    EXPECT_THAT(status.message(),
+                HasSubstr("added_tokens: \"id\" is not an integer in range"))
+        << id.dump();
+  }
+  json eos = TokenizerJson("ab", {}, {});
+  EXPECT_THAT(
+      Build(eos, "", R"({"eos_token_id": 4294967297})").status().message(),
+      HasSubstr("eos_token_id 4294967297 is not an id"));
   EXPECT_EQ(
       (*Build(TokenizerJson("ab", {}, {})))->Encode("a\xFF").status().code(),
       absl::StatusCode::kInvalidArgument);
