@@ -979,16 +979,7 @@ void SiluMultiply(float* gate, const float* up, int n) {
 
 // FloatToBf16 (model/kernels.cc) lane by lane: round to nearest even by
 // adding 0x7fff plus the kept part's lowest bit; a NaN keeps its sign and
-// payload's top bits and is made quiet.
-inline uint16_t RoundOneToBf16(float f) {
-  uint32_t bits;
-  __builtin_memcpy(&bits, &f, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  }
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
+// payload's top bits and is made quiet. The tail calls FloatToBf16 itself.
 void RoundToBf16(const float* x, int n, uint16_t* out) {
   int i = 0;
   for (; i + kVec <= n; i += kVec) {
@@ -1001,7 +992,7 @@ void RoundToBf16(const float* x, int n, uint16_t* out) {
         __builtin_convertvector((quiet & nan) | (rounded & ~nan), Vec16);
     __builtin_memcpy(out + i, &h, sizeof(h));
   }
-  for (; i < n; ++i) out[i] = RoundOneToBf16(x[i]);
+  for (; i < n; ++i) out[i] = FloatToBf16(x[i]);
 }
 
 }  // namespace
