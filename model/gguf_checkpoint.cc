@@ -30,19 +30,29 @@ class ArchKeys {
     return absl::StrCat(arch_, ".", name);
   }
 
-  // A positive size that fits an int comfortably.
+  // A positive size that fits an int comfortably: 1 .. kMaxSize.
+  static constexpr int64_t kMaxSize = int64_t{1} << 30;
   absl::StatusOr<int> Size(absl::string_view name) const {
     const std::string key = Key(name);
     TEXTGEN_ASSIGN_OR_RETURN(const uint64_t v, file_.GetUint(key));
-    if (v < 1 || v > (uint64_t{1} << 30)) {
+    if (v < 1 || v > static_cast<uint64_t>(kMaxSize)) {
       return absl::InvalidArgumentError(absl::StrCat(
           file_.source(), ": key '", key, "' = ", v, " is out of range"));
     }
     return static_cast<int>(v);
   }
-  absl::StatusOr<int> OptionalSize(absl::string_view name, int fallback) const {
-    if (!Has(name)) return fallback;
-    return Size(name);
+  // Size(name), or `fallback` when the key is absent. A fallback derived from
+  // other keys (4 × embedding_length) is held to the same range: computed in
+  // int64, so it cannot overflow first.
+  absl::StatusOr<int> OptionalSize(absl::string_view name,
+                                   int64_t fallback) const {
+    if (Has(name)) return Size(name);
+    if (fallback < 1 || fallback > kMaxSize) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file_.source(), ": key '", Key(name), "' is absent and its default, ",
+          fallback, ", is out of range"));
+    }
+    return static_cast<int>(fallback);
   }
   absl::StatusOr<float> Float(absl::string_view name) const {
     TEXTGEN_ASSIGN_OR_RETURN(const double v, file_.GetFloat(Key(name)));
@@ -377,8 +387,8 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
   TEXTGEN_ASSIGN_OR_RETURN(
       c.n_kv_heads, keys.OptionalSize("attention.head_count_kv", c.n_heads));
   if (c.family == Family::kGpt2) {
-    TEXTGEN_ASSIGN_OR_RETURN(
-        c.d_ff, keys.OptionalSize("feed_forward_length", 4 * c.d_model));
+    TEXTGEN_ASSIGN_OR_RETURN(c.d_ff, keys.OptionalSize("feed_forward_length",
+                                                       int64_t{4} * c.d_model));
     TEXTGEN_ASSIGN_OR_RETURN(c.norm_eps,
                              keys.Float("attention.layer_norm_epsilon"));
     if (c.n_kv_heads != c.n_heads) {

@@ -279,6 +279,29 @@ TEST_F(CheckpointErrorsTest, GoodGgufLoadsThroughLoadModel) {
             DescribeConfig(LoadCheckpoint(dir_.string())->config));
 }
 
+// Found by gguf_fuzz: a GPT-2 file without feed_forward_length defaults it to
+// 4 × embedding_length, which overflowed an int for embedding_length near
+// its limit (2^30). The default is now held to the keys' range.
+TEST_F(CheckpointErrorsTest, GgufDefaultFeedForwardOutOfRangeIsAClearError) {
+  for (uint32_t width : {uint32_t{1} << 30, (uint32_t{1} << 28) + 1}) {
+    testing::GgufBuilder b;
+    b.KeyStr("general.architecture", "gpt2");
+    b.KeyU32("gpt2.context_length", 64);
+    b.KeyU32("gpt2.embedding_length", width);
+    b.KeyU32("gpt2.block_count", 1);
+    b.KeyU32("gpt2.attention.head_count", 1);
+    b.KeyF32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+    auto file = GgufFile::FromBytes(b.Build(), "m.gguf");
+    ASSERT_TRUE(file.ok()) << file.status();
+    const absl::Status s = GgufModelConfig(*file).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << width;
+    EXPECT_THAT(s.message(),
+                HasSubstr("m.gguf: key 'gpt2.feed_forward_length' is absent "
+                          "and its default"))
+        << width;
+  }
+}
+
 TEST_F(CheckpointErrorsTest, GgufTruncatedAnywhereIsAClearError) {
   const std::string good = LlamaGguf();
   ASSERT_TRUE(LoadGguf(good).ok()) << LoadGguf(good);
