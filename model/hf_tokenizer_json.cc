@@ -1,8 +1,6 @@
 #include "model/hf_tokenizer_json.h"
 
-#include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
@@ -11,34 +9,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/file_util.h"
+#include "model/json_int.h"
 #include "model/status_macros.h"
 
 namespace textgen {
 namespace {
 
 using nlohmann::json;
-
-// v as an int if it is a JSON integer within int's range, else nullopt.
-// nlohmann's get<int>() would convert a float (1e119: undefined behaviour) or
-// wrap a large integer into some other id.
-std::optional<int> IntValue(const json& v) {
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
-      return std::nullopt;
-    }
-    return static_cast<int>(u);
-  }
-  if (v.is_number_integer()) {
-    const int64_t i = v.get<int64_t>();
-    if (i < std::numeric_limits<int>::min() ||
-        i > std::numeric_limits<int>::max()) {
-      return std::nullopt;
-    }
-    return static_cast<int>(i);
-  }
-  return std::nullopt;
-}
 
 // Errors name the file and the component: `tokenizer.json: pre_tokenizer
 // "Digits" is not supported`.
@@ -65,14 +42,14 @@ class Parser {
   }
 
   // j[key] as T, or `fallback` when absent or null. An int must be a JSON
-  // integer in int's range (IntValue).
+  // integer in int's range (JsonInt).
   template <typename T>
   absl::StatusOr<T> Get(const json& j, const char* key, T fallback,
                         const std::string& component) const {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
     if constexpr (std::is_same_v<T, int>) {
-      if (std::optional<int> value = IntValue(*it)) return *value;
+      if (std::optional<int> value = JsonInt(*it)) return *value;
       return Error(component, ": \"", key, "\" is not an integer in range (",
                    it->dump(), ")");
     } else {
@@ -479,7 +456,7 @@ absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
     if (bos < 0) bos = IdOfText(spec, template_bos);
     if (bos < 0) {
       if (auto it = generation.find("bos_token_id"); it != generation.end()) {
-        bos = IntValue(*it).value_or(-1);
+        bos = JsonInt(*it).value_or(-1);
       }
     }
     if (bos < 0) {
@@ -499,7 +476,7 @@ absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
     const json list = it->is_array() ? *it : json::array({*it});
     for (const json& id : list) {
       if (id.is_null()) continue;
-      const std::optional<int> eos_id = IntValue(id);
+      const std::optional<int> eos_id = JsonInt(id);
       if (!eos_id.has_value()) {
         return absl::InvalidArgumentError(
             absl::StrCat("generation_config.json: eos_token_id ", id.dump(),

@@ -57,6 +57,20 @@ namespace textgen::kernels {
 // correctness).
 inline constexpr int kLanes = 16;
 
+// How far ahead (in bytes) the one-row products request the weights they
+// stream: decode reads every weight from memory once per step, and a single
+// sequential stream per panel leaves the hardware prefetcher short of full
+// bandwidth. In bytes, not steps: a bf16 step is half an f32 one and a Q8_0
+// step a quarter, and a distance in steps left them too few lines in flight.
+// Two distances: into L1 4 KB ahead, and into L2 16 KB ahead, which keeps
+// more lines in flight than L1's fill buffers hold (a bf16 panel stream on
+// the Xeon of bench/README.md: 10.1 GB/s with the first alone, 11.9 with
+// both). bench/stream_read.cc reads with the same two, so that the bandwidth
+// bound is measured as the weights are read. Hints: values never depend on
+// them.
+inline constexpr int kPrefetchNearBytes = 4096;
+inline constexpr int kPrefetchFarBytes = 16384;
+
 // Σ a[i] · b[i], i < n.
 float Dot(const float* a, const float* b, int n);
 

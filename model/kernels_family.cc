@@ -183,17 +183,6 @@ struct Int8Panel {
   }
 };
 
-// How far ahead (in bytes) the one-row kernel prefetches its panel: decode
-// streams every weight from memory once per step, and a single sequential
-// stream per panel leaves the hardware prefetcher short of full bandwidth. In
-// bytes, not steps: a bf16 step is half an f32 one and a Q8_0 step a quarter,
-// and a distance in steps left them too few lines in flight. Two distances:
-// into L1 4 KB ahead, and into L2 16 KB ahead, which keeps more lines in
-// flight than L1's fill buffers hold (a bf16 panel stream on the Xeon of
-// bench/README.md: 10.1 GB/s with the first alone, 11.9 with both).
-constexpr int kPrefetchBytes = 4096;
-constexpr int kPrefetchFarBytes = 16384;
-
 // Step k of a panel product for R rows: acc[r] += x[r][k] * the panel's row
 // k. The one body PanelTile and PanelSteps share, so their sums are formed in
 // the same order and agree bit for bit.
@@ -217,8 +206,9 @@ inline void PanelTile(const float* x, int depth, int x_stride,
   Vec acc[R][kPanelVecs] = {};
   for (int k = 0; k < depth; ++k) {
     if (R == 1) {
-      // Prefetching past the panel's end is harmless (a hint, never a fault).
-      const char* ahead = panel.Step(k) + kPrefetchBytes;
+      // kPrefetchNearBytes and kPrefetchFarBytes ahead (model/kernels.h);
+      // past the panel's end is harmless (a hint, never a fault).
+      const char* ahead = panel.Step(k) + kPrefetchNearBytes;
       const char* far = panel.Step(k) + kPrefetchFarBytes;
       for (int e = 0; e < Panel::kStepBytes; e += 64) {
         __builtin_prefetch(ahead + e);
@@ -341,6 +331,8 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
   using Panel = decltype(panel_at(0));
   for (int p = panel_begin; p < panel_end; ++p) {
     const Panel panel = panel_at(p);
+    // The next panel of this range as stored, for the groups' requests.
+    const char* next = p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr;
     const int j0 = p * PackedWeights::kPanel;
     const int valid = Min(PackedWeights::kPanel, cols - j0);
     if (rows <= kTileRows) {
@@ -365,15 +357,13 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
       }
       // The widened floats are in cache; the next panel as stored streams
       // in from memory meanwhile, so that its widening does not wait on it.
-      const bool more = p + 1 < panel_end;
-      PanelGroups(x, rows, x_stride, F32Panel{widened}, depth,
-                  more ? panel_at(p + 1).Step(0) : nullptr,
-                  more ? panel_at(p + 1).Step(depth) : nullptr, y + j0,
-                  y_stride, valid, accumulate);
+      const char* next_end =
+          next != nullptr ? panel_at(p + 1).Step(depth) : nullptr;
+      PanelGroups(x, rows, x_stride, F32Panel{widened}, depth, next, next_end,
+                  y + j0, y_stride, valid, accumulate);
     } else {
-      PanelGroups(x, rows, x_stride, panel, depth,
-                  p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr,
-                  nullptr, y + j0, y_stride, valid, accumulate);
+      PanelGroups(x, rows, x_stride, panel, depth, next, nullptr, y + j0,
+                  y_stride, valid, accumulate);
     }
   }
 }

@@ -263,12 +263,12 @@ class KvCache {
     return BlockOffset(slots_[slot].table[position / block_tokens_]) +
            static_cast<size_t>(position % block_tokens_) * head_dim_;
   }
-  // Block i of `slot`'s table in `rows[layer]` (keys_, values_ or their bf16
-  // pair).
-  template <typename Matrix>
-  auto BlockStart(const std::vector<Matrix>& rows, int slot, int layer,
+  // Block i of `slot`'s table in `arrays[layer]` (keys_, values_ or their
+  // bf16 pair).
+  template <typename Array>
+  auto BlockStart(const std::vector<Array>& arrays, int slot, int layer,
                   int i) const {
-    return rows[layer].data() + BlockOffset(slots_[slot].table[i]);
+    return arrays[layer].data() + BlockOffset(slots_[slot].table[i]);
   }
 
   KvDtype dtype_;

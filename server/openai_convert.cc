@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -13,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "model/json_int.h"
 #include "nlohmann/json.hpp"
 #include "server/attention_json.h"
 
@@ -66,12 +66,8 @@ absl::Status CheckModel(const Json& json, absl::string_view model_name) {
 }
 
 absl::StatusOr<int> Int(const Json& value, const char* param) {
-  if (!value.is_number_integer() ||
-      value.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
-      value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    return Invalid(param, "must be a 32-bit integer");
-  }
-  return value.get<int>();
+  if (std::optional<int> i = JsonInt(value)) return *i;
+  return Invalid(param, "must be a 32-bit integer");
 }
 
 absl::StatusOr<float> Number(const Json& value, const char* param) {
