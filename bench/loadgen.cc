@@ -12,7 +12,7 @@
 //   --target=host:port   over gRPC to a running textgen_server. One channel
 //                        (one HTTP/2 connection) per stream, so no stream's
 //                        flow-control window holds up another's.
-//   --in_process         the same engine (server/engine.h, textgen_engine)
+//   --in_process         the same engine (engine/engine.h, textgen_engine)
 //                        driven directly: no network, no protobuf.
 // Their tokens/s ratio is the cost of the server around the engine.
 //
@@ -63,13 +63,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/resident_memory.h"
 #include "bench/soak.h"
+#include "engine/engine.h"
 #include "model/decoder.h"
-#include "model/kernels.h"
-#include "model/model_loader.h"
-#include "model/resident_memory.h"
+#include "model/formats/model_loader.h"
+#include "model/kernels/kernels.h"
 #include "model/weights.h"
-#include "server/engine.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "",

@@ -16,14 +16,14 @@
 // DIR:w8a32 holds the weight matrices so (LoadOptions) and names its
 // benchmarks <model>-bf16, <model>-int8 or <model>-w8a32; a further :kvbf16
 // holds its KV caches as bf16 (model/kv_cache.h; benchmarks <model>-kvbf16).
-// --cpu_kernels picks the build of the kernels (model/kernel_dispatch.h), auto
+// --cpu_kernels picks the build of the kernels (model/kernels/dispatch.h), auto
 // by default; the one in use is printed before the run and recorded in the
 // benchmark context. A model is anything LoadModel opens
-// (model/model_loader.h): a checkpoint directory or a GGUF file, so the very
-// file llama.cpp runs can be timed here (bench/peers/). Token ids are fixed
-// pseudo-random ids, so no tokenizer is needed; the model itself may be random
-// (bench/make_gpt2_small.py). Timings are never asserted anywhere: tests/bench
-// only checks that this binary runs and names its benchmarks.
+// (model/formats/model_loader.h): a checkpoint directory or a GGUF file, so the
+// very file llama.cpp runs can be timed here (bench/peers/). Token ids are
+// fixed pseudo-random ids, so no tokenizer is needed; the model itself may be
+// random (bench/make_gpt2_small.py). Timings are never asserted anywhere:
+// tests/bench only checks that this binary runs and names its benchmarks.
 //
 //   build/bench/textgen_model_bench --models=models/shakespeare-char,DIR:bf16
 //       --threads=2 --benchmark_repetitions=5 --benchmark_format=json
@@ -46,13 +46,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
-#include "model/kernel_dispatch.h"
-#include "model/kernels.h"
+#include "model/formats/model_loader.h"
+#include "model/kernels/dispatch.h"
+#include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
-#include "model/model_loader.h"
-#include "model/status_macros.h"
 #include "model/weights.h"
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",

@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "model/resident_memory.h"
+#include "base/resident_memory.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {

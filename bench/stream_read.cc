@@ -14,7 +14,7 @@
 //
 // (GB/s = 1e9 bytes per second.) Timings are reported, never asserted.
 //
-// The buffer lives where the weights do (model/huge_pages.h: 2 MiB huge pages
+// The buffer lives where the weights do (base/huge_pages.h: 2 MiB huge pages
 // where the kernel allows them), so the bound is measured with the weights'
 // page size: with 4 KiB pages one core read ~15 % less on the Xeon of
 // bench/README.md, and decode beat a "bound" it was not held to.
@@ -31,8 +31,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "model/huge_pages.h"
-#include "model/kernels.h"
+#include "base/huge_pages.h"
+#include "model/kernels/kernels.h"
 
 ABSL_FLAG(std::string, threads, "1,2", "Comma-separated thread counts");
 ABSL_FLAG(int, size_mib, 1024,
@@ -45,7 +45,7 @@ namespace {
 
 // Sums [begin, end) with 8 independent accumulators (one AVX-512 vector, or
 // two AVX2 vectors, of 64-bit lanes), one cache line per iteration, asking
-// for lines ahead as the decode kernels do (model/kernels.h's prefetch
+// for lines ahead as the decode kernels do (model/kernels/kernels.h's prefetch
 // distances): without the hints one core read ~20 % less than the f32 decode
 // step streams.
 uint64_t SumRange(const uint64_t* begin, const uint64_t* end) {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "server/attention_json.h"
-#include "server/explorer_page.h"
+#include "explorer/attention_json.h"
+#include "explorer/explorer_page.h"
 
-namespace textgen {
+namespace textgen::client {
 
 std::string RenderAttentionHtml(const AttentionMaps& maps,
                                 const std::string& title) {
@@ -54,4 +54,4 @@ std::string RenderAttentionHtml(const std::vector<AttentionMaps>& kinds,
   return ExplorerPageWithData(AttentionDataJson(data));
 }
 
-}  // namespace textgen
+}  // namespace textgen::client

@@ -1,9 +1,9 @@
 // A self-contained HTML page for attention maps: the server's attention
-// explorer (server/explorer_page.h, the page GET / serves) with the maps
+// explorer (explorer/explorer_page.h, the page GET / serves) with the maps
 // embedded in the JSON form POST /v1/attention returns
-// (server/attention_json.h: lower triangle, 4 significant digits), so the file
-// opens anywhere with no network and no other files, and the file and the live
-// page are one renderer.
+// (explorer/attention_json.h: lower triangle, 4 significant digits), so the
+// file opens anywhere with no network and no other files, and the file and the
+// live page are one renderer.
 //
 // It shows the prompt's tokens as wrapping text with layer and head pickers
 // (arrow keys step through them): hovering a token shades every earlier token
@@ -17,7 +17,7 @@
 
 #include "client/attention_maps.h"
 
-namespace textgen {
+namespace textgen::client {
 
 // The page for these maps; `title` is the page's title.
 std::string RenderAttentionHtml(const AttentionMaps& maps,
@@ -30,6 +30,6 @@ std::string RenderAttentionHtml(const AttentionMaps& maps,
 std::string RenderAttentionHtml(const std::vector<AttentionMaps>& kinds,
                                 const std::string& title);
 
-}  // namespace textgen
+}  // namespace textgen::client
 
 #endif  // TEXTGEN_CLIENT_ATTENTION_HTML_H_

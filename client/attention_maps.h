@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace textgen {
+namespace textgen::client {
 
 // Which attention the maps show (the API's AttentionKind).
 enum class MapKind {
@@ -66,6 +66,6 @@ struct AttentionMaps {
   }
 };
 
-}  // namespace textgen
+}  // namespace textgen::client
 
 #endif  // TEXTGEN_CLIENT_ATTENTION_MAPS_H_

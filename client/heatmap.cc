@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "model/utf8.h"
+#include "base/utf8.h"
 
-namespace textgen {
+namespace textgen::client {
 namespace {
 
 // The ramp's dark end (weight 1): ColorBrewer's darkest "Blues".
@@ -537,4 +537,4 @@ absl::StatusOr<HeatmapImage> RenderHeatmaps(
   return result;
 }
 
-}  // namespace textgen
+}  // namespace textgen::client

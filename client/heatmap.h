@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "client/attention_maps.h"
 
-namespace textgen {
+namespace textgen::client {
 
 inline constexpr char kDefaultHeatmapFont[] =
     "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
@@ -140,6 +140,6 @@ absl::StatusOr<HeatmapImage> RenderHeatmap(const AttentionMaps& maps,
 absl::StatusOr<HeatmapImage> RenderHeatmaps(
     const std::vector<AttentionMaps>& sections, const HeatmapOptions& options);
 
-}  // namespace textgen
+}  // namespace textgen::client
 
 #endif  // TEXTGEN_CLIENT_HEATMAP_H_

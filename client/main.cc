@@ -39,11 +39,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 #include "client/attention_html.h"
 #include "client/heatmap.h"
 #include "client/textgen_client.h"
 #include "google/protobuf/util/json_util.h"
-#include "model/status_macros.h"
 
 ABSL_FLAG(
     std::string, server, "localhost:50051",
@@ -120,11 +120,11 @@ ABSL_FLAG(int, max_tokens_shown, 64,
           "tokens");
 ABSL_FLAG(int, cell_px, 0,
           "attention: pixels per cell; 0 = chosen from the prompt length");
-ABSL_FLAG(std::string, font, textgen::kDefaultHeatmapFont,
+ABSL_FLAG(std::string, font, textgen::client::kDefaultHeatmapFont,
           "attention: TrueType font for labels; missing = no labels (with a "
           "warning)");
 
-namespace textgen {
+namespace textgen::client {
 namespace {
 
 constexpr int kExitOk = 0;
@@ -629,6 +629,6 @@ int Run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace textgen
+}  // namespace textgen::client
 
-int main(int argc, char** argv) { return textgen::Run(argc, argv); }
+int main(int argc, char** argv) { return textgen::client::Run(argc, argv); }

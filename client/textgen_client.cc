@@ -12,10 +12,10 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "grpc_health/v1/health.grpc.pb.h"
-#include "model/status_macros.h"
 
-namespace textgen {
+namespace textgen::client {
 namespace {
 
 constexpr char kConnectFailurePayload[] = "textgen.client/connect_failure";
@@ -302,4 +302,4 @@ absl::StatusOr<std::string> TextgenClient::Health() {
       response.status());
 }
 
-}  // namespace textgen
+}  // namespace textgen::client

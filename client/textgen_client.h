@@ -29,7 +29,7 @@
 #include "client/attention_maps.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
-namespace textgen {
+namespace textgen::client {
 
 struct ClientOptions {
   // Any gRPC target: "host:port", "dns:///name:port",
@@ -104,6 +104,6 @@ class TextgenClient {
   std::shared_ptr<v1::TextGeneration::Stub> stub_;
 };
 
-}  // namespace textgen
+}  // namespace textgen::client
 
 #endif  // TEXTGEN_CLIENT_TEXTGEN_CLIENT_H_

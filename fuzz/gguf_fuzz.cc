@@ -1,5 +1,5 @@
-// Fuzzes the GGUF reader (model/gguf.h) and, for files it accepts, what is
-// built on it: every metadata value decoded through the typed getters, every
+// Fuzzes the GGUF reader (model/formats/gguf.h) and, for files it accepts, what
+// is built on it: every metadata value decoded through the typed getters, every
 // tensor widened to float, the model config and checkpoint (under a small
 // memory budget) and the tokenizer of the `tokenizer.ggml.*` keys, which is
 // then run as tokenizer_fuzz.h does on a fixed text and a fixed id stream.
@@ -14,9 +14,9 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/tokenizer_fuzz.h"
-#include "model/gguf.h"
-#include "model/gguf_checkpoint.h"
-#include "model/gguf_tokenizer.h"
+#include "model/formats/gguf.h"
+#include "model/formats/gguf_checkpoint.h"
+#include "model/formats/gguf_tokenizer.h"
 
 namespace {
 

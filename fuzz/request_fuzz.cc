@@ -1,12 +1,12 @@
 // The request validation both front doors share, fuzzed: the HTTP API's JSON
-// bodies (server/openai_convert.h: POST /v1/completions, /v1/attention,
+// bodies (server/http/openai_convert.h: POST /v1/completions, /v1/attention,
 // /tokenize) and a serialized GenerateRequest as gRPC hands it to the
-// service (bytes, parsed by server/wire.h's ParseMessage), each then translated
-// for the engine (server/proto_convert.h, ToEngineRequest) with the shipped
-// model's tokenizer. The first byte picks the route, the rest is the body.
-// Whatever the bytes: no crash, and a refusal is INVALID_ARGUMENT (or NOT_FOUND
-// for a `model` other than the one served), the statuses the HTTP API turns
-// into 400 and 404.
+// service (bytes, parsed by server/grpc/wire.h's ParseMessage), each then
+// translated for the engine (server/api/proto_convert.h, ToEngineRequest) with
+// the shipped model's tokenizer. The first byte picks the route, the rest is
+// the body. Whatever the bytes: no crash, and a refusal is INVALID_ARGUMENT (or
+// NOT_FOUND for a `model` other than the one served), the statuses the HTTP API
+// turns into 400 and 404.
 #include <grpcpp/grpcpp.h>
 
 #include <cstddef>
@@ -18,10 +18,10 @@
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
-#include "model/tokenizer_factory.h"
-#include "server/openai_convert.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "model/text/tokenizer_factory.h"
+#include "server/api/proto_convert.h"
+#include "server/grpc/wire.h"
+#include "server/http/openai_convert.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace {
@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     default: {
-      // As the service parses it (server/wire.h): bytes that are no
+      // As the service parses it (server/grpc/wire.h): bytes that are no
       // GenerateRequest are INVALID_ARGUMENT.
       grpc::Slice slice(body.data(), body.size());
       const grpc::ByteBuffer bytes(&slice, 1);

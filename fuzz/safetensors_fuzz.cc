@@ -1,4 +1,4 @@
-// Fuzzes the safetensors reader (model/safetensors.h) and, for files it
+// Fuzzes the safetensors reader (model/formats/safetensors.h) and, for files it
 // accepts, the weight loader on a small GPT-2 config: any bytes must give a
 // status, never a crash, a read out of bounds or undefined behaviour, and
 // every tensor the reader accepts must be readable.
@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 #include "model/weights.h"
 
 namespace {

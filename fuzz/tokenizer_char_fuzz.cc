@@ -4,7 +4,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/tokenizer_fuzz.h"
-#include "model/char_tokenizer.h"
+#include "model/text/char_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::unique_ptr<textgen::CharTokenizer> tokenizer = [] {

@@ -1,5 +1,5 @@
-// One fuzz body for every tokenizer (model/tokenizer.h). The first input byte
-// picks what the rest is:
+// One fuzz body for every tokenizer (model/text/tokenizer.h). The first input
+// byte picks what the rest is:
 //   - even: text to Encode. Valid ids or INVALID_ARGUMENT; for text that
 //     encodes, decoding the ids gives valid UTF-8 (and, for tokenizers that
 //     are lossless on their vocabulary, the text itself);
@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
 #include "fuzz/fuzz_check.h"
-#include "model/tokenizer.h"
-#include "model/utf8.h"
+#include "model/text/tokenizer.h"
 
 namespace textgen {
 

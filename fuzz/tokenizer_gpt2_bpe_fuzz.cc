@@ -8,8 +8,8 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/tokenizer_fuzz.h"
-#include "model/gpt2_bpe_tokenizer.h"
-#include "tests/tokenizer_files.h"
+#include "model/text/gpt2_bpe_tokenizer.h"
+#include "tests/testing/tokenizer_files.h"
 
 namespace {
 

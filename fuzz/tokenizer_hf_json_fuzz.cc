@@ -1,6 +1,7 @@
-// Hugging Face tokenizer.json tokenizers (model/hf_tokenizer_json.h building a
-// model/bpe_tokenizer.h BpeTokenizer), fuzzed as tokenizer_fuzz.h describes.
-// The input's first byte picks the tokenizer, the rest goes to FuzzTokenizer:
+// Hugging Face tokenizer.json tokenizers (model/text/hf_tokenizer_json.h
+// building a model/text/bpe_tokenizer.h BpeTokenizer), fuzzed as
+// tokenizer_fuzz.h describes. The input's first byte picks the tokenizer, the
+// rest goes to FuzzTokenizer:
 //   0 mod 3: fuzz/tokenizer_hf_json/byte_level.json (GPT-2 style: NFC, Split
 //            + ByteLevel, TemplateProcessing BOS, special and lstrip/rstrip
 //            added tokens);
@@ -21,8 +22,8 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/tokenizer_fuzz.h"
-#include "model/bpe_tokenizer.h"
-#include "model/hf_tokenizer_json.h"
+#include "model/text/bpe_tokenizer.h"
+#include "model/text/hf_tokenizer_json.h"
 
 namespace {
 

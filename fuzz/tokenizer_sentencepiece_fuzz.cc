@@ -7,8 +7,8 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/tokenizer_fuzz.h"
-#include "model/sentencepiece_tokenizer.h"
-#include "tests/tokenizer_files.h"
+#include "model/text/sentencepiece_tokenizer.h"
+#include "tests/testing/tokenizer_files.h"
 
 namespace {
 

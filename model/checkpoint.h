@@ -1,12 +1,10 @@
-// A model checkpoint on disk: a directory with `config.json` and
-// `model.safetensors` (Hugging Face names and keys), loaded into a config and
-// weights.
+// A loaded model: its config and its weights, whatever file they came from
+// (model/formats/ reads them).
 #ifndef TEXTGEN_MODEL_CHECKPOINT_H_
 #define TEXTGEN_MODEL_CHECKPOINT_H_
 
-#include <string>
+#include <cstdint>
 
-#include "absl/status/statusor.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -19,17 +17,6 @@ struct Checkpoint {
   // safetensors): what the weights cost as stored, for start-up logs.
   uint64_t stored_bytes = 0;
 };
-
-// Loads `dir`/config.json and `dir`/model.safetensors, or the shards that
-// `dir`/model.safetensors.index.json lists (model/safetensors_shards.h).
-// Errors name the file and problem. The files are mapped, not read, and
-// converted one tensor at a time into the kernels' packed layout (a layout no
-// checkpoint stores, so even an F32 file served as f32 is repacked, never
-// held twice): each tensor's mapped pages are released once it is packed, so
-// loading peaks at about the weights' size plus one tensor; freed memory is
-// handed back to the system before returning.
-absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& dir,
-                                          const LoadOptions& options = {});
 
 }  // namespace textgen
 

@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/file_util.h"
-#include "model/status_macros.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
 
 namespace textgen {
 namespace {

@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "model/kernels.h"
+#include "base/status_macros.h"
+#include "model/kernels/kernels.h"
 #include "model/rope.h"
-#include "model/status_macros.h"
 
 namespace textgen {
 
@@ -500,7 +500,7 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   // The keys and values live in blocks of B positions (model/kv_cache.h),
   // each head's B keys one contiguous [B, D] run (head_stride apart); both
   // kernels give, block by block, the values of one call over all L keys
-  // (model/kernels.h), so the block size changes no bit.
+  // (model/kernels/kernels.h), so the block size changes no bit.
   const int B = cache.block_tokens();
   const int head_stride = cache.head_stride();
   // With few query rows (decoding) each block's run is read once and the

@@ -50,7 +50,7 @@
 #include "model/attention_maps.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
-#include "model/kernels.h"
+#include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
 #include "model/tensor.h"
 #include "model/worker_pool.h"

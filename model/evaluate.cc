@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "model/kv_cache.h"
-#include "model/status_macros.h"
 
 namespace textgen {
 

@@ -3,7 +3,7 @@
 // sample each new token from the last row of logits; stop at an end token,
 // after max_new_tokens, or when the context is full.
 //
-// The engine (server/engine.h) runs the same rules for many sequences at once
+// The engine (engine/engine.h) runs the same rules for many sequences at once
 // and checks them in the same order (end token, then length, then context);
 // this is the single-sequence form, for the command-line tool and as the
 // reference the tests compare the engine with.

@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "model/kernels.h"
+#include "model/kernels/kernels.h"
 
 namespace textgen {
 

@@ -44,9 +44,10 @@
 // element is rounded to the nearest bf16 once, when written; every read
 // (prefill, decode, recomputation) sees that same value, so KV-cached still
 // equals recomputed and batched equals alone, bit for bit. Against f32 it
-// moves the random golden models' logits by up to ~0.2 (tests/parity_test.cc
-// states the bound), and the shipped model's top-1 character agrees with
-// f32's at 99.89 % (tests/shipped_model_validation_test.cc).
+// moves the random golden models' logits by up to ~0.2
+// (tests/model/parity_test.cc states the bound), and the shipped model's top-1
+// character agrees with f32's at 99.89 %
+// (tests/model/shipped_model_validation_test.cc).
 //
 // Not thread-safe: one thread (the engine's) uses a cache.
 #ifndef TEXTGEN_MODEL_KV_CACHE_H_
@@ -61,8 +62,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "base/huge_pages.h"
 #include "model/config.h"
-#include "model/huge_pages.h"
 #include "model/tensor.h"
 
 namespace textgen {
@@ -285,7 +286,7 @@ class KvCache {
   std::list<int> lru_;     // Cached blocks, least recently released first.
   std::unordered_multimap<uint64_t, int> published_;  // hash -> block
   // [layer]: [blocks × block_tokens, kv_width] row-major, on huge pages
-  // (model/huge_pages.h: batched decoding streams them every step); the f32
+  // (base/huge_pages.h: batched decoding streams them every step); the f32
   // pair or the bf16 pair, as dtype_ says (the other is empty).
   std::vector<StreamedVector<float>> keys_;
   std::vector<StreamedVector<float>> values_;

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "model/config.h"
-#include "model/kernels.h"
+#include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
 
 namespace textgen {

@@ -4,7 +4,7 @@
 // token's K/V to the cache or reading one token's logits is a contiguous copy.
 // Embedding tables are activations too (one row per token id). Projection
 // weights are not Eigen matrices: they are kernels::PackedWeights, laid out for
-// the batch-invariant product (model/kernels.h).
+// the batch-invariant product (model/kernels/kernels.h).
 #ifndef TEXTGEN_MODEL_TENSOR_H_
 #define TEXTGEN_MODEL_TENSOR_H_
 

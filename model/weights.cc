@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "model/memory_budget.h"
-#include "model/status_macros.h"
 
 namespace textgen {
 namespace {
@@ -29,8 +29,8 @@ using RowMajorMap = Eigen::Map<const Activations>;
 class TensorReader {
  public:
   // `files`: the checkpoint's shards (one for a single model.safetensors).
-  TensorReader(absl::Span<const SafetensorsFile* const> files,
-               std::string prefix, kernels::WeightType type)
+  TensorReader(absl::Span<const TensorSource* const> files, std::string prefix,
+               kernels::WeightType type)
       : files_(files.begin(), files.end()),
         prefix_(std::move(prefix)),
         type_(type) {}
@@ -80,14 +80,14 @@ class TensorReader {
   }
 
   bool Has(const std::string& name) const {
-    return FileOf(prefix_ + name).Find(prefix_ + name) != nullptr;
+    return FileOf(prefix_ + name).FindShape(prefix_ + name) != nullptr;
   }
 
   // The file that holds tensor `full_name` (the first shard if none does, so
   // that the error for a missing tensor names a file).
-  const SafetensorsFile& FileOf(const std::string& full_name) const {
-    for (const SafetensorsFile* file : files_) {
-      if (file->Find(full_name) != nullptr) return *file;
+  const TensorSource& FileOf(const std::string& full_name) const {
+    for (const TensorSource* file : files_) {
+      if (file->FindShape(full_name) != nullptr) return *file;
     }
     return *files_.front();
   }
@@ -95,13 +95,13 @@ class TensorReader {
   // Fails on the first tensor that was neither read nor `ignorable`.
   absl::Status CheckAllUsed(bool (*ignorable)(const std::string&),
                             const ModelConfig& config) const {
-    for (const SafetensorsFile* file : files_) {
-      for (const auto& [name, info] : file->tensors()) {
+    for (const TensorSource* file : files_) {
+      for (const std::string& name : file->TensorNames()) {
         if (used_.count(name) || ignorable(name)) continue;
         return absl::InvalidArgumentError(
             absl::StrCat(file->source(), ": unexpected tensor '", name, "' ",
-                         ShapeToString(info.shape), "; the config describes ",
-                         DescribeConfig(config)));
+                         ShapeToString(*file->FindShape(name)),
+                         "; the config describes ", DescribeConfig(config)));
       }
     }
     return absl::OkStatus();
@@ -112,7 +112,7 @@ class TensorReader {
                                           const std::vector<int64_t>& shape) {
     const std::string full = prefix_ + name;
     used_.insert(full);
-    const SafetensorsFile& file = FileOf(full);
+    const TensorSource& file = FileOf(full);
     TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> values,
                              file.ReadFloats(full, shape));
     TEXTGEN_RETURN_IF_ERROR(CheckFinite(file, full, values));
@@ -121,7 +121,7 @@ class TensorReader {
 
   // A NaN or infinite weight poisons every logit it reaches (the output is
   // garbage with NaN log-probabilities), so it is refused at load.
-  static absl::Status CheckFinite(const SafetensorsFile& file,
+  static absl::Status CheckFinite(const TensorSource& file,
                                   const std::string& name,
                                   const std::vector<float>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -133,7 +133,7 @@ class TensorReader {
     return absl::OkStatus();
   }
 
-  const std::vector<const SafetensorsFile*> files_;
+  const std::vector<const TensorSource*> files_;
   const std::string prefix_;
   const kernels::WeightType type_;
   std::set<std::string> used_;
@@ -197,7 +197,7 @@ absl::Status LoadCrossAttention(TensorReader& r, const std::string& h, int C,
 }
 
 absl::StatusOr<ModelWeights> LoadGpt2(
-    const ModelConfig& c, absl::Span<const SafetensorsFile* const> files,
+    const ModelConfig& c, absl::Span<const TensorSource* const> files,
     kernels::WeightType type) {
   // GPT2LMHeadModel saves names under "transformer."; GPT2Model without a
   // prefix.
@@ -245,7 +245,7 @@ absl::StatusOr<ModelWeights> LoadGpt2(
 }
 
 absl::StatusOr<ModelWeights> LoadLlama(
-    const ModelConfig& c, absl::Span<const SafetensorsFile* const> files,
+    const ModelConfig& c, absl::Span<const TensorSource* const> files,
     kernels::WeightType type) {
   TensorReader r(files, "", type);
   const int C = c.d_model, I = c.d_ff, D = c.head_dim();
@@ -407,14 +407,14 @@ size_t ModelWeights::MemoryBytes() const {
 }
 
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
-                                         const SafetensorsFile& file,
+                                         const TensorSource& file,
                                          const LoadOptions& options) {
-  const SafetensorsFile* files[] = {&file};
+  const TensorSource* files[] = {&file};
   return LoadWeights(config, files, options);
 }
 
 absl::StatusOr<ModelWeights> LoadWeights(
-    const ModelConfig& config, absl::Span<const SafetensorsFile* const> files,
+    const ModelConfig& config, absl::Span<const TensorSource* const> files,
     const LoadOptions& options) {
   TEXTGEN_RETURN_IF_ERROR(config.Validate());
   if (files.empty()) {

@@ -35,10 +35,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "model/config.h"
-#include "model/kernels.h"
+#include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
-#include "model/safetensors.h"
 #include "model/tensor.h"
+#include "model/tensor_source.h"
 
 namespace textgen {
 
@@ -130,7 +130,8 @@ struct LoadOptions {
 // INVALID_ARGUMENT.
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 
-// Reads every tensor that `config` calls for from `file`, checking names and
+// Reads every tensor that `config` calls for from `file` (any format: see
+// model/tensor_source.h), checking names and
 // shapes, after checking the memory the config implies against
 // `options.memory_budget_bytes` (RESOURCE_EXHAUSTED). A tensor holding a NaN
 // or an infinity is refused (INVALID_ARGUMENT naming it and the element). A
@@ -138,12 +139,12 @@ absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 // or NOT_FOUND error that names the file and the tensor. Known non-parameter
 // buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are ignored.
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
-                                         const SafetensorsFile& file,
+                                         const TensorSource& file,
                                          const LoadOptions& options = {});
-// The same over a sharded checkpoint's files (model/safetensors_shards.h):
-// each tensor is read from the shard that holds it.
+// The same over several sources (a sharded checkpoint's files): each tensor is
+// read from the source that holds it.
 absl::StatusOr<ModelWeights> LoadWeights(
-    const ModelConfig& config, absl::Span<const SafetensorsFile* const> files,
+    const ModelConfig& config, absl::Span<const TensorSource* const> files,
     const LoadOptions& options = {});
 
 // Sinusoidal positional encoding ("Attention Is All You Need", section 3.5):

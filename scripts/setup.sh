@@ -31,7 +31,7 @@ build_packages=(
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
   # The server's HTTP API and Prometheus metrics over HTTP (built with OpenSSL: HTTPS).
   libcpp-httplib-dev
-  # The metrics' Prometheus exposition format (server/metrics.h), core library only.
+  # The metrics' Prometheus exposition format (server/api/metrics.h), core library only.
   prometheus-cpp-dev
   # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha)
   # and the health-check proto the clients are generated from.
@@ -51,7 +51,7 @@ test_packages=(
   nginx python3-yaml
   # Fuzzing (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes.
   clang libclang-rt-14-dev
-  # TLS tests: throwaway CA and certificates made at test time (tests/make_test_certs.sh).
+  # TLS tests: throwaway CA and certificates made at test time (tests/testing/make_test_certs.sh).
   openssl
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy

@@ -1,11 +1,11 @@
 // textgen_server: serves a model over gRPC (textgen.v1.TextGeneration, plus
 // grpc.health.v1 and server reflection) and, with --http_port, over HTTP
-// (OpenAI-compatible completions, server/http_server.h).
+// (OpenAI-compatible completions, server/http/http_server.h).
 //
 //   build/server/textgen_server --model models/shakespeare-char --port 50051
 //   build/server/textgen_server --model stories260K.bin --tokenizer tok512.bin
 //
-// SIGTERM or SIGINT drains (server/grpc_server.h): health turns NOT_SERVING,
+// SIGTERM or SIGINT drains (server/server.h): health turns NOT_SERVING,
 // new calls and connections are refused, connections get GOAWAY, running
 // streams get up to --drain_seconds to finish, then the process exits 0.
 // SIGHUP re-reads --auth_tokens_file. The security flags (TLS, tokens,
@@ -24,12 +24,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "model/file_util.h"
-#include "model/kernel_dispatch.h"
-#include "model/model_loader.h"
-#include "model/resident_memory.h"
-#include "server/auth.h"
-#include "server/grpc_server.h"
+#include "base/file_util.h"
+#include "base/resident_memory.h"
+#include "model/formats/model_loader.h"
+#include "model/kernels/dispatch.h"
+#include "server/front_door/auth.h"
+#include "server/server.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -267,7 +267,7 @@ int Run() {
   std::unique_ptr<Decoder> attention_decoder;
   if (debug_attention != DebugAttentionMode::kOff) {
     // DebugAttention's Decoder shares the engine's weights
-    // (server/debug_attention.h): only its scratch memory is its own. One
+    // (server/api/debug_attention.h): only its scratch memory is its own. One
     // thread: it runs on gRPC's.
     attention_decoder =
         std::make_unique<Decoder>(config, decoder->shared_weights());
@@ -280,7 +280,7 @@ int Run() {
       decoder->threads(),
       model->tokenizer ? model->tokenizer->Describe() : "none");
 
-  GrpcServerOptions options;
+  TextgenServerOptions options;
   options.address =
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
   options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);
@@ -355,7 +355,7 @@ int Run() {
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
   options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
 
-  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Start(
+  absl::StatusOr<std::unique_ptr<TextgenServer>> server = TextgenServer::Start(
       options, std::move(decoder), std::move(attention_decoder),
       std::move(model->tokenizer));
   if (!server.ok()) {

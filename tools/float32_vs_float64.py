@@ -5,7 +5,7 @@ Runs tools/reference_model.py's forward twice on the checkpoint and ids of a gol
 (tools/make_golden.py): in float64, as the goldens are made, and in float32, as PyTorch
 would run the model. The gap between the two is the float32 rounding any float32
 implementation accumulates; a parity bound below it cannot be met by float32 code (see the
-deep-shape bound in tests/parity_test.cc).
+deep-shape bound in tests/model/parity_test.cc).
 
 Usage:
     /usr/bin/python3 tools/float32_vs_float64.py GOLDEN_DIR

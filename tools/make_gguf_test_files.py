@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF files the `models` tests read (tests/gguf_models_test.cc, gguf_npm_test).
+"""Writes the GGUF files the `models` tests read (tests/model/formats/gguf_models_test.cc, gguf_npm_test).
 
     /usr/bin/python3 tools/make_gguf_test_files.py OUT_DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the golden test data for the C++ decoder's parity tests (tests/parity_test.cc).
+"""Writes the golden test data for the C++ decoder's parity tests (tests/model/parity_test.cc).
 
 For each config below this creates `<out>/<name>/` with
     config.json         Hugging Face config keys (plus our `position_embedding_type`)
@@ -56,7 +56,7 @@ import reference_model as ref  # noqa: E402
 import seq2seq_model as s2s  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402
 
-T = 64  # Prompt length of every golden case (tests/parity_test.cc expects 64).
+T = 64  # Prompt length of every golden case (tests/model/parity_test.cc expects 64).
 
 STORAGE_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}

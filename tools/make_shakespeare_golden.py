@@ -3,7 +3,7 @@
 
 PyTorch (tools/reference_model.py, float64, on the weights as stored) continues a prompt
 greedily, one character at a time, recomputing the whole prefix each step; the C++ test
-(tests/shipped_model_test.cc) must produce the same characters with its KV cache.
+(tests/model/shipped_model_test.cc) must produce the same characters with its KV cache.
 Also records, per step, the gap between the best and second-best logit: the smallest gap
 says how close the continuation came to a tie that float32 rounding could break.
 

@@ -10,9 +10,10 @@
 //
 // --model is a checkpoint directory (config.json + model.safetensors + a
 // tokenizer file) or a llama2.c .bin (tokenizer from --tokenizer, or found
-// beside it); see model/model_loader.h. A checkpoint without a tokenizer can
-// still run on --prompt_ids, printing ids. The prompt is echoed, then the
-// continuation; statistics go to stderr. The loop itself is model/generate.h.
+// beside it); see model/formats/model_loader.h. A checkpoint without a
+// tokenizer can still run on --prompt_ids, printing ids. The prompt is echoed,
+// then the continuation; statistics go to stderr. The loop itself is
+// model/generate.h.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -25,11 +26,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "model/decoder.h"
+#include "model/formats/model_loader.h"
 #include "model/generate.h"
-#include "model/kernel_dispatch.h"
-#include "model/model_loader.h"
+#include "model/kernels/dispatch.h"
 #include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "model/text/tokenizer.h"
 
 ABSL_FLAG(std::string, model, "models/shakespeare-char",
           "Checkpoint directory (config.json + model.safetensors + tokenizer) "

@@ -90,7 +90,7 @@ def parse_args(argv=None):
 
 
 class CharVocab:
-    """char_vocab.json (model/char_tokenizer.h): chars 0..n-1, then the control tokens."""
+    """char_vocab.json (model/text/char_tokenizer.h): chars 0..n-1, then the control tokens."""
 
     def __init__(self, chars: list[str]):
         self.chars = chars

@@ -36,7 +36,7 @@ ABSL_FLAG(std::vector<std::string>, layer, {}, "As given to textgen attention");
 ABSL_FLAG(std::vector<std::string>, head, {}, "As given to textgen attention");
 ABSL_FLAG(int, max_tokens_shown, 64, "As given to textgen attention");
 
-namespace textgen {
+namespace textgen::client {
 namespace {
 
 std::vector<int> Ints(const std::vector<std::string>& values) {
@@ -135,9 +135,9 @@ int Run() {
 }
 
 }  // namespace
-}  // namespace textgen
+}  // namespace textgen::client
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  return textgen::Run();
+  return textgen::client::Run();
 }

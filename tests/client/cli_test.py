@@ -66,7 +66,7 @@ class CliTest(unittest.TestCase):
 
     def attention_page_maps(self, *prompt_flags):
         """`textgen attention --html` for the prompt: {(layer, head): T×T rows}, token texts.
-        The page embeds POST /v1/attention's JSON (server/attention_json.h): row q holds
+        The page embeds POST /v1/attention's JSON (explorer/attention_json.h): row q holds
         keys 0..q, to 4 significant digits; the masked keys come back as zeros here."""
         html = os.path.join(self.tmp.name, "maps.html")
         rc, _, err = self.cli("attention", *prompt_flags, "--html", html)

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/client/png_decode.h"
 
-namespace textgen {
+namespace textgen::client {
 namespace {
 
 using ::testing::HasSubstr;
@@ -268,4 +268,4 @@ TEST(AttentionHtmlTest, SelfContainedWithTheDataInlined) {
 }
 
 }  // namespace
-}  // namespace textgen
+}  // namespace textgen::client

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/heatmap.h"
 
-namespace textgen {
+namespace textgen::client {
 
 struct DecodedPng {
   int width = 0, height = 0;
@@ -56,6 +56,6 @@ inline bool RectIs(const DecodedPng& png, const PixelRect& r, Rgb c,
   return true;
 }
 
-}  // namespace textgen
+}  // namespace textgen::client
 
 #endif  // TEXTGEN_TESTS_CLIENT_PNG_DECODE_H_

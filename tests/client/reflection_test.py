@@ -1,4 +1,4 @@
-"""Server reflection v1 and v1alpha on a live textgen_server (server/reflection_v1.h).
+"""Server reflection v1 and v1alpha on a live textgen_server (server/grpc/reflection_v1.h).
 
 grpcurl and newer tools ask for grpc.reflection.v1 first; gRPC 1.51 serves only v1alpha, so
 the server adds v1 itself. Here, with Python stubs generated from Debian's grpc-proto copies

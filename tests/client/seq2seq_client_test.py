@@ -1,7 +1,7 @@
 """The textgen CLI and the Python client with an encoder-decoder model (issue 20).
 
 A live textgen_server serves the tiny random encoder-decoder checkpoint that
-tests/make_tiny_seq2seq.py writes into a temporary directory (--model is ignored: the
+tests/testing/make_tiny_seq2seq.py writes into a temporary directory (--model is ignored: the
 checkpoint is made here). What they show:
   - `textgen generate --source` streams the same text as the Python client's
     generate(source=...); --json carries usage.source_tokens; the tap table names the

@@ -1,5 +1,5 @@
 // Encodes strings with independent GPT-2 BPE implementations from the npm registry, for
-// tests/gpt2_bpe_reference_test.cc to compare textgen's encoder against.
+// tests/model/text/gpt2_bpe_reference_test.cc to compare textgen's encoder against.
 //
 //   node tests/npm/encode.js IN.json OUT.json
 //

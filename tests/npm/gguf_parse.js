@@ -1,4 +1,4 @@
-// Parses GGUF files with @huggingface/gguf, for tests/gguf_npm_test.cc to compare textgen's
+// Parses GGUF files with @huggingface/gguf, for tests/model/formats/gguf_npm_test.cc to compare textgen's
 // reader against: header, every metadata key (type and value) and the tensor table.
 //
 //   node tests/npm/gguf_parse.js OUT.json FILE.gguf...

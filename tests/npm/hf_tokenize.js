@@ -1,6 +1,6 @@
 // Encodes and decodes strings with Hugging Face's own tokenizers library (the npm package
 // `tokenizers`: Rust bindings, the native binary ships inside the package), for
-// tests/hf_tokenizer_reference_test.cc to compare textgen's tokenizer.json support against.
+// tests/model/text/hf_tokenizer_reference_test.cc to compare textgen's tokenizer.json support against.
 //
 //   node tests/npm/hf_tokenize.js TOKENIZER.json IN.json OUT.json
 //

@@ -1,5 +1,5 @@
 // One completion through the official `openai` SDK (pinned in package.json), for
-// tests/http/http_test.py to compare with what gRPC Generate returns.
+// tests/server/http/http_test.py to compare with what gRPC Generate returns.
 //
 //   node openai_completion.js BASE_URL API_KEY 'REQUEST_JSON'
 //

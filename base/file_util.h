@@ -1,0 +1,54 @@
+// Whole-file reads with errors that name the file.
+#ifndef TEXTGEN_BASE_FILE_UTIL_H_
+#define TEXTGEN_BASE_FILE_UTIL_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace textgen {
+
+// Returns the bytes of the file at `path`, or NOT_FOUND / INVALID_ARGUMENT
+// naming the path.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// A file mapped read-only into memory: its pages are read on first touch and
+// belong to the page cache, so reading a large file this way makes no private
+// copy of it. Unmapped on destruction.
+class MappedFile {
+ public:
+  // NOT_FOUND / INVALID_ARGUMENT naming the path, as ReadFileToString.
+  static absl::StatusOr<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;  // Empty.
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  ~MappedFile();
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // Lets the system drop the pages wholly inside [begin, end) from this
+  // process's resident memory (they stay in the page cache, and reading them
+  // again faults them back in unchanged): for a file consumed once, front to
+  // back, so that mapping it does not double peak memory.
+  void DropPages(size_t begin, size_t end) const;
+
+ private:
+  MappedFile(const char* data, size_t size) : data_(data), size_(size) {}
+
+  const char* data_ = nullptr;  // Null for an empty file.
+  size_t size_ = 0;
+};
+
+// Joins a directory and a file name with exactly one '/'.
+std::string JoinPath(const std::string& dir, const std::string& name);
+
+// Whether `path` names a regular file (following symlinks); false on any
+// error. For finding files beside a model; reading still checks (above).
+bool IsRegularFile(const std::string& path);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_BASE_FILE_UTIL_H_

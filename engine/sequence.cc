@@ -1,0 +1,210 @@
+#include "engine/sequence.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "base/utf8.h"
+
+namespace textgen {
+namespace {
+
+std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
+  if (!listed.empty()) return listed;
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+}  // namespace
+
+Sequence::Sequence(GenerationRequest request, int completion_index,
+                   const ModelConfig& config, const Tokenizer* tokenizer,
+                   std::weak_ptr<RequestStream> stream, absl::Time arrival)
+    : request_(std::move(request)),
+      completion_index_(completion_index),
+      context_length_(config.context_length),
+      vocab_size_(config.vocab_size),
+      tokenizer_(tokenizer),
+      stream_(std::move(stream)),
+      history_(request_.prompt),
+      sampler_(request_.sampling, *request_.seed),
+      stop_(request_.stop),
+      arrival_(arrival) {
+  if (request_.attention_tap) {
+    tap_layers_ = AllOrListed(request_.attention_tap->layers, config.n_layers);
+    tap_heads_ = AllOrListed(request_.attention_tap->heads, config.n_heads);
+  }
+  if (tokenizer_ != nullptr) {
+    if (echoes_prompt()) prompt_text_.emplace(*tokenizer_);
+    text_.emplace(*tokenizer_, request_.prompt.back());
+  }
+  history_.reserve(request_.prompt.size() + request_.max_new_tokens);
+}
+
+absl::Span<const int> Sequence::NextChunk(int n) const {
+  if (prefilling()) {
+    return absl::MakeConstSpan(request_.prompt).subspan(prompt_done_, n);
+  }
+  return absl::Span<const int>(&last_token_, 1);
+}
+
+std::string Sequence::TokenText(int id, int previous) const {
+  if (tokenizer_ == nullptr || id >= tokenizer_->vocab_size()) return "";
+  return SanitizeUtf8(tokenizer_->TokenBytes(id, previous));
+}
+
+std::string Sequence::DecodeNext(int id) {
+  if (!text_ || id >= tokenizer_->vocab_size()) return "";
+  // Cannot fail: the id is inside the tokenizer's vocabulary.
+  return text_->Next(id).value_or("");
+}
+
+void Sequence::Score(absl::Span<const float> logits, int token, int previous,
+                     int top_n, std::vector<float>& logprobs,
+                     TokenEvent& e) const {
+  LogSoftmax(logits, logprobs);
+  e.logprob = logprobs[token];
+  for (auto [alt, logprob] : TopLogprobs(logprobs, top_n)) {
+    e.top_logprobs.push_back({alt, TokenText(alt, previous), logprob});
+  }
+}
+
+void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
+                          std::vector<float>& logprobs,
+                          std::vector<StreamEvent>& out) {
+  const std::vector<int>& prompt = request_.prompt;
+  const int scored = request_.prompt_logprobs;
+  const auto row = [&](int t) {
+    return logits.subspan(static_cast<size_t>(t) * vocab_size_, vocab_size_);
+  };
+  for (int i = prompt_done_; i < prompt_done_ + n; ++i) {
+    TokenEvent e;
+    if (scored > 0 && i > prompt_done_) {
+      Score(row(i - prompt_done_ - 1), prompt[i], prompt[i - 1], scored,
+            logprobs, e);
+    } else if (scored > 0 && next_prompt_score_) {
+      e = std::move(*next_prompt_score_);
+      next_prompt_score_.reset();
+    }
+    e.id = prompt[i];
+    e.position = i;
+    e.is_prompt = true;
+    e.step = step;
+    e.completion_index = completion_index_;
+    if (prompt_text_ && e.id < tokenizer_->vocab_size()) {
+      e.text = prompt_text_->Next(e.id).value_or("");
+      // The prompt's text is whole on its own: a character the prompt leaves
+      // unfinished shows as U+FFFD rather than leaking into generated text.
+      if (i == prompt_size() - 1) e.text += prompt_text_->Flush();
+    }
+    out.push_back(std::move(e));
+  }
+  // The chunk's last row predicts the next chunk's first token.
+  const int next = prompt_done_ + n;
+  if (scored > 0 && next < prompt_size()) {
+    next_prompt_score_.emplace();
+    Score(row(n - 1), prompt[next], prompt[next - 1], scored, logprobs,
+          *next_prompt_score_);
+  }
+}
+
+bool Sequence::Advance(int n, absl::Span<const float> logits,
+                       const AttentionMaps* attention,
+                       const AttentionMaps* cross_attention, int64_t step,
+                       absl::Time now, std::vector<float>& logprobs,
+                       std::vector<StreamEvent>& out) {
+  if (prefilling()) {
+    if (echoes_prompt()) EchoPrompt(n, logits, step, logprobs, out);
+    prompt_done_ += n;
+    if (prefilling()) return false;
+    // A request that only scores its prompt ends here.
+    if (request_.max_new_tokens == 0) {
+      out.push_back(Finish(absl::OkStatus(), FinishReason::kLength, now));
+      return true;
+    }
+  }
+  logits = logits.last(vocab_size_);  // The row that picks the next token.
+
+  // The next token, and what the model thought of it and its rivals.
+  const int previous = history_.back();
+  const int id = sampler_.Sample(logits, history_);
+  history_.push_back(id);
+  last_token_ = id;
+  ++generated_;
+  if (!first_token_) first_token_ = now;
+
+  TokenEvent e;
+  e.id = id;
+  e.position = static_cast<int>(history_.size()) - 1;
+  e.step = step;
+  e.completion_index = completion_index_;
+  Score(logits, id, previous, request_.top_logprobs, logprobs, e);
+  if (request_.attention_tap) {
+    if (attention != nullptr) TapRows(*attention, e);
+    if (cross_attention != nullptr) TapRows(*cross_attention, e);
+  }
+
+  // Text and the end. A stop string wins over everything (its text came
+  // first); then EOS (any of the tokenizer's end tokens); then the length
+  // limits, max_new_tokens first because that is what the caller asked for.
+  // llama2.c models mark the start of the next story with BOS, so it ends a
+  // sequence too (Tokenizer::EndsSequence, as textgen_generate does).
+  e.text = stop_.Push(DecodeNext(id));
+  std::optional<FinishReason> reason;
+  const bool end_token = tokenizer_ != nullptr && tokenizer_->EndsSequence(id);
+  if (end_token) {
+    reason = FinishReason::kEos;
+  } else if (generated_ == request_.max_new_tokens) {
+    reason = FinishReason::kLength;
+  } else if (static_cast<int>(history_.size()) == context_length_) {
+    reason = FinishReason::kContextFull;
+  }
+  if (reason && !stop_.matched() && text_) {
+    // Nothing more is coming: release what was held back (an unfinished
+    // character becomes U+FFFD, which could itself complete a stop string).
+    e.text += stop_.Push(text_->Flush());
+    if (!stop_.matched()) e.text += stop_.Flush();
+  }
+  if (stop_.matched()) reason = FinishReason::kStop;
+  out.push_back(std::move(e));
+
+  if (!reason) return false;
+  out.push_back(Finish(absl::OkStatus(), *reason, now));
+  return true;
+}
+
+void Sequence::TapRows(const AttentionMaps& maps, TokenEvent& e) const {
+  // The last query of the chunk predicted this token.
+  const int query = maps.n_queries - 1;
+  for (int layer : tap_layers_) {
+    for (int head : tap_heads_) {
+      const float* row = maps.row(layer, head, query);
+      e.attention.push_back(
+          {layer, head, std::vector<float>(row, row + maps.n_keys), maps.kind});
+    }
+  }
+}
+
+FinishEvent Sequence::Abort(absl::Status status, absl::Time now) const {
+  return Finish(std::move(status), FinishReason::kLength, now);
+}
+
+FinishEvent Sequence::Finish(absl::Status status, FinishReason reason,
+                             absl::Time now) const {
+  FinishEvent f;
+  f.status = std::move(status);
+  f.reason = reason;
+  f.usage.prompt_tokens = prompt_size();
+  f.usage.source_tokens = static_cast<int>(request_.source.size());
+  f.usage.generated_tokens = generated_;
+  f.timings.queue = (admitted_ ? *admitted_ : now) - arrival_;
+  if (first_token_) f.timings.time_to_first_token = *first_token_ - arrival_;
+  f.timings.total = now - arrival_;
+  f.seed = *request_.seed;
+  f.completion_index = completion_index_;
+  return f;
+}
+
+}  // namespace textgen

@@ -1,0 +1,171 @@
+// One admitted request as the engine thread sees it: how far its prompt has
+// been fed to the model, and what to do with the logits it gets back — pick
+// the next token with its own seeded sampler, turn the token into text
+// (whole UTF-8 only, stop strings held back and cut off), decide whether the
+// request is finished, and write the events that say so.
+//
+// The engine owns scheduling (which sequences run in a step, with how many
+// tokens) and the KV slot; a Sequence owns everything per request. Not
+// thread-safe: only the engine thread touches it once it is submitted.
+#ifndef TEXTGEN_ENGINE_SEQUENCE_H_
+#define TEXTGEN_ENGINE_SEQUENCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/stop_matcher.h"
+#include "model/decoder.h"
+#include "model/sampler.h"
+#include "model/text/tokenizer.h"
+
+namespace textgen {
+
+class Sequence {
+ public:
+  // `request` has been validated and its seed and max_new_tokens resolved
+  // (Engine::Submit: a seed set, no "default" left); for completion i of n
+  // it carries that completion's seed. `tokenizer` may be null (ids only, no
+  // text) and must outlive the sequence.
+  Sequence(GenerationRequest request, int completion_index,
+           const ModelConfig& config, const Tokenizer* tokenizer,
+           std::weak_ptr<RequestStream> stream, absl::Time arrival);
+
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  const std::weak_ptr<RequestStream>& stream() const { return stream_; }
+  absl::Time deadline() const { return request_.deadline; }
+  bool wants_attention() const { return request_.attention_tap.has_value(); }
+
+  // The KV-cache slot the engine gave it; -1 while waiting.
+  int slot() const { return slot_; }
+  // Takes `slot` (empty) at `now`: the end of its time in the queue.
+  void Admit(int slot, absl::Time now) {
+    slot_ = slot;
+    admitted_ = now;
+  }
+
+  // Marks the first `n` prompt tokens as already in its KV slot (found in
+  // the prefix cache); n < the prompt's size, before the first chunk.
+  void SkipCachedPrompt(int n) { prompt_done_ += n; }
+  // Whether it may start from cached prompt blocks. Not when echoing or
+  // scoring the prompt: each prompt token's event (and its logits) is made as
+  // the model reads it.
+  bool may_use_prefix_cache() const { return !echoes_prompt(); }
+  // Which of its request's n completions this is (0 for the first).
+  int completion_index() const { return completion_index_; }
+  absl::Span<const int> prompt() const { return request_.prompt; }
+  // An encoder–decoder model's source (empty for decoder-only models): the
+  // engine encodes it into the slot when the sequence is admitted.
+  absl::Span<const int> source() const { return request_.source; }
+  int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
+  int max_new_tokens() const { return request_.max_new_tokens; }
+
+  bool prefilling() const { return prompt_done_ < prompt_size(); }
+  int prompt_remaining() const { return prompt_size() - prompt_done_; }
+  // Echoed (or scored) prompt tokens become events, which must fit the
+  // stream's buffer.
+  bool echoes_prompt() const {
+    return request_.echo_prompt || request_.prompt_logprobs > 0;
+  }
+  // While scoring its prompt (prompt_logprobs), the sequence needs logits for
+  // every token of its chunk, not only the last.
+  bool wants_all_logits() const {
+    return prefilling() && request_.prompt_logprobs > 0;
+  }
+
+  // The tokens to feed next: the next `n` prompt tokens while prefilling
+  // (n ≤ prompt_remaining()), else the last sampled token. Valid until the
+  // next call to Advance().
+  absl::Span<const int> NextChunk(int n) const;
+
+  // Called after the model has taken the chunk from NextChunk(n). `logits`
+  // holds the chunk's rows of logits, vocab_size floats each: all n rows if
+  // wants_all_logits() was true for the chunk (they score the prompt), else
+  // only the last. The last row picks the next token once the prompt is
+  // complete. `attention` holds the chunk's maps if they were captured.
+  // Appends the step's events to `out`: echoed prompt tokens, the new token,
+  // and a FinishEvent if the request ended. Returns true if it ended (the
+  // engine then frees the slot). `logprobs` is scratch the engine lends.
+  // `cross_attention`: an encoder–decoder model's cross maps of the chunk,
+  // likewise.
+  bool Advance(int n, absl::Span<const float> logits,
+               const AttentionMaps* attention,
+               const AttentionMaps* cross_attention, int64_t step,
+               absl::Time now, std::vector<float>& logprobs,
+               std::vector<StreamEvent>& out);
+
+  // Ends the request early with `status` (CANCELLED, DEADLINE_EXCEEDED,
+  // UNAVAILABLE, ...): returns its FinishEvent. Held-back text is dropped.
+  FinishEvent Abort(absl::Status status, absl::Time now) const;
+
+  int generated() const { return generated_; }
+
+  // Since when the sequence has been waiting for its consumer to read (its
+  // stream's buffer full); InfiniteFuture while it is not waiting.
+  absl::Time waiting_for_reader_since() const { return waiting_since_; }
+  void WaitingForReader(absl::Time now) {
+    if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = now;
+  }
+  void ReaderCaughtUp() { waiting_since_ = absl::InfiniteFuture(); }
+
+ private:
+  // Events for prompt tokens prompt_done_ .. prompt_done_ + n - 1; with
+  // prompt_logprobs, scored by `logits` (the chunk's n rows: row t predicts
+  // the token after position prompt_done_ + t).
+  void EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
+                  std::vector<float>& logprobs, std::vector<StreamEvent>& out);
+  // `token`'s log-probability and the top alternatives after `previous`,
+  // from a row of logits (log-softmaxed into `logprobs`).
+  void Score(absl::Span<const float> logits, int token, int previous, int top_n,
+             std::vector<float>& logprobs, TokenEvent& e) const;
+  // Appends to e.attention the tapped rows of the chunk's last query in
+  // `maps`.
+  void TapRows(const AttentionMaps& maps, TokenEvent& e) const;
+  // The text of `id` following `previous`, for top alternatives; "" without a
+  // tokenizer or for ids past its vocabulary (a padded embedding table).
+  std::string TokenText(int id, int previous) const;
+  // The text `id` completes in the generated stream, before stop matching.
+  std::string DecodeNext(int id);
+  FinishEvent Finish(absl::Status status, FinishReason reason,
+                     absl::Time now) const;
+
+  const GenerationRequest request_;
+  const int completion_index_;
+  const int context_length_;
+  const int vocab_size_;
+  const Tokenizer* const tokenizer_;
+  const std::weak_ptr<RequestStream> stream_;
+  // The resolved tap: explicit layer and head lists (empty request lists mean
+  // all).
+  std::vector<int> tap_layers_, tap_heads_;
+
+  int slot_ = -1;
+  int prompt_done_ = 0;  // Prompt tokens in the KV cache.
+  int generated_ = 0;
+  absl::Time waiting_since_ = absl::InfiniteFuture();
+  int last_token_ = -1;  // Sampled, not yet fed to the model.
+  // With prompt_logprobs: the score of the next chunk's first prompt token,
+  // which the previous chunk's last row predicted.
+  std::optional<TokenEvent> next_prompt_score_;
+  std::vector<int> history_;  // Prompt and generated tokens: for the penalty.
+  Sampler sampler_;
+  std::optional<DecodeStream> prompt_text_;  // When echoing the prompt.
+  std::optional<DecodeStream> text_;         // Generated text.
+  StopMatcher stop_;
+
+  const absl::Time arrival_;
+  std::optional<absl::Time> admitted_;
+  std::optional<absl::Time> first_token_;  // First generated token.
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_ENGINE_SEQUENCE_H_

@@ -1,0 +1,63 @@
+// A model in a GGUF file (llama.cpp's format; gguf.h reads it) as a
+// Checkpoint: the config from the `<arch>.*` keys, the weights from
+// llama.cpp's tensor names.
+//
+// Architectures (`general.architecture`: llama, qwen2, qwen3, gpt2):
+//   llama  token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output,
+//          ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (absent:
+//          tied to token_embd). llama.cpp's converter stores the rows of
+//          attn_q and attn_k in Meta's interleaved RoPE order (its `permute`);
+//          they are put back in the decoder's rotate-half order on load.
+//          Biases (attn_q/k/v/output.bias, ffn_*.bias) where the file has
+//          them; attention.key_length = value_length sets the head size.
+//          llama.cpp writes Mistral without a sliding window as llama.
+//   qwen2  llama's tensors with attn_q/k/v.bias, not permuted.
+//   qwen3  llama's tensors with attn_q_norm and attn_k_norm ([head size]),
+//          not permuted; key_length is the head size.
+//   gpt2   token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output,
+//          ffn_norm, ffn_up, ffn_down} (weight and bias), output_norm (weight
+//          and bias), output (optional; must equal token_embd, as GPT-2's head
+//          is tied). Matrices are [out, in]: the loader transposes them back to
+//          GPT-2's Conv1D [in, out].
+// Keys: <arch>.context_length, embedding_length, block_count,
+// feed_forward_length (gpt2: optional, default 4 × embedding_length),
+// attention.head_count, attention.head_count_kv (optional),
+// attention.layer_norm_rms_epsilon (llama) or attention.layer_norm_epsilon
+// (gpt2), rope.freq_base (optional, 10000), rope.dimension_count (must be the
+// head size: partial rotary is not supported). The vocabulary size is the
+// row count of token_embd (and <arch>.vocab_size must agree if present).
+// `rope_freqs.weight`, how llama.cpp stores Llama 3.1's RoPE scaling (one
+// divisor per rotated pair), is read into the config's rope_scaling. What the
+// decoder cannot run is refused by name, never ignored: other RoPE scaling
+// (`rope.scaling.type` other than "none", a linear scale), experts, keys and
+// values of different head sizes, partial rotary.
+//
+// Every tensor is checked by its GGUF name (present, shape as the keys say,
+// none left over) before the decoder's loader sees it. Tensors are widened to
+// float32 (F16, BF16, Q8_0 dequantized as ggml does) one at a time from the
+// mapped file, then packed as LoadOptions asks (F32 or BF16).
+#ifndef TEXTGEN_MODEL_FORMATS_GGUF_CHECKPOINT_H_
+#define TEXTGEN_MODEL_FORMATS_GGUF_CHECKPOINT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/formats/gguf.h"
+
+namespace textgen {
+
+// Whether `path` names a GGUF file (its first bytes are "GGUF").
+bool IsGgufFile(const std::string& path);
+
+// The model configuration the file's keys and tensor shapes describe.
+absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file);
+
+// Config and weights. Errors name the file and the key or tensor.
+absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,
+                                              const LoadOptions& options = {});
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_MODEL_FORMATS_GGUF_CHECKPOINT_H_

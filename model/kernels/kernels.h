@@ -1,0 +1,271 @@
+// The decoder's arithmetic kernels, written so that results are
+// *batch-invariant*: every output value is produced by the same sequence of
+// floating-point operations whatever else is in the batch, wherever its row
+// sits in memory, and however many tokens share the step.
+//
+// Why: a general GEMM (Eigen's, BLAS's) picks its blocking, its vector/scalar
+// split and even its kernel (GEMM vs GEMV) from the matrix sizes and pointer
+// alignment, so the same token's logits drift by a few ulps between a full
+// pass, a KV-cached decode step and a batched step. Drift of that kind is
+// invisible in one step but can flip a greedy argmax between "alone" and
+// "batched". Here, instead:
+//   - MatMul (the projections and the LM head) sums each output over k in
+//     increasing order, one multiply-add per step, vectorized across output
+//     columns: lanes never interact; splitting it by panels (threads) or by
+//     k-chunks (accumulators stored and reloaded exactly) changes nothing;
+//   - AttentionScores likewise sums over the head dimension in order,
+//     vectorized across keys; WeightedSum over keys in order, vectorized
+//     across the head dimension;
+//   - Dot and Sum accumulate element i into lane i % kLanes
+//     in index order and fold the lanes in one fixed tree;
+//   - exp in Softmax and SiluMultiply is the scalar libm call for every
+//     element; GeluTanh runs every element, tail included, through one vector
+//     routine;
+//   - multiplies and adds are never fused implicitly (kernels.cc is built with
+//     -ffp-contract=off), so vector lanes and scalar tails compute identical
+//     values. MatMul and AttentionScores fuse explicitly (MulAdd, where the
+//     target has FMA): they have no scalar tail, so every path that computes
+//     one of their outputs fuses the same way.
+// KV-cached decoding therefore equals full recomputation bit for bit, and a
+// sequence's logits do not depend on its batch; tests/model/parity_test.cc
+// holds the decoder to that.
+//
+// kInt8 weights (GGUF Q8_0's numerics) are multiplied by activations quantized
+// the same way on the fly, each row on its own: every block of 32 steps of k
+// gives an integer dot product, exact in any order, and the blocks' scaled
+// sums are added in increasing block order, never fused (see MatMul).
+//
+// Families. These functions run one of several builds of the same kernels
+// (model/kernels/family.cc compiled for generic x86-64-v2, AVX2 + FMA, and
+// AVX-512 + VNNI), chosen once at start-up by CPUID (model/kernels/dispatch.h).
+// The contract above holds within a family; families may differ in the last
+// bits of f32 and bf16 results (only some fuse multiply-adds), so a model's
+// logits differ between families by a few ulps, even with kInt8 weights,
+// whose products alone are the same in every family.
+#ifndef TEXTGEN_MODEL_KERNELS_KERNELS_H_
+#define TEXTGEN_MODEL_KERNELS_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/huge_pages.h"
+
+namespace textgen::kernels {
+
+// Lanes of every reduction. Fixed: changing it changes results (not
+// correctness).
+inline constexpr int kLanes = 16;
+
+// How far ahead (in bytes) the one-row products request the weights they
+// stream: decode reads every weight from memory once per step, and a single
+// sequential stream per panel leaves the hardware prefetcher short of full
+// bandwidth. In bytes, not steps: a bf16 step is half an f32 one and a Q8_0
+// step a quarter, and a distance in steps left them too few lines in flight.
+// Two distances: into L1 4 KB ahead, and into L2 16 KB ahead, which keeps
+// more lines in flight than L1's fill buffers hold (a bf16 panel stream on
+// the Xeon of bench/README.md: 10.1 GB/s with the first alone, 11.9 with
+// both). bench/stream_read.cc reads with the same two, so that the bandwidth
+// bound is measured as the weights are read. Hints: values never depend on
+// them.
+inline constexpr int kPrefetchNearBytes = 4096;
+inline constexpr int kPrefetchFarBytes = 16384;
+
+// Σ a[i] · b[i], i < n.
+float Dot(const float* a, const float* b, int n);
+
+// Σ a[i], i < n.
+float Sum(const float* a, int n);
+
+// How PackedWeights stores its values. kBF16 keeps the upper 16 bits of each
+// float (rounded to nearest even when packed); the kernel widens them back
+// exactly (a shift by 16) and accumulates in float, so a kBF16 product equals
+// the kF32 product of the bf16-rounded weights bit for bit, at half the bytes
+// streamed from memory.
+// kInt8 is GGUF Q8_0: each column's weights in blocks of kInt8Block steps of
+// k, one scale d = max|w| / 127 per block and w ≈ d · q, q = round(w / d) in
+// [-127, 127]. The scale is kept as a float, not Q8_0's fp16: a product needs
+// no conversion, the generic family needs no F16C, an fp16 scale from a Q8_0
+// file converts to it exactly, and 32 + 4 bytes per 32 weights is still 0.28×
+// f32.
+// kW8A32 stores the same Q8_0 weights as kInt8 but multiplies them by the
+// activations as they are (f32): each weight is dequantized (d · q, exact as
+// PackedWeights::at) inside the product, so a kW8A32 product equals the kF32
+// product of the dequantized weights bit for bit. It moves kInt8's bytes and
+// loses only the weights' rounding (on the shipped model, 99.4 % top-1
+// agreement with f32 against kInt8's 98.7 %), at more arithmetic per weight
+// than kInt8's integer dot products (bench/README.md compares them).
+enum class WeightType { kF32, kBF16, kInt8, kW8A32 };
+
+// "f32", "bf16", "int8" or "w8a32".
+const char* WeightTypeName(WeightType type);
+
+// Whether `type` stores its weights as Q8_0 (kInt8's layout below).
+inline bool IsQ8_0(WeightType type) {
+  return type == WeightType::kInt8 || type == WeightType::kW8A32;
+}
+
+// A weight matrix W [depth, cols] (the [in, out] layout of GPT-2's Conv1D)
+// repacked for MatMul: cut into panels of kPanel consecutive columns, each
+// stored k-major, so the kernel streams through memory in order. The last panel
+// is zero-padded to kPanel columns.
+//
+// kInt8 and kW8A32 panels go by blocks of kInt8Block steps: block b of panel p
+// holds the quants of its 64 columns (model/kernels/family.cc lays them out for
+// the dot-product instructions, as bytes q + 128), and 64 float scales. A depth
+// that is not a multiple of kInt8Block is padded with zero weights.
+class PackedWeights {
+ public:
+  static constexpr int kPanel = 64;
+  static constexpr int kInt8Block = 32;
+
+  PackedWeights() = default;
+  // `w` is row-major [depth, cols] with row stride `w_stride`.
+  PackedWeights(const float* w, int depth, int cols, int w_stride,
+                WeightType type = WeightType::kF32);
+  // Packs the transpose of `v`, row-major [cols, depth]: W[k, j] = v[j, k]. For
+  // an embedding table used as the LM head (logits = x · tableᵀ) and for
+  // nn.Linear weights, stored [out, in].
+  static PackedWeights FromTransposed(const float* v, int cols, int depth,
+                                      WeightType type = WeightType::kF32);
+
+  WeightType type() const { return type_; }
+  int depth() const { return depth_; }
+  int cols() const { return cols_; }
+  int panels() const { return (cols_ + kPanel - 1) / kPanel; }
+  // Panel p: depth × kPanel values, row k holding columns p·kPanel .. p·kPanel
+  // + kPanel - 1; f32 or bf16 bits as type() says.
+  const float* panel_f32(int p) const {
+    return f32_.data() + static_cast<size_t>(p) * depth_ * kPanel;
+  }
+  const uint16_t* panel_bf16(int p) const {
+    return bf16_.data() + static_cast<size_t>(p) * depth_ * kPanel;
+  }
+  // IsQ8_0: blocks of kInt8Block steps along the depth (the last one padded).
+  int int8_blocks() const { return (depth_ + kInt8Block - 1) / kInt8Block; }
+  // Panel p's quants (int8_blocks() × kInt8Block × kPanel bytes) and scales
+  // (int8_blocks() × kPanel floats, block-major).
+  const uint8_t* panel_int8(int p) const {
+    return q8_.data() +
+           static_cast<size_t>(p) * int8_blocks() * kInt8Block * kPanel;
+  }
+  const float* panel_int8_scales(int p) const {
+    return q8_scales_.data() + static_cast<size_t>(p) * int8_blocks() * kPanel;
+  }
+  // W[k, j], for tests and debugging.
+  float at(int k, int j) const;
+  // out[k] = W[k, j], k < depth: one column (a token's row of a tied
+  // embedding table stored as the packed LM head).
+  void Column(int j, float* out) const;
+  size_t MemoryBytes() const {
+    return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
+           q8_.size() + q8_scales_.size() * sizeof(float);
+  }
+
+ private:
+  template <typename Get>
+  void Pack(int depth, int cols, WeightType type, Get get);
+
+  WeightType type_ = WeightType::kF32;
+  int depth_ = 0;
+  int cols_ = 0;
+  // Streamed once per decode step: on huge pages (base/huge_pages.h).
+  StreamedVector<float> f32_;        // kF32
+  StreamedVector<uint16_t> bf16_;    // kBF16
+  StreamedVector<uint8_t> q8_;       // IsQ8_0: quants, q + 128
+  StreamedVector<float> q8_scales_;  // IsQ8_0
+};
+
+// Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
+// NaN.
+uint16_t FloatToBf16(float f);
+// out[i] = FloatToBf16(x[i]), i < n, the same bits, a vector at a time: the
+// KV cache rounds every key and value it stores in bf16 (KvCache::WriteRow).
+void RoundToBf16(const float* x, int n, uint16_t* out);
+inline float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// y[r, j] (+)= Σ_k x[r, k] · W[k, j]   for r < rows, j < w.cols().  y = x · W
+//   x: rows × w.depth(), row-major with row stride x_stride.
+//   y: rows × w.cols(), row-major with row stride y_stride. accumulate: add the
+//   product to y.
+// Each y[r, j] is the sum over k in increasing order, one multiply-add per step
+// (fused where the target has FMA: this kernel is the only one that computes
+// these values, so every path contracts alike), whatever rows is and whichever
+// panels are computed together.
+// Register-tiled like a GEMM micro-kernel, vectorized across columns.
+// kInt8: x's rows are first quantized like the weights (per row, per block of
+// kInt8Block, round(x / d) with d = max|x| / 127), then y[r, j] is the sum over
+// blocks b in increasing order of float(Σ_k qx · qw) · (dx_b · dw_b,j), each
+// multiply and add rounded on its own; the integer sums are exact. The rows
+// are quantized into per-thread scratch that grows to the largest product seen
+// (no allocation in the steady state).
+// kW8A32: as kF32, with the dequantized weights d · q.
+void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
+            float* y, int y_stride, bool accumulate);
+// The same for the columns of panels [panel_begin, panel_end) only: threads
+// split a product by panels and each gets exactly MatMul's values.
+void MatMulPanels(const float* x, int rows, int x_stride,
+                  const PackedWeights& w, int panel_begin, int panel_end,
+                  float* y, int y_stride, bool accumulate);
+
+// Attention scores of one head: y[t, j] = Σ_d q[t, d] · k_j[d] in increasing
+// d, one multiply-add per step, for t < rows and the keys row t can see, j <
+// first_position + t + 1 (causal); y[t, j] past that is left unspecified.
+//   q: rows × depth, row stride q_stride. k: `keys` vectors of `depth` floats,
+//   k_j at k + j · k_stride (a head's columns of a row-major KV cache).
+// Vectorized across keys (16 at a time, transposed into `scratch`, which holds
+// kAttentionScratch(depth) floats), so small head dimensions cost no lane
+// folding; the value for (t, j) does not depend on rows, keys or position, so
+// keys may be scored block by block (k and y offset by the block's first key,
+// first_position reduced by it, negative if the block starts after row 0's
+// position) with the values of one call over all of them.
+// request_next: a hint, as WeightedSum's below (keys two blocks of 16 ahead).
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const float* k, int k_stride, int keys, int first_position,
+                     float* y, int y_stride, float* scratch,
+                     bool request_next = false);
+inline int AttentionScratchFloats(int depth) { return depth * 16; }
+// The same over keys held as bf16 bits (a kBf16 KV cache, model/kv_cache.h):
+// each key element is widened to its float, exactly, as the keys move into
+// `scratch`; y equals the call above over the widened keys, bit for bit.
+void AttentionScores(const float* q, int rows, int depth, int q_stride,
+                     const uint16_t* k, int k_stride, int keys,
+                     int first_position, float* y, int y_stride, float* scratch,
+                     bool request_next = false);
+
+// out[d] = Σ_j p[j] · v_j[d] for d < depth, summed over j < n in increasing
+// order (one multiply and one add per step), v_j at v + j · v_stride. The
+// weighted sum of values, accumulated in registers across the head dimension.
+// accumulate: the sum starts from out[d] instead of 0, so summing keys
+// [0, a) and then, accumulating, [a, n) (the blocks of a paged KV cache) is
+// bit for bit the single call over [0, n).
+// request_next: a hint, no value changes. Rows a stride apart are always
+// requested 16 rows ahead; contiguous rows (a head's run of a KV-cache block)
+// only with request_next, when the memory past the run is what the caller
+// reads next (in decoding, the next head's run).
+void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
+                 float* out, bool accumulate = false,
+                 bool request_next = false);
+// The same over values held as bf16 bits, each widened exactly: equal, bit for
+// bit, to the call above over the widened values.
+void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
+                 int depth, float* out, bool accumulate = false,
+                 bool request_next = false);
+
+// In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
+void Softmax(float* x, int n);
+
+// In place: GELU, tanh form (GPT-2's "gelu_new").
+void GeluTanh(float* x, int n);
+
+// In place: gate[i] = silu(gate[i]) · up[i], silu(g) = g / (1 + e^-g).
+void SiluMultiply(float* gate, const float* up, int n);
+
+}  // namespace textgen::kernels
+
+#endif  // TEXTGEN_MODEL_KERNELS_KERNELS_H_

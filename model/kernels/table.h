@@ -1,0 +1,95 @@
+// The kernels of one CPU family, as a table of functions:
+// model/kernels/family.cc is compiled once per family with that family's
+// instruction-set flags, each copy in its own namespace and each filling one
+// table; model/kernels/kernels.cc calls through the table that
+// model/kernels/dispatch.h selected. Internal to the kernels: the decoder calls
+// the functions of model/kernels/kernels.h.
+//
+// Every entry has the contract of the model/kernels/kernels.h function of the
+// same name; the matrix products take the packed panels as raw pointers (see
+// PackedWeights for their layouts).
+#ifndef TEXTGEN_MODEL_KERNELS_TABLE_H_
+#define TEXTGEN_MODEL_KERNELS_TABLE_H_
+
+#include <cstdint>
+
+namespace textgen::kernels {
+
+// The activations of a kInt8 product, quantized row by row in blocks of
+// PackedWeights::kInt8Block along the depth (Q8_0's numerics, see kernels.h):
+// row r's block b holds q[(r · blocks + b) · 32 + i], its scale
+// scale[r · blocks + b] and the sum of its 32 quants sum[r · blocks + b].
+struct QuantizedRows {
+  const int8_t* q = nullptr;
+  const float* scale = nullptr;
+  const int32_t* sum = nullptr;
+  int rows = 0;
+  int blocks = 0;
+};
+
+// Rows that share each load of a panel in the f32, bf16 and w8a32 products;
+// above it, bf16 and w8a32 panels are widened to f32 once per panel (into the
+// caller's `widened`, room for depth × PackedWeights::kPanel floats).
+inline constexpr int kTileRows = 4;
+
+struct KernelTable {
+  const char* name;
+  float (*dot)(const float* a, const float* b, int n);
+  float (*sum)(const float* a, int n);
+  void (*matmul_f32)(const float* x, int rows, int x_stride,
+                     const float* panels, int depth, int cols, int panel_begin,
+                     int panel_end, float* y, int y_stride, bool accumulate);
+  void (*matmul_bf16)(const float* x, int rows, int x_stride,
+                      const uint16_t* panels, int depth, int cols,
+                      int panel_begin, int panel_end, float* widened, float* y,
+                      int y_stride, bool accumulate);
+  // Fills q (rows · blocks · kInt8Block), scale and sum (rows · blocks) as
+  // QuantizedRows describes them, from x (rows × depth, row stride x_stride).
+  void (*quantize_rows)(const float* x, int rows, int x_stride, int depth,
+                        int8_t* q, float* scale, int32_t* sum);
+  void (*matmul_int8)(const QuantizedRows& x, const uint8_t* quants,
+                      const float* scales, int cols, int panel_begin,
+                      int panel_end, float* y, int y_stride, bool accumulate);
+  void (*matmul_w8a32)(const float* x, int rows, int x_stride,
+                       const uint8_t* quants, const float* scales, int depth,
+                       int cols, int panel_begin, int panel_end, float* widened,
+                       float* y, int y_stride, bool accumulate);
+  void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
+                           const float* k, int k_stride, int keys,
+                           int first_position, float* y, int y_stride,
+                           float* scratch, bool request_next);
+  void (*weighted_sum)(const float* p, int n, const float* v, int v_stride,
+                       int depth, float* out, bool accumulate,
+                       bool request_next);
+  void (*attention_scores_bf16)(const float* q, int rows, int depth,
+                                int q_stride, const uint16_t* k, int k_stride,
+                                int keys, int first_position, float* y,
+                                int y_stride, float* scratch,
+                                bool request_next);
+  void (*weighted_sum_bf16)(const float* p, int n, const uint16_t* v,
+                            int v_stride, int depth, float* out,
+                            bool accumulate, bool request_next);
+  void (*softmax)(float* x, int n);
+  void (*gelu_tanh)(float* x, int n);
+  void (*silu_multiply)(float* gate, const float* up, int n);
+  void (*round_to_bf16)(const float* x, int n, uint16_t* out);
+};
+
+// One per copy of model/kernels/family.cc.
+namespace generic {
+extern const KernelTable kTable;
+}
+namespace avx2 {
+extern const KernelTable kTable;
+}
+namespace avx512 {
+extern const KernelTable kTable;
+}
+
+// The table model/kernels/dispatch.h selected (the best this CPU runs until
+// UseKernelFamily says otherwise).
+const KernelTable& ActiveKernelTable();
+
+}  // namespace textgen::kernels
+
+#endif  // TEXTGEN_MODEL_KERNELS_TABLE_H_

@@ -1,0 +1,156 @@
+// DebugAttention's work: one forward pass over a prompt with attention
+// capture, its maps cut into messages under a byte budget. For an
+// encoder–decoder model the pass is Encode over the source, then Forward over
+// the target's start, both capturing: encoder self-attention, decoder
+// self-attention and cross-attention maps, each labelled with its kind.
+//
+// The engine thread's Decoder is not thread-safe, and a second kind of work in
+// its batching loop would complicate it, so DebugAttention has a Decoder of
+// its own (sharing the engine Decoder's weights, Decoder::shared_weights(); the
+// caller builds it, so it costs only its scratch memory) and a one-slot
+// KvCache, used by one call at a time under a mutex. The gRPC service runs
+// the pass on the debugger's own thread (RunLater): a pass takes up to
+// hundreds of milliseconds, and gRPC's callback threads, which also answer
+// health checks, must not wait on it. The HTTP API calls Run on its own
+// request thread.
+//
+// Maps go out kind by kind (encoder self, decoder self, cross), each
+// [layer][head][query][key], the first message carrying the prompt's tokens
+// (and the source's); a map that does not fit the rest of a message comes in
+// pieces of whole rows (AttentionMap.first_query).
+#ifndef TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_
+#define TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "model/decoder.h"
+#include "model/kv_cache.h"
+#include "model/text/tokenizer.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen {
+
+// By default no DebugAttention message exceeds this (gRPC's default limit is
+// 4 MiB).
+inline constexpr size_t kMaxAttentionMessageBytes = 1 << 20;
+
+struct DebugAttentionOptions {
+  // Longest prompt accepted, in tokens: the reply grows with its square.
+  int max_tokens = 256;
+  // No message exceeds this many bytes (one row per message at the least).
+  size_t max_message_bytes = kMaxAttentionMessageBytes;
+  // The maps of one reply (layers × heads × n² floats, after repeated layers
+  // and heads are dropped) may not exceed this many bytes.
+  size_t max_map_bytes = size_t{64} << 20;
+  // Calls admitted at once, from admission until their reply is written.
+  int max_concurrent = 2;
+  // How the call's KV cache holds keys and values: the engine's, so that the
+  // maps are the attention generation computes (f32 is the exact one).
+  KvDtype kv_dtype = KvDtype::kF32;
+};
+
+class AttentionDebugger {
+ public:
+  // `tokenizer` may be null (token-id prompts only) and must outlive this.
+  AttentionDebugger(const DebugAttentionOptions& options,
+                    std::unique_ptr<Decoder> decoder,
+                    const Tokenizer* tokenizer);
+
+  // A place among the max_concurrent calls; it is given back when the last
+  // copy of the pointer is destroyed (the reply written, or abandoned).
+  class Ticket {
+   public:
+    explicit Ticket(std::atomic<int>& admitted) : admitted_(admitted) {}
+    ~Ticket() { admitted_.fetch_sub(1); }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+
+   private:
+    std::atomic<int>& admitted_;
+  };
+
+  // A ticket, or RESOURCE_EXHAUSTED naming --max_concurrent_debug_attention
+  // when max_concurrent calls already hold one.
+  absl::StatusOr<std::shared_ptr<const Ticket>> Admit();
+
+  // The replies for `request`, or INVALID_ARGUMENT naming the field (the
+  // prompt or source, a layer or head out of range, a prompt or source over
+  // max_tokens, maps over max_map_bytes), or CheckSourcePresence's status (a
+  // source missing for an encoder–decoder model, or given to a decoder-only
+  // one). Repeated layers and heads count once; a layer filter applies to
+  // the encoder's blocks and the decoder's alike (a layer neither has is
+  // refused). `check` is asked
+  // before each step (waiting for the decoder, the pass, paging); a non-OK
+  // status (the call cancelled or past its deadline) ends the call with it.
+  // Thread-safe: calls take turns.
+  absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>> Run(
+      const textgen::v1::DebugAttentionRequest& request,
+      absl::FunctionRef<absl::Status()> check);
+
+  // Run(request, check) later on this debugger's own thread, in the order
+  // queued, then done(its result) there. Returns at once. Calls queued when
+  // the debugger is destroyed still run first.
+  using Done = std::function<void(
+      absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>>)>;
+  void RunLater(textgen::v1::DebugAttentionRequest request,
+                std::function<absl::Status()> check, Done done);
+
+  ~AttentionDebugger();
+
+ private:
+  struct Job {
+    textgen::v1::DebugAttentionRequest request;
+    std::function<absl::Status()> check;
+    Done done;
+  };
+  void Work();  // The thread's loop: jobs_ until stopping_ and empty.
+
+  std::atomic<int> admitted_{0};
+  const DebugAttentionOptions options_;
+  const Tokenizer* const tokenizer_;  // May be null.
+
+  std::mutex mu_;  // One pass at a time.
+  const std::unique_ptr<Decoder> decoder_;
+  KvCache cache_;
+  ForwardResult result_;
+  EncodeResult encoded_;
+
+  // std::mutex rather than absl::Mutex: ThreadSanitizer sees the former's
+  // synchronization, not that of Debian's (uninstrumented) Abseil.
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;  // A job queued, or stopping_.
+  std::deque<Job> jobs_;             // Under jobs_mu_.
+  bool stopping_ = false;            // Under jobs_mu_.
+  std::thread worker_;  // Started by the first RunLater; under jobs_mu_.
+};
+
+// The maps of one kind to send, and which of their layers.
+struct SelectedMaps {
+  const AttentionMaps* maps = nullptr;
+  absl::Span<const int> layers;
+};
+
+// `selected` (of the prompt `ids` and the source `source_ids`, empty for a
+// decoder-only model) as DebugAttention messages: the tokens first, then
+// each selection's maps of its layers × `heads`, in the order given, each
+// message under `budget` bytes. num_layers counts the decoder self-attention
+// layers sent, num_encoder_layers the encoder's.
+std::vector<textgen::v1::DebugAttentionResponse> PageAttentionMaps(
+    absl::Span<const SelectedMaps> selected, absl::Span<const int> ids,
+    absl::Span<const int> source_ids, const Tokenizer* tokenizer,
+    absl::Span<const int> heads, size_t budget);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_

@@ -1,0 +1,81 @@
+// The front door: the one check every TextGeneration call passes before any
+// work (server/grpc/service.cc calls Admit first thing in each method, and the
+// HTTP API, server/http/http_server.h, before each of its calls).
+//
+// In order:
+//   1. Draining (SIGTERM): UNAVAILABLE, so the client retries elsewhere.
+//   2. Who is calling and may they (server/front_door/auth.h): UNAUTHENTICATED,
+//      PERMISSION_DENIED, FAILED_PRECONDITION.
+//   3. Per-client limits (server/front_door/client_limits.h):
+//   RESOURCE_EXHAUSTED.
+// A stream's Pass holds its per-client stream count until the call is done:
+// the reactor keeps it and drops it in OnDone.
+//
+// Health (grpc.health.v1) and reflection are gRPC's own services and do not
+// come through here: probes need no token.
+#ifndef TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_
+#define TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/front_door/auth.h"
+#include "server/front_door/client_limits.h"
+
+namespace textgen {
+
+struct FrontDoorOptions {
+  AuthOptions auth;
+  ClientLimitOptions limits;
+};
+
+class FrontDoor {
+ public:
+  enum class CallKind { kUnary, kStream };
+
+  // What an admitted call carries.
+  struct Pass {
+    Caller caller;
+    ClientLimiter::StreamPermit stream;  // Empty for unary calls.
+  };
+
+  // Errors: Authorizer::Create's, ClientLimiter::Validate's.
+  static absl::StatusOr<std::unique_ptr<FrontDoor>> Create(
+      const FrontDoorOptions& options);
+
+  // See above. `context` gives the authorization metadata and the peer.
+  // `streams`: what a kStream call holds (a Generate call's n completions).
+  absl::StatusOr<Pass> Admit(const grpc::ServerContextBase& context, Need need,
+                             CallKind kind, int streams = 1);
+  // The same for any transport: `authorization` is the header's value (empty
+  // if absent), `peer` the caller in gRPC's form ("ipv4:10.0.0.7:51234"), so
+  // that a client is the same client over gRPC and HTTP.
+  absl::StatusOr<Pass> Admit(absl::string_view authorization,
+                             absl::string_view peer, Need need, CallKind kind,
+                             int streams = 1);
+
+  // The tokens file again (SIGHUP); on error the old table stays.
+  absl::Status ReloadTokens() { return auth_->Reload(); }
+  // From now on every call is UNAVAILABLE.
+  void StartDrain() { draining_ = true; }
+  bool draining() const { return draining_; }
+
+  const Authorizer& auth() const { return *auth_; }
+  ClientLimiter& limits() { return limits_; }
+
+ private:
+  FrontDoor(std::unique_ptr<Authorizer> auth, const ClientLimitOptions& limits)
+      : auth_(std::move(auth)), limits_(limits) {}
+
+  const std::unique_ptr<Authorizer> auth_;
+  ClientLimiter limits_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_

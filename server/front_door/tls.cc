@@ -1,0 +1,140 @@
+#include "server/front_door/tls.h"
+
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "base/file_util.h"
+
+namespace textgen {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+BioPtr MemoryBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// The file's text, or an error naming `flag`.
+absl::StatusOr<std::string> ReadPem(const std::string& path,
+                                    absl::string_view flag) {
+  absl::StatusOr<std::string> pem = ReadFileToString(path);
+  if (!pem.ok()) {
+    return absl::Status(pem.status().code(),
+                        absl::StrCat(flag, ": ", pem.status().message()));
+  }
+  if (!absl::StrContains(*pem, "-----BEGIN ")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", path, ": not a PEM file"));
+  }
+  return pem;
+}
+
+absl::Status CheckPair(const TlsOptions& options) {
+  absl::StatusOr<std::string> cert_pem =
+      ReadPem(options.cert_file, "--tls_cert");
+  if (!cert_pem.ok()) return cert_pem.status();
+  absl::StatusOr<std::string> key_pem = ReadPem(options.key_file, "--tls_key");
+  if (!key_pem.ok()) return key_pem.status();
+  BioPtr cert_bio = MemoryBio(*cert_pem);
+  X509Ptr cert(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_cert=", options.cert_file, ": no PEM certificate in it"));
+  }
+  BioPtr key_bio = MemoryBio(*key_pem);
+  PkeyPtr key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_key=", options.key_file,
+                     ": no PEM private key in it (or it is encrypted)"));
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_key=", options.key_file,
+                     " is not the key of --tls_cert=", options.cert_file));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckClientCa(const std::string& path) {
+  absl::StatusOr<std::string> pem = ReadPem(path, "--tls_client_ca");
+  if (!pem.ok()) return pem.status();
+  BioPtr bio = MemoryBio(*pem);
+  X509Ptr ca(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (ca == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_client_ca=", path, ": no PEM certificate in it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsOptions& options) {
+  if (!options.enabled()) {
+    if (!options.client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS "
+          "first)");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.cert_file.empty() || options.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert and --tls_key go together: give both or neither");
+  }
+  if (options.refresh_seconds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_refresh_seconds=", options.refresh_seconds,
+                     ": must be at least 1"));
+  }
+  if (absl::Status s = CheckPair(options); !s.ok()) return s;
+  if (!options.client_ca_file.empty()) {
+    if (absl::Status s = CheckClientCa(options.client_ca_file); !s.ok()) {
+      return s;
+    }
+  }
+  auto provider =
+      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+          options.key_file, options.cert_file, options.client_ca_file,
+          static_cast<unsigned int>(options.refresh_seconds));
+  grpc::experimental::TlsServerCredentialsOptions tls(provider);
+  tls.watch_identity_key_cert_pairs();
+  if (options.client_ca_file.empty()) {
+    tls.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  } else {
+    tls.watch_root_certs();
+    tls.set_cert_request_type(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(tls);
+}
+
+bool IsLoopbackHost(absl::string_view host) {
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+}  // namespace textgen

@@ -1,0 +1,116 @@
+// The HTTP API beside gRPC (--http_port): OpenAI-compatible completions and
+// textgen's own small endpoints, served with cpp-httplib on a thread pool of
+// its own, on the same engine and through the same front door and validation
+// as the gRPC service (server/grpc/service.h; JSON translation in
+// server/http/openai_convert.h).
+//
+//   POST /v1/completions   OpenAI's completions; `stream: true` answers with
+//                          server-sent events (`data: {...}` per token, then
+//                          `data: [DONE]`)
+//   GET  /                 the attention explorer (explorer/explorer_page.h)
+//   GET  /v1/models        the one model served
+//   POST /tokenize         {"prompt": text} -> ids and their texts
+//   POST /v1/attention     DebugAttention's maps as JSON
+//   GET  /health           200 {"status":"SERVING"}, 503 while draining; no
+//                          token needed (probes)
+//   GET  /metrics          the Prometheus metrics, with the metrics port's
+//                          token rule (--metrics_token_file)
+//
+// Every other call passes the FrontDoor first, with the `Authorization:
+// Bearer` header and the peer's address, so the tokens, roles and per-client
+// limits are those of the gRPC port, and a client is the same client on
+// both. Errors are OpenAI's error JSON with the matching status (see
+// HttpStatusOf).
+//
+// A streamed completion holds a pool thread, which waits for the engine's
+// events and writes each at once. When a write fails (the client went away)
+// or, between tokens, the socket is no longer writable, the request is
+// cancelled and the engine frees its slot at the next step, as for a
+// cancelled gRPC call. A non-streamed completion is written when it ends; a
+// client that leaves before then is noticed only at that write (its tokens
+// are bounded by max_tokens).
+//
+// TLS: with TlsOptions set, httplib's SSLServer (OpenSSL) with the same
+// certificate, key and client CA as gRPC. Unlike gRPC's credentials it reads
+// the files once, at start: rotating them needs a restart.
+#ifndef TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
+#define TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/front_door/front_door.h"
+#include "server/front_door/tls.h"
+#include "server/grpc/service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace textgen {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  // 0 picks a free port (see HttpServer::port()).
+  int port = 0;
+  TlsOptions tls;
+  // Requests served at once (each streamed completion holds one).
+  int threads = 16;
+  // Larger request bodies are refused with 413 before they are parsed.
+  size_t max_body_bytes = 4 << 20;
+  // A write that cannot proceed this long (the client reads nothing) fails,
+  // which cancels the request: as the engine's stream_idle_timeout does for
+  // a gRPC stream nobody reads.
+  absl::Duration write_timeout = absl::Seconds(30);
+  // Each connection's kernel send buffer (SO_SNDBUF; 0 leaves the kernel's
+  // autotuning, up to megabytes). Bounded, it plays the part of gRPC's
+  // HTTP/2 flow-control window: a client that reads slowly soon blocks the
+  // writer, the engine's stream buffer fills, and its sequence waits with
+  // its slot kept (engine/request_stream.h) instead of the kernel queueing
+  // megabytes of attention rows for it.
+  int send_buffer_bytes = 64 << 10;
+  // Serves GET /metrics with this token rule (see AddMetricsRoute).
+  std::function<std::string()> render_metrics;
+  std::string metrics_token;
+};
+
+class HttpServer {
+ public:
+  // Listens and serves on a thread of its own. `service` and `front_door`
+  // must outlive the server. UNAVAILABLE if the port cannot be bound;
+  // INVALID_ARGUMENT if the TLS files do not load.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      const HttpServerOptions& options, TextGenerationService* service,
+      FrontDoor* front_door);
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  // Stop().
+  ~HttpServer();
+
+  int port() const { return port_; }
+
+  // Closes the port and waits for the requests being served (streams end
+  // when the engine ends them). Idempotent.
+  void Stop();
+
+ private:
+  HttpServer() = default;
+  void AddRoutes();
+
+  HttpServerOptions options_;
+  TextGenerationService* service_ = nullptr;
+  FrontDoor* front_door_ = nullptr;
+  int64_t started_ = 0;  // Unix seconds, for `created` fields.
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_

@@ -1,0 +1,56 @@
+// Serves Metrics over HTTP for Prometheus to scrape: GET /metrics on its own
+// port (plain HTTP, as scrapers expect), on a thread of its own, so that a
+// slow scraper never touches the gRPC threads or the engine.
+#ifndef TEXTGEN_SERVER_HTTP_METRICS_HTTP_H_
+#define TEXTGEN_SERVER_HTTP_METRICS_HTTP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace textgen {
+
+// Adds GET /metrics to `http`, answered with `render()`; with a
+// `bearer_token`, only for requests that send `Authorization: Bearer
+// <bearer_token>` (others get 401). Shared by the metrics port and the HTTP
+// API's port (server/http/http_server.h).
+absl::Status AddMetricsRoute(httplib::Server& http,
+                             std::function<std::string()> render,
+                             const std::string& bearer_token);
+
+class MetricsHttpServer {
+ public:
+  // Listens on host:port (port 0 picks a free one) and answers GET /metrics
+  // with `render()`; with a `bearer_token`, only requests that send
+  // `Authorization: Bearer <bearer_token>` (others get 401). UNAVAILABLE if
+  // the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
+      const std::string& host, int port, std::function<std::string()> render,
+      const std::string& bearer_token = "");
+
+  MetricsHttpServer(const MetricsHttpServer&) = delete;
+  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+  // Stops listening and joins the thread.
+  ~MetricsHttpServer();
+
+  int port() const { return port_; }
+
+ private:
+  MetricsHttpServer();
+
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_HTTP_METRICS_HTTP_H_

@@ -1,0 +1,138 @@
+// A running textgen server: the engine, the TextGeneration service, the
+// standard health service (grpc.health.v1) and server reflection (v1 and
+// v1alpha) on one gRPC port, and optionally the HTTP API on another.
+// server/main.cc wraps it in flags and signals; the e2e tests run it
+// in-process.
+//
+// Life cycle:
+//   Start: the engine thread starts, the port opens, health says SERVING
+//          (the model is loaded before Start, so SERVING means "can
+//          generate"; before that the port is closed, which a probe reads as
+//          not ready).
+//   Drain: all at once, health says NOT_SERVING (a health Watch hears it),
+//          new calls are refused with UNAVAILABLE, the listening port closes
+//          (new connections are refused) and every connection receives an
+//          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
+//          and balancers move to other replicas. Running and queued streams go
+//          on for up to `grace`; those still running then end with UNAVAILABLE
+//          and a message saying the drain time ran out. The HTTP API answers
+//          503 to new calls (and GET /health) from the start, and its port
+//          closes once the engine has ended its streams.
+//
+// The front door (server/front_door/front_door.h: tokens, per-client limits),
+// the transport (server/front_door/tls.h) and the connection settings below are
+// set here; see server/README.md "Security" for the flags.
+#ifndef TEXTGEN_SERVER_SERVER_H_
+#define TEXTGEN_SERVER_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/engine.h"
+#include "model/decoder.h"
+#include "model/text/tokenizer.h"
+#include "server/api/metrics.h"
+#include "server/front_door/front_door.h"
+#include "server/front_door/tls.h"
+#include "server/grpc/service.h"
+#include "server/http/http_server.h"
+#include "server/http/metrics_http.h"
+
+namespace textgen {
+
+struct TextgenServerOptions {
+  // host:port; port 0 lets the system pick (see TextgenServer::port()).
+  std::string address = "127.0.0.1:50051";
+  EngineOptions engine;
+  ServiceOptions service;
+  // Prometheus metrics over HTTP (server/api/metrics.h) on metrics_host:this
+  // port; 0 picks a free one (see metrics_port()), -1 serves none.
+  int metrics_port = -1;
+  // Loopback by default: the metrics tell anyone who can read them how busy
+  // the server is and what fails; expose them on purpose (--metrics_host).
+  std::string metrics_host = "127.0.0.1";
+  // Non-empty: GET /metrics needs `Authorization: Bearer <metrics_token>`.
+  std::string metrics_token;
+
+  // The HTTP API (server/http/http_server.h) on host:http_port, on the same
+  // engine, front door and TLS; 0 picks a free port (see http_port()), -1
+  // serves none. Its GET /metrics follows metrics_token.
+  int http_port = -1;
+  std::string http_host = "127.0.0.1";
+
+  FrontDoorOptions front_door;
+  TlsOptions tls;
+  // Serve grpc.reflection (lets any client list and describe the API).
+  bool reflection = true;
+  // Connections. Keepalive pings find dead peers (a vanished client's slots
+  // come back); a maximum age makes clients reconnect now and then, so L4
+  // balancers spread long-lived HTTP/2 connections again; the grace is how
+  // long calls on an aged connection may still run. Zero durations leave
+  // gRPC's defaults (no maximum age).
+  absl::Duration keepalive_time = absl::Seconds(60);
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::Minutes(5);
+  // Largest request message; larger ones are RESOURCE_EXHAUSTED before they
+  // are parsed.
+  int max_receive_message_bytes = 4 << 20;
+};
+
+class TextgenServer {
+ public:
+  // Builds the engine on `decoder` and starts serving. `attention_decoder`
+  // (a second copy of the model, may be null) serves DebugAttention; see
+  // server/api/debug_attention.h for why it is separate. UNAVAILABLE if the
+  // port cannot be bound; INVALID_ARGUMENT for bad engine, front door or TLS
+  // options; the tokens file's or a certificate file's read error.
+  static absl::StatusOr<std::unique_ptr<TextgenServer>> Start(
+      const TextgenServerOptions& options, std::unique_ptr<Decoder> decoder,
+      std::unique_ptr<Decoder> attention_decoder,
+      std::shared_ptr<const Tokenizer> tokenizer);
+
+  TextgenServer(const TextgenServer&) = delete;
+  TextgenServer& operator=(const TextgenServer&) = delete;
+  // Drains with no grace.
+  ~TextgenServer();
+
+  // The bound port.
+  int port() const { return port_; }
+  // The metrics port, or -1 if none.
+  int metrics_port() const {
+    return metrics_http_ ? metrics_http_->port() : -1;
+  }
+  // The HTTP API's port, or -1 if none.
+  int http_port() const { return http_ ? http_->port() : -1; }
+  Engine& engine() { return *engine_; }
+  FrontDoor& front_door() { return *front_door_; }
+
+  // Re-reads the tokens file (SIGHUP); on error the old tokens stay.
+  absl::Status ReloadTokens() { return front_door_->ReloadTokens(); }
+
+  // See above. Blocks for up to `grace` and the gRPC shutdown. Idempotent;
+  // thread-safe.
+  void Drain(absl::Duration grace);
+
+ private:
+  TextgenServer() = default;
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<FrontDoor> front_door_;
+  Metrics metrics_;
+  std::unique_ptr<TextGenerationService> service_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex drain_mu_;
+  bool drained_ = false;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_SERVER_H_

@@ -1,0 +1,82 @@
+"""The attention explorer in a real browser, label browser: a textgen_server with the HTTP
+API on a free port, and explorer.js (beside this file) driving Debian's chromium through
+puppeteer-core (tests/npm) against it; explorer.js asserts, this prints its figures.
+
+Skipped (exit 77, which ctest reports as a skip), saying why, where chromium, node or
+tests/npm/node_modules are absent (a developer's machine without the test packages), except
+under CI=true, where that fails: scripts/setup.sh installs chromium and scripts/test.sh
+runs `npm ci --prefix tests/npm`.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "client"))
+from live_server import start_with_http  # noqa: E402
+
+ARGS = None
+CHROMIUM = "/usr/bin/chromium"
+
+
+def missing():
+    """Why the browser cannot be driven here, or None."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} is absent (Debian's chromium: scripts/setup.sh test)"
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    if not os.path.isfile(os.path.join(REPO, "tests", "npm", "node_modules", "puppeteer-core",
+                                       "package.json")):
+        return ("puppeteer-core is not installed in tests/npm "
+                "(run `npm ci --prefix tests/npm`; scripts/test.sh does)")
+    return None
+
+
+class ExplorerInChromiumTest(unittest.TestCase):
+    def test_explorer(self):
+        reason = missing()
+        if reason:  # Only under CI=true: elsewhere main skips first.
+            self.fail(reason)
+        model, script = ARGS.model, "explorer.js"
+        tmp = tempfile.TemporaryDirectory()
+        if ARGS.seq2seq:
+            # The tiny random encoder-decoder checkpoint, and the page's checks for it.
+            model, script = os.path.join(tmp.name, "tiny-seq2seq"), "seq2seq_explorer.js"
+            subprocess.run([sys.executable, os.path.join(REPO, "tests", "testing", "make_tiny_seq2seq.py"),
+                            model], check=True)
+        server, port = start_with_http(ARGS.server_bin, model)
+        try:
+            proc = subprocess.run(
+                ["node", os.path.join(HERE, script), f"http://127.0.0.1:{port}",
+                 CHROMIUM, ARGS.screenshot],
+                capture_output=True, text=True, timeout=240)
+        finally:
+            server.stop()
+            tmp.cleanup()
+        for line in proc.stdout.splitlines():
+            if line.startswith("figure: "):
+                print(line[len("figure: "):])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        print(f"screenshot: {ARGS.screenshot}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server_bin", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--screenshot", required=True)
+    parser.add_argument("--seq2seq", action="store_true",
+                        help="serve tests/testing/make_tiny_seq2seq.py's encoder-decoder checkpoint "
+                             "(--model unused) and run seq2seq_explorer.js")
+    ARGS, rest = parser.parse_known_args()
+    # A skip ctest shows as one (SKIP_RETURN_CODE 77), not as a pass.
+    if missing() and os.environ.get("CI") != "true":
+        print(f"skipped: {missing()}")
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0]] + rest)

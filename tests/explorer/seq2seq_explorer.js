@@ -1,0 +1,110 @@
+// The attention explorer (GET /) with an encoder-decoder model, in headless Chromium
+// (puppeteer-core); run by explorer_test.py --seq2seq, which serves the tiny random
+// checkpoint of tests/testing/make_tiny_seq2seq.py.
+//
+//   node seq2seq_explorer.js BASE_URL CHROMIUM SCREENSHOT_PNG
+//
+// Asserts: no console errors and no failed requests; the kind picker appears (decoder
+// self, cross, encoder self); generating from a source shows the source's tokens above
+// the target's; the cross map is T_target rows by S_source columns, every pixel the page's
+// colour of the weight POST /v1/attention returns for it; hovering a target token shades
+// the source's tokens (its cross row); the encoder's map is S x S over its 3 layers.
+'use strict';
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const puppeteer = require(path.join(__dirname, '..', 'npm', 'node_modules', 'puppeteer-core'));
+
+const [baseUrl, chromium, screenshot] = process.argv.slice(2);
+const SOURCE = '3rd of March 99';
+const GENERATE = 6;
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: chromium, headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({width: 1120, height: 900});
+    const errors = [];
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('requestfailed', (r) => errors.push(`${r.url()}: ${r.failure().errorText}`));
+    page.on('response', (r) => { if (r.status() >= 400) errors.push(`${r.url()}: ${r.status()}`); });
+
+    await page.goto(baseUrl + '/', {waitUntil: 'networkidle0'});
+    await page.waitForFunction(() => /layers ×/.test(document.getElementById('status').textContent));
+    assert.equal(await page.$eval('#kindlabel', (e) => e.style.display), '');
+    assert.deepEqual(await page.$$eval('#kind option', (o) => o.map((x) => x.value)),
+                     ['decoder_self', 'cross', 'encoder_self']);
+
+    await page.$eval('#prompt', (e, v) => { e.value = v; }, SOURCE);
+    await page.$eval('#max', (e, v) => { e.value = v; }, String(GENERATE));
+    await page.$eval('#temp', (e) => { e.value = '0'; });
+    await page.click('#go');
+    await page.waitForFunction(() => !document.getElementById('go').disabled &&
+        document.querySelectorAll('#grid canvas').length > 0, {timeout: 60000});
+    const status = await page.$eval('#status', (e) => e.textContent);
+    assert.ok(!/error/i.test(status), status);
+
+    const sourceTexts = await page.$$eval('#source .tok', (s) => s.map((x) => x.textContent));
+    assert.equal(sourceTexts.length, SOURCE.length);
+    const targetIds = await page.evaluate(() => tokens.map((t) => t.id));
+    assert.equal(targetIds.length, 1 + GENERATE);  // [BOS] + the generated tokens.
+
+    // The cross map: rows are the target's tokens, columns the source's.
+    await page.select('#kind', 'cross');
+    await page.select('#layer', '1');
+    await page.select('#head', '1');
+    const big = await page.$eval('#bigmap', (c) => [c.width, c.height]);
+    assert.deepEqual(big, [SOURCE.length, targetIds.length]);
+    assert.match(await page.$eval('#bigtitle', (e) => e.textContent),
+                 /^cross-attention, layer 1 head 1: .*\(rows: target, columns: source\)$/);
+    const response = await fetch(baseUrl + '/v1/attention', {
+      method: 'POST', headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({source: SOURCE, prompt: targetIds})});
+    assert.equal(response.status, 200);
+    const att = await response.json();
+    const cross = att.maps.find((m) => m.kind === 'cross' && m.layer === 1 && m.head === 1);
+    const mismatch = await page.evaluate((rows) => {
+      const c = document.getElementById('bigmap');
+      const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      for (let q = 0; q < rows.length; ++q) {
+        for (let k = 0; k < rows[q].length; ++k) {
+          const want = colour(rows[q][k]), p = 4 * (q * c.width + k);
+          // u8 rounding moves a channel by at most 225 / 510 < 1.
+          if (want.some((v, i) => Math.abs(v - data[p + i]) > 1)) {
+            return `cell (${q}, ${k}): rgb(${[...data.slice(p, p + 3)]}) vs rgb(${want})`;
+          }
+        }
+      }
+      return null;
+    }, cross.weights);
+    assert.equal(mismatch, null);
+
+    // Hovering target token 2 shades the source's tokens by its cross row.
+    const box = await page.evaluate(() => {
+      const r = document.querySelectorAll('#tokens .tok')[2].getBoundingClientRect();
+      return [r.x + r.width / 2, r.y + r.height / 2];
+    });
+    await page.mouse.move(box[0], box[1]);
+    const shaded = await page.$$eval('#source .tok', (s) => s.filter(
+        (x) => x.style.background !== '').length);
+    assert.equal(shaded, SOURCE.length);
+
+    // The encoder's maps: S x S, its 3 layers.
+    await page.select('#kind', 'encoder_self');
+    assert.equal(await page.$$eval('#layer option', (o) => o.length), 3);
+    assert.deepEqual(await page.$eval('#bigmap', (c) => [c.width, c.height]),
+                     [SOURCE.length, SOURCE.length]);
+    await page.select('#kind', 'cross');
+    await page.screenshot({path: screenshot, fullPage: true});
+    assert.deepEqual(errors, []);
+    console.log(`figure: encoder-decoder explorer: ${sourceTexts.length} source x ` +
+                `${targetIds.length} target tokens, cross map checked pixel by pixel`);
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
