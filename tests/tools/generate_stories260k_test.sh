@@ -5,7 +5,7 @@
 # Usage: tests/tools/generate_stories260k_test.sh path/to/textgen_generate
 set -euo pipefail
 generate=$1
-shared=${TEXTGEN_SHARED_DIR:-$(dirname "$0")/../../shared}
+shared=${TEXTGEN_SHARED_DIR:-$(dirname "$0")/../../../shared}
 model=$shared/models/stories260K
 if [ ! -f "$model/stories260K.bin" ]; then
   echo "SKIP: stories260K is not at $model (set TEXTGEN_SHARED_DIR)"
