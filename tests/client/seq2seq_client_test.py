@@ -51,7 +51,7 @@ class Seq2seqClientTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.model = os.path.join(cls.tmp.name, "tiny-seq2seq")
-        subprocess.run([sys.executable, os.path.join(REPO, "tests", "make_tiny_seq2seq.py"),
+        subprocess.run([sys.executable, os.path.join(REPO, "tests", "testing", "make_tiny_seq2seq.py"),
                         cls.model], check=True)
         cls.server, cls.http_port = start_with_http(ARGS.server_bin, cls.model)
         cls.client = TextgenClient(cls.server.target, timeout=60)
