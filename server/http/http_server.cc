@@ -14,8 +14,10 @@
 #include "absl/time/clock.h"
 #include "explorer/explorer_page.h"
 #include "server/api/proto_convert.h"
+#include "server/http/errors.h"
 #include "server/http/metrics_http.h"
-#include "server/http/openai_convert.h"
+#include "server/http/openai_request.h"
+#include "server/http/openai_response.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
