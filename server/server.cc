@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "server/grpc/reflection_v1.h"
+#include "server/grpc/tls_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
