@@ -1,5 +1,5 @@
 // The request validation both front doors share, fuzzed: the HTTP API's JSON
-// bodies (server/http/openai_convert.h: POST /v1/completions, /v1/attention,
+// bodies (server/http/openai_request.h: POST /v1/completions, /v1/attention,
 // /tokenize) and a serialized GenerateRequest as gRPC hands it to the
 // service (bytes, parsed by server/grpc/wire.h's ParseMessage), each then
 // translated for the engine (server/api/proto_convert.h, ToEngineRequest) with
@@ -21,7 +21,7 @@
 #include "model/text/tokenizer_factory.h"
 #include "server/api/proto_convert.h"
 #include "server/grpc/wire.h"
-#include "server/http/openai_convert.h"
+#include "server/http/openai_request.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace {

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "server/grpc/reflection_v1.h"
+#include "server/grpc/tls_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -109,9 +110,11 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
       Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
   if (!engine.ok()) return engine.status();
   server->engine_ = *std::move(engine);
-  server->service_ = std::make_unique<TextGenerationService>(
+  server->text_service_ = std::make_unique<TextService>(
       options.service, server->engine_.get(), std::move(attention_decoder),
-      &server->metrics_, server->front_door_.get());
+      &server->metrics_);
+  server->grpc_service_ = std::make_unique<TextGenerationService>(
+      *server->text_service_, server->front_door_.get());
 
   // Both are process-wide switches that take effect for servers built after.
   grpc::EnableDefaultHealthCheckService(true);
@@ -126,7 +129,7 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
   }
   builder.AddListeningPort(options.address, *credentials, &server->port_);
   SetConnectionOptions(options, builder);
-  builder.RegisterService(server->service_.get());
+  builder.RegisterService(server->grpc_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
@@ -167,7 +170,7 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
     };
     http_options.metrics_token = options.metrics_token;
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-        http_options, server->service_.get(), server->front_door_.get());
+        http_options, *server->text_service_, *server->front_door_);
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);
     spdlog::info("HTTP API on {}://{}:{}/v1",

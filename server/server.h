@@ -1,6 +1,8 @@
-// A running textgen server: the engine, the TextGeneration service, the
-// standard health service (grpc.health.v1) and server reflection (v1 and
-// v1alpha) on one gRPC port, and optionally the HTTP API on another.
+// A running textgen server, the composition root: it builds the engine, the
+// front door and the transport-neutral TextService (server/api/), and puts
+// both ports on them: the TextGeneration service, the standard health service
+// (grpc.health.v1) and server reflection (v1 and v1alpha) on one gRPC port
+// (server/grpc/), and optionally the HTTP API on another (server/http/).
 // server/main.cc wraps it in flags and signals; the e2e tests run it
 // in-process.
 //
@@ -37,6 +39,7 @@
 #include "model/decoder.h"
 #include "model/text/tokenizer.h"
 #include "server/api/metrics.h"
+#include "server/api/text_service.h"
 #include "server/front_door/front_door.h"
 #include "server/front_door/tls.h"
 #include "server/grpc/service.h"
@@ -49,7 +52,7 @@ struct TextgenServerOptions {
   // host:port; port 0 lets the system pick (see TextgenServer::port()).
   std::string address = "127.0.0.1:50051";
   EngineOptions engine;
-  ServiceOptions service;
+  TextServiceOptions service;
   // Prometheus metrics over HTTP (server/api/metrics.h) on metrics_host:this
   // port; 0 picks a free one (see metrics_port()), -1 serves none.
   int metrics_port = -1;
@@ -124,7 +127,10 @@ class TextgenServer {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<FrontDoor> front_door_;
   Metrics metrics_;
-  std::unique_ptr<TextGenerationService> service_;
+  // The work of every call, shared by both ports.
+  std::unique_ptr<TextService> text_service_;
+  // The gRPC port's TextGeneration methods, on text_service_.
+  std::unique_ptr<TextGenerationService> grpc_service_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<grpc::Server> server_;

@@ -3,29 +3,17 @@
 #include <string>
 #include <utility>
 
+#include "base/status_macros.h"
+
 namespace textgen {
 
 absl::StatusOr<std::unique_ptr<FrontDoor>> FrontDoor::Create(
     const FrontDoorOptions& options) {
-  if (absl::Status s = ClientLimiter::Validate(options.limits); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<std::unique_ptr<Authorizer>> auth =
-      Authorizer::Create(options.auth);
-  if (!auth.ok()) return auth.status();
+  TEXTGEN_RETURN_IF_ERROR(ClientLimiter::Validate(options.limits));
+  TEXTGEN_ASSIGN_OR_RETURN(std::unique_ptr<Authorizer> auth,
+                           Authorizer::Create(options.auth));
   return std::unique_ptr<FrontDoor>(
-      new FrontDoor(*std::move(auth), options.limits));
-}
-
-absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
-    const grpc::ServerContextBase& context, Need need, CallKind kind,
-    int streams) {
-  absl::string_view authorization;
-  const auto& metadata = context.client_metadata();
-  if (auto it = metadata.find("authorization"); it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
-  }
-  return Admit(authorization, context.peer(), need, kind, streams);
+      new FrontDoor(std::move(auth), options.limits));
 }
 
 absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
@@ -35,18 +23,15 @@ absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
     return absl::UnavailableError(
         "the server is draining (shutting down); retry on another replica");
   }
-  absl::StatusOr<Caller> caller = auth_->Check(authorization, peer, need);
-  if (!caller.ok()) return caller.status();
   Pass pass;
+  TEXTGEN_ASSIGN_OR_RETURN(pass.caller,
+                           auth_->Check(authorization, peer, need));
   if (kind == CallKind::kStream) {
-    absl::StatusOr<ClientLimiter::StreamPermit> permit =
-        limits_.AdmitStream(caller->client, streams);
-    if (!permit.ok()) return permit.status();
-    pass.stream = *std::move(permit);
-  } else if (absl::Status s = limits_.AdmitCall(caller->client); !s.ok()) {
-    return s;
+    TEXTGEN_ASSIGN_OR_RETURN(pass.stream,
+                             limits_.AdmitStream(pass.caller.client, streams));
+  } else {
+    TEXTGEN_RETURN_IF_ERROR(limits_.AdmitCall(pass.caller.client));
   }
-  pass.caller = *std::move(caller);
   return pass;
 }
 

@@ -1,28 +1,32 @@
 // The front door: the one check every TextGeneration call passes before any
 // work (server/grpc/service.cc calls Admit first thing in each method, and the
-// HTTP API, server/http/http_server.h, before each of its calls).
+// HTTP API, server/http/http_server.h, before each of its calls). It knows no
+// transport: each port hands it the token and the peer as plain strings.
 //
 // In order:
 //   1. Draining (SIGTERM): UNAVAILABLE, so the client retries elsewhere.
 //   2. Who is calling and may they (server/front_door/auth.h): UNAUTHENTICATED,
 //      PERMISSION_DENIED, FAILED_PRECONDITION.
 //   3. Per-client limits (server/front_door/client_limits.h):
-//   RESOURCE_EXHAUSTED.
+//      RESOURCE_EXHAUSTED.
 // A stream's Pass holds its per-client stream count until the call is done:
-// the reactor keeps it and drops it in OnDone.
+// the gRPC reactor keeps it and drops it in OnDone, the HTTP stream when its
+// response is released.
+//
+// Thread-safe: Admit, ReloadTokens and StartDrain may run on any thread at
+// once.
 //
 // Health (grpc.health.v1) and reflection are gRPC's own services and do not
 // come through here: probes need no token.
 #ifndef TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_
 #define TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_
 
-#include <grpcpp/grpcpp.h>
-
 #include <atomic>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/front_door/auth.h"
 #include "server/front_door/client_limits.h"
 
@@ -47,13 +51,12 @@ class FrontDoor {
   static absl::StatusOr<std::unique_ptr<FrontDoor>> Create(
       const FrontDoorOptions& options);
 
-  // See above. `context` gives the authorization metadata and the peer.
-  // `streams`: what a kStream call holds (a Generate call's n completions).
-  absl::StatusOr<Pass> Admit(const grpc::ServerContextBase& context, Need need,
-                             CallKind kind, int streams = 1);
-  // The same for any transport: `authorization` is the header's value (empty
-  // if absent), `peer` the caller in gRPC's form ("ipv4:10.0.0.7:51234"), so
-  // that a client is the same client over gRPC and HTTP.
+  // See above. Each transport passes what it read from its call:
+  // `authorization` is the Authorization header's (gRPC: metadata's) value,
+  // empty if absent; `peer` the caller in gRPC's form ("ipv4:10.0.0.7:51234",
+  // "ipv6:[::1]:5000"), so that a client is the same client over gRPC and
+  // HTTP; `need` the role the call requires; `streams` what a kStream call
+  // holds (a Generate call's n completions). Thread-safe.
   absl::StatusOr<Pass> Admit(absl::string_view authorization,
                              absl::string_view peer, Need need, CallKind kind,
                              int streams = 1);

@@ -1,18 +1,18 @@
 #include "server/front_door/tls.h"
 
-#include <grpcpp/security/tls_certificate_provider.h>
-#include <grpcpp/security/tls_credentials_options.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <utility>
+#include <memory>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/file_util.h"
+#include "base/status_macros.h"
 
 namespace textgen {
 namespace {
@@ -50,18 +50,17 @@ absl::StatusOr<std::string> ReadPem(const std::string& path,
 }
 
 absl::Status CheckPair(const TlsOptions& options) {
-  absl::StatusOr<std::string> cert_pem =
-      ReadPem(options.cert_file, "--tls_cert");
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadPem(options.key_file, "--tls_key");
-  if (!key_pem.ok()) return key_pem.status();
-  BioPtr cert_bio = MemoryBio(*cert_pem);
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string cert_pem,
+                           ReadPem(options.cert_file, "--tls_cert"));
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string key_pem,
+                           ReadPem(options.key_file, "--tls_key"));
+  BioPtr cert_bio = MemoryBio(cert_pem);
   X509Ptr cert(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tls_cert=", options.cert_file, ": no PEM certificate in it"));
   }
-  BioPtr key_bio = MemoryBio(*key_pem);
+  BioPtr key_bio = MemoryBio(key_pem);
   PkeyPtr key(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
@@ -78,9 +77,9 @@ absl::Status CheckPair(const TlsOptions& options) {
 }
 
 absl::Status CheckClientCa(const std::string& path) {
-  absl::StatusOr<std::string> pem = ReadPem(path, "--tls_client_ca");
-  if (!pem.ok()) return pem.status();
-  BioPtr bio = MemoryBio(*pem);
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string pem,
+                           ReadPem(path, "--tls_client_ca"));
+  BioPtr bio = MemoryBio(pem);
   X509Ptr ca(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (ca == nullptr) {
     return absl::InvalidArgumentError(
@@ -91,15 +90,14 @@ absl::Status CheckClientCa(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const TlsOptions& options) {
+absl::Status CheckTlsFiles(const TlsOptions& options) {
   if (!options.enabled()) {
     if (!options.client_ca_file.empty()) {
       return absl::InvalidArgumentError(
           "--tls_client_ca needs --tls_cert and --tls_key (mutual TLS is TLS "
           "first)");
     }
-    return grpc::InsecureServerCredentials();
+    return absl::OkStatus();
   }
   if (options.cert_file.empty() || options.key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -110,26 +108,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
         absl::StrCat("--tls_refresh_seconds=", options.refresh_seconds,
                      ": must be at least 1"));
   }
-  if (absl::Status s = CheckPair(options); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckPair(options));
   if (!options.client_ca_file.empty()) {
-    if (absl::Status s = CheckClientCa(options.client_ca_file); !s.ok()) {
-      return s;
-    }
+    TEXTGEN_RETURN_IF_ERROR(CheckClientCa(options.client_ca_file));
   }
-  auto provider =
-      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-          options.key_file, options.cert_file, options.client_ca_file,
-          static_cast<unsigned int>(options.refresh_seconds));
-  grpc::experimental::TlsServerCredentialsOptions tls(provider);
-  tls.watch_identity_key_cert_pairs();
-  if (options.client_ca_file.empty()) {
-    tls.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  } else {
-    tls.watch_root_certs();
-    tls.set_cert_request_type(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  }
-  return grpc::experimental::TlsServerCredentials(tls);
+  return absl::OkStatus();
 }
 
 bool IsLoopbackHost(absl::string_view host) {

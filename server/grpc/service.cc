@@ -5,8 +5,7 @@
 #include <variant>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "absl/strings/string_view.h"
 #include "server/api/proto_convert.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/wire.h"
@@ -173,25 +172,9 @@ class GenerateReactor final
 
 }  // namespace
 
-TextGenerationService::TextGenerationService(
-    const ServiceOptions& options, Engine* engine,
-    std::unique_ptr<Decoder> attention_decoder, Metrics* metrics,
-    FrontDoor* front_door)
-    : options_(options),
-      engine_(engine),
-      metrics_(metrics),
-      front_door_(front_door),
-      tokenizer_(engine->tokenizer()),
-      attention_(options.debug_attention && attention_decoder != nullptr
-                     ? std::make_unique<AttentionDebugger>(
-                           DebugAttentionOptions{
-                               options.max_attention_tokens,
-                               options.max_attention_message_bytes,
-                               options.max_attention_map_bytes,
-                               options.max_concurrent_debug_attention,
-                               engine->options().kv_dtype},
-                           std::move(attention_decoder), tokenizer_)
-                     : nullptr) {
+TextGenerationService::TextGenerationService(TextService& text,
+                                             FrontDoor* front_door)
+    : text_(text), front_door_(front_door) {
   RouteProtobufLogs();
 }
 
@@ -201,17 +184,12 @@ absl::StatusOr<FrontDoor::Pass> TextGenerationService::Admit(
     const grpc::CallbackServerContext& context, Need need,
     FrontDoor::CallKind kind, int streams) {
   if (front_door_ == nullptr) return FrontDoor::Pass();
-  return front_door_->Admit(context, need, kind, streams);
-}
-
-absl::Status TextGenerationService::CheckTextSize(
-    absl::string_view text, absl::string_view field) const {
-  if (text.size() <= options_.max_tokenize_bytes) return absl::OkStatus();
-  // Tokenizing costs time and memory in proportion to the bytes, before the
-  // prompt's token limit could refuse it.
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", text.size(), " bytes; at most ",
-                   options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+  absl::string_view authorization;
+  const auto& metadata = context.client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  return front_door_->Admit(authorization, context.peer(), need, kind, streams);
 }
 
 absl::Status TextGenerationService::ParseRequest(
@@ -241,23 +219,27 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TextGenerationService::Generate(
   if (absl::Status parsed =
           ParseRequest(*context, Need::kGenerate, bytes, request);
       !parsed.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRequest(parsed.code());
+    if (Metrics* metrics = text_.metrics()) {
+      metrics->RecordRequest(parsed.code());
+    }
     return new FailedWriteReactor(ToGrpcStatus(parsed));
   }
   absl::StatusOr<FrontDoor::Pass> pass = Admit(
       *context, request.has_attention_tap() ? Need::kDebug : Need::kGenerate,
       FrontDoor::CallKind::kStream, CompletionsOf(request));
   if (!pass.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRequest(pass.status().code());
+    if (Metrics* metrics = text_.metrics()) {
+      metrics->RecordRequest(pass.status().code());
+    }
     return new FailedWriteReactor(ToGrpcStatus(pass.status()));
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      SubmitGenerate(request, DeadlineOf(*context));
+      text_.SubmitGenerate(request, DeadlineOf(*context));
   if (!stream.ok())
     return new FailedWriteReactor(ToGrpcStatus(stream.status()));
   // gRPC owns reactors from here and deletes them in OnDone.
   return new GenerateReactor(*std::move(stream), CompletionsOf(request),
-                             metrics_, std::move(pass->stream));
+                             text_.metrics(), std::move(pass->stream));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
@@ -273,7 +255,7 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
       Admit(*context, Need::kDebug, FrontDoor::CallKind::kStream);
   if (!pass.ok()) return new FailedWriteReactor(ToGrpcStatus(pass.status()));
   absl::StatusOr<std::shared_ptr<const void>> ticket =
-      AdmitDebugAttention(request);
+      text_.AdmitDebugAttention(request);
   if (!ticket.ok()) {
     return new FailedWriteReactor(ToGrpcStatus(ticket.status()));
   }
@@ -294,7 +276,7 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
   // what the reactor does before it is returned and replays it after.
   auto* reactor = new ListWriteReactor<pb::DebugAttentionResponse>(
       std::move(pass->stream), *std::move(ticket));
-  attention_->RunLater(
+  text_.RunDebugAttentionLater(
       std::move(request), check,
       [reactor](
           absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses) {
@@ -312,7 +294,8 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     status =
         Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
   }
-  const pb::ModelInfo info = status.ok() ? DescribeServer() : pb::ModelInfo();
+  const pb::ModelInfo info =
+      status.ok() ? text_.DescribeServer() : pb::ModelInfo();
   return FinishUnary(context, status, &info, response);
 }
 
@@ -326,96 +309,10 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
         Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
   }
   absl::StatusOr<pb::TokenizeResponse> reply =
-      status.ok() ? TokenizeText(request)
+      status.ok() ? text_.TokenizeText(request)
                   : absl::StatusOr<pb::TokenizeResponse>(status);
   return FinishUnary(context, reply.status(), reply.ok() ? &*reply : nullptr,
                      response);
-}
-
-absl::StatusOr<std::shared_ptr<RequestStream>>
-TextGenerationService::SubmitGenerate(const pb::GenerateRequest& request,
-                                      absl::Time deadline) {
-  absl::Status status = CheckTextSize(request.prompt().text(), "prompt.text");
-  if (status.ok()) {
-    status = CheckTextSize(request.source().text(), "source.text");
-  }
-  absl::StatusOr<GenerationRequest> engine_request =
-      status.ok() ? ToEngineRequest(request, tokenizer_, engine_->config())
-                  : absl::StatusOr<GenerationRequest>(status);
-  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      absl::UnknownError("not submitted");
-  if (engine_request.ok()) {
-    engine_request->deadline = deadline;
-    stream = engine_->Submit(*std::move(engine_request));
-  } else {
-    stream = engine_request.status();
-  }
-  if (!stream.ok()) {
-    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
-    spdlog::debug("Generate refused: {}", stream.status().ToString());
-  }
-  return stream;
-}
-
-pb::ModelInfo TextGenerationService::DescribeServer() const {
-  pb::ModelInfo info;
-  DescribeModel(engine_->config(), tokenizer_, info);
-  info.set_name(options_.model_name);
-  info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
-  info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
-  pb::Limits* limits = info.mutable_limits();
-  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
-  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
-  limits->set_max_concurrent_streams(engine_->options().num_slots);
-  limits->set_max_queue(engine_->options().max_queue);
-  limits->set_max_attention_tokens(options_.max_attention_tokens);
-  limits->set_debug_attention_enabled(attention_ != nullptr);
-  return info;
-}
-
-absl::StatusOr<pb::TokenizeResponse> TextGenerationService::TokenizeText(
-    const pb::TokenizeRequest& request) const {
-  if (tokenizer_ == nullptr) {
-    return absl::FailedPreconditionError("this model has no tokenizer");
-  }
-  TEXTGEN_RETURN_IF_ERROR(CheckTextSize(request.text(), "text"));
-  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request.text());
-  if (!ids.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text: ", ids.status().message()));
-  }
-  pb::TokenizeResponse response;
-  AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
-  return response;
-}
-
-absl::StatusOr<std::shared_ptr<const void>>
-TextGenerationService::AdmitDebugAttention(
-    const pb::DebugAttentionRequest& request) {
-  if (attention_ == nullptr) {
-    return absl::FailedPreconditionError(
-        "DebugAttention is disabled on this server (--debug_attention)");
-  }
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckTextSize(request.prompt().text(), "prompt.text"));
-  TEXTGEN_RETURN_IF_ERROR(
-      CheckTextSize(request.source().text(), "source.text"));
-  TEXTGEN_ASSIGN_OR_RETURN(
-      std::shared_ptr<const AttentionDebugger::Ticket> ticket,
-      attention_->Admit());
-  return std::shared_ptr<const void>(std::move(ticket));
-}
-
-absl::StatusOr<TextGenerationService::AttentionReply>
-TextGenerationService::RunDebugAttention(
-    const pb::DebugAttentionRequest& request,
-    absl::FunctionRef<absl::Status()> check) {
-  TEXTGEN_ASSIGN_OR_RETURN(std::shared_ptr<const void> ticket,
-                           AdmitDebugAttention(request));
-  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses =
-      attention_->Run(request, check);
-  if (!responses.ok()) return responses.status();
-  return AttentionReply{*std::move(responses), std::move(ticket)};
 }
 
 }  // namespace textgen

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -13,8 +14,10 @@
 #include "absl/time/clock.h"
 #include "explorer/explorer_page.h"
 #include "server/api/proto_convert.h"
+#include "server/http/errors.h"
 #include "server/http/metrics_http.h"
-#include "server/http/openai_convert.h"
+#include "server/http/openai_request.h"
+#include "server/http/openai_response.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
@@ -119,16 +122,20 @@ struct Stream {
 
 }  // namespace
 
+HttpServer::HttpServer(const HttpServerOptions& options, TextService& service,
+                       FrontDoor& front_door)
+    : options_(options),
+      service_(service),
+      front_door_(front_door),
+      started_(absl::ToUnixSeconds(absl::Now())) {}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const HttpServerOptions& options, TextGenerationService* service,
-    FrontDoor* front_door) {
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  server->options_ = options;
-  server->service_ = service;
-  server->front_door_ = front_door;
-  server->started_ = absl::ToUnixSeconds(absl::Now());
+    const HttpServerOptions& options, TextService& service,
+    FrontDoor& front_door) {
+  std::unique_ptr<HttpServer> server(
+      new HttpServer(options, service, front_door));
   if (options.tls.enabled()) {
-    // The files were checked by MakeServerCredentials (server/front_door/tls.h)
+    // The files were checked by CheckTlsFiles (server/front_door/tls.h)
     // first.
     auto ssl = std::make_unique<httplib::SSLServer>(
         options.tls.cert_file.c_str(), options.tls.key_file.c_str(),
@@ -195,11 +202,11 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::AddRoutes() {
-  const std::string model = service_->options().model_name;
+  const std::string model = service_.options().model_name;
   auto admit = [this](const httplib::Request& request, Need need,
                       FrontDoor::CallKind kind, int streams = 1) {
-    return front_door_->Admit(request.get_header_value("Authorization"),
-                              PeerOf(request), need, kind, streams);
+    return front_door_.Admit(request.get_header_value("Authorization"),
+                             PeerOf(request), need, kind, streams);
   };
 
   http_->set_error_handler([this](const httplib::Request& request,
@@ -235,7 +242,7 @@ void HttpServer::AddRoutes() {
 
   http_->Get(
       "/health", [this](const httplib::Request&, httplib::Response& response) {
-        const bool serving = !front_door_->draining();
+        const bool serving = !front_door_.draining();
         response.status = serving ? 200 : 503;
         response.set_content(
             serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})",
@@ -247,7 +254,7 @@ void HttpServer::AddRoutes() {
     absl::StatusOr<FrontDoor::Pass> pass =
         admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
     if (!pass.ok()) return SendError(response, pass.status());
-    response.set_content(ModelsJson(service_->DescribeServer(), started_),
+    response.set_content(ModelsJson(service_.DescribeServer(), started_),
                          kJson);
   });
 
@@ -259,12 +266,10 @@ void HttpServer::AddRoutes() {
     absl::StatusOr<pb::TokenizeRequest> parsed =
         ParseTokenizeRequest(request.body, model);
     if (!parsed.ok()) return SendError(response, parsed.status());
-    absl::StatusOr<pb::TokenizeResponse> reply =
-        service_->TokenizeText(*parsed);
+    absl::StatusOr<pb::TokenizeResponse> reply = service_.TokenizeText(*parsed);
     if (!reply.ok()) return SendError(response, reply.status());
     response.set_content(
-        TokenizeJson(*reply, service_->engine().config().context_length),
-        kJson);
+        TokenizeJson(*reply, service_.engine().config().context_length), kJson);
   });
 
   http_->Post(
@@ -276,21 +281,21 @@ void HttpServer::AddRoutes() {
         absl::StatusOr<AttentionRequest> parsed =
             ParseAttentionRequest(request.body, model);
         if (!parsed.ok()) return SendError(response, parsed.status());
-        absl::StatusOr<TextGenerationService::AttentionReply> reply =
-            service_->RunDebugAttention(parsed->debug_attention,
-                                        [] { return absl::OkStatus(); });
+        absl::StatusOr<TextService::AttentionReply> reply =
+            service_.RunDebugAttention(parsed->debug_attention,
+                                       [] { return absl::OkStatus(); });
         if (!reply.ok()) return SendError(response, reply.status());
         SetLargeJson(request, response,
-                     AttentionJson(reply->responses, service_->DescribeServer(),
+                     AttentionJson(reply->responses, service_.DescribeServer(),
                                    parsed->encoding));
       });
 
   http_->Post("/v1/completions", [this, admit, model](
                                      const httplib::Request& request,
                                      httplib::Response& response) {
-    Metrics* metrics = service_->metrics();
+    Metrics* metrics = service_.metrics();
     absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
-        request.body, model, service_->engine().config().is_encoder_decoder());
+        request.body, model, service_.engine().config().is_encoder_decoder());
     // Who is calling comes before what they ask: a caller without a token
     // learns nothing from validation. An unparsable request needs no more
     // than `generate`.
@@ -305,7 +310,7 @@ void HttpServer::AddRoutes() {
       return SendError(response, refused);
     }
     absl::StatusOr<std::shared_ptr<RequestStream>> events =
-        service_->SubmitGenerate(parsed->generate, absl::InfiniteFuture());
+        service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture());
     if (!events.ok()) return SendError(response, events.status());
     CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
                               absl::ToUnixSeconds(absl::Now()),

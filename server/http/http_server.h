@@ -1,8 +1,11 @@
 // The HTTP API beside gRPC (--http_port): OpenAI-compatible completions and
 // textgen's own small endpoints, served with cpp-httplib on a thread pool of
-// its own, on the same engine and through the same front door and validation
-// as the gRPC service (server/grpc/service.h; JSON translation in
-// server/http/openai_convert.h).
+// its own, through the same front door (server/front_door/front_door.h) and the
+// same transport-neutral TextService (server/api/text_service.h) as the gRPC
+// port: the JSON becomes textgen.v1 messages (server/http/openai_request.h),
+// the replies become JSON (server/http/openai_response.h), and errors become
+// OpenAI's error bodies (server/http/errors.h). No gRPC header is included
+// here or below.
 //
 //   POST /v1/completions   OpenAI's completions; `stream: true` answers with
 //                          server-sent events (`data: {...}` per token, then
@@ -20,7 +23,8 @@
 // Bearer` header and the peer's address, so the tokens, roles and per-client
 // limits are those of the gRPC port, and a client is the same client on
 // both. Errors are OpenAI's error JSON with the matching status (see
-// HttpStatusOf).
+// HttpStatusOf); 401 adds `WWW-Authenticate: Bearer`, 429 and 503 add
+// `Retry-After: 1`.
 //
 // A streamed completion holds a pool thread, which waits for the engine's
 // events and writes each at once. When a write fails (the client went away)
@@ -31,11 +35,16 @@
 // are bounded by max_tokens).
 //
 // TLS: with TlsOptions set, httplib's SSLServer (OpenSSL) with the same
-// certificate, key and client CA as gRPC. Unlike gRPC's credentials it reads
-// the files once, at start: rotating them needs a restart.
+// certificate, key and client CA as gRPC (checked first by CheckTlsFiles,
+// server/front_door/tls.h). Unlike gRPC's credentials it reads the files
+// once, at start: rotating them needs a restart.
+//
+// Threads: httplib's listener runs on a thread of its own and each request on
+// a pool thread; Start, Stop and the destructor are for the owner's thread.
 #ifndef TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
 #define TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,9 +52,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/api/text_service.h"
 #include "server/front_door/front_door.h"
 #include "server/front_door/tls.h"
-#include "server/grpc/service.h"
 
 namespace httplib {
 class Server;
@@ -84,8 +93,8 @@ class HttpServer {
   // must outlive the server. UNAVAILABLE if the port cannot be bound;
   // INVALID_ARGUMENT if the TLS files do not load.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      const HttpServerOptions& options, TextGenerationService* service,
-      FrontDoor* front_door);
+      const HttpServerOptions& options, TextService& service,
+      FrontDoor& front_door);
 
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -99,13 +108,14 @@ class HttpServer {
   void Stop();
 
  private:
-  HttpServer() = default;
+  HttpServer(const HttpServerOptions& options, TextService& service,
+             FrontDoor& front_door);
   void AddRoutes();
 
-  HttpServerOptions options_;
-  TextGenerationService* service_ = nullptr;
-  FrontDoor* front_door_ = nullptr;
-  int64_t started_ = 0;  // Unix seconds, for `created` fields.
+  const HttpServerOptions options_;
+  TextService& service_;
+  FrontDoor& front_door_;
+  const int64_t started_;  // Unix seconds, for `created` fields.
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   std::thread thread_;

@@ -54,6 +54,7 @@
 #include "model/kernels/dispatch.h"
 #include "model/sampler.h"
 #include "server/server.h"
+#include "tests/testing/server_fixture.h"
 #include "tests/testing/test_util.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -67,7 +68,11 @@ namespace {
 namespace pb = ::textgen::v1;
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
+using testing::ContextWithWait;
+using testing::Outcome;
+using testing::ReadAll;
+
+constexpr absl::Duration kWait = testing::kServerTestWait;
 
 // gpt2_learned with a character vocabulary beside it, made once.
 const std::string& ModelDir() {
@@ -116,47 +121,6 @@ pb::GenerateRequest HeavyRequest(unsigned seed) {
   return request;
 }
 
-struct Outcome {
-  std::vector<pb::Token> tokens;
-  std::optional<pb::Finished> finished;  // The last.
-  std::vector<pb::Finished> finishes;    // One per completion.
-  grpc::Status status;
-  int messages = 0;
-
-  std::vector<int> ids() const {
-    std::vector<int> ids;
-    for (const pb::Token& t : tokens) ids.push_back(t.id());
-    return ids;
-  }
-  std::string text() const {
-    std::string text;
-    for (const pb::Token& t : tokens) text += t.text();
-    return text;
-  }
-};
-
-Outcome ReadAll(grpc::ClientReader<pb::GenerateResponse>& reader) {
-  Outcome out;
-  pb::GenerateResponse response;
-  while (reader.Read(&response)) {
-    ++out.messages;
-    if (response.has_token()) {
-      out.tokens.push_back(response.token());
-    } else if (response.has_finished()) {
-      out.finished = response.finished();
-      out.finishes.push_back(response.finished());
-    }
-  }
-  out.status = reader.Finish();
-  return out;
-}
-
-std::unique_ptr<grpc::ClientContext> ContextWithWait() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kWait));
-  return context;
-}
-
 std::string ToString(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   EXPECT_TRUE(buffer.Dump(&slices).ok());
@@ -185,7 +149,7 @@ bool PortAcceptsConnections(int port) {
   return accepted;
 }
 
-class E2eTest : public ::testing::Test {
+class E2eTest : public testing::ServerTest {
  protected:
   static TextgenServerOptions DefaultOptions() {
     TextgenServerOptions options;
@@ -202,20 +166,7 @@ class E2eTest : public ::testing::Test {
   }
 
   void StartServer(const TextgenServerOptions& options = DefaultOptions()) {
-    auto loaded = LoadModel(ModelDir());
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    tokenizer_ = std::move(loaded->tokenizer);
-    auto server = TextgenServer::Start(
-        options, std::make_unique<Decoder>(std::move(loaded->checkpoint)),
-        options.service.debug_attention ? testing::LoadDecoder(ModelDir())
-                                        : nullptr,
-        tokenizer_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
-                                   grpc::InsecureChannelCredentials());
-    stub_ = pb::TextGeneration::NewStub(channel_);
-    reference_ = testing::LoadDecoder(ModelDir());
+    ServerTest::StartServer(ModelDir(), options);
   }
 
   // A stub whose streams stall the server soon when not read: the client
@@ -230,12 +181,6 @@ class E2eTest : public ::testing::Test {
     return pb::TextGeneration::NewStub(
         grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", server_->port()),
                                   grpc::InsecureChannelCredentials(), args));
-  }
-
-  Outcome Generate(const pb::GenerateRequest& request) {
-    auto context = ContextWithWait();
-    auto reader = stub_->Generate(context.get(), request);
-    return ReadAll(*reader);
   }
 
   // Waits (bounded) until the engine's stats satisfy `done`.
@@ -270,12 +215,6 @@ class E2eTest : public ::testing::Test {
     }
     return 0;  // proto3 omits UNKNOWN (0).
   }
-
-  std::shared_ptr<const Tokenizer> tokenizer_;
-  std::unique_ptr<TextgenServer> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<pb::TextGeneration::Stub> stub_;
-  std::unique_ptr<Decoder> reference_;
 };
 
 TEST_F(E2eTest, StreamIsTokenByTokenAndEqualsGreedyDecoder) {

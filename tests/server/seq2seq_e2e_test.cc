@@ -38,6 +38,7 @@
 #include "absl/time/clock.h"
 #include "model/formats/model_loader.h"
 #include "server/server.h"
+#include "tests/testing/server_fixture.h"
 #include "tests/testing/test_util.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -47,7 +48,9 @@ namespace {
 namespace pb = ::textgen::v1;
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
+using testing::ContextWithWait;
+using testing::Outcome;
+
 constexpr int kBos = 97, kEos = 98;  // make_tiny_seq2seq.py's control tokens.
 constexpr int kEncoderLayers = 3, kDecoderLayers = 2, kHeads = 2;
 
@@ -72,24 +75,6 @@ const std::string& DecoderOnlyDir() {
       testing::Gpt2LearnedWithCharVocab("seq2seq_e2e_decoder_only");
   return dir;
 }
-
-std::unique_ptr<grpc::ClientContext> ContextWithWait() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kWait));
-  return context;
-}
-
-struct Outcome {
-  std::vector<pb::Token> tokens;
-  std::optional<pb::Finished> finished;
-  grpc::Status status;
-
-  std::vector<int> ids() const {
-    std::vector<int> ids;
-    for (const pb::Token& t : tokens) ids.push_back(t.id());
-    return ids;
-  }
-};
 
 // A DebugAttention reply, its pieces reassembled per (kind, layer, head).
 struct AttentionReply {
@@ -127,7 +112,7 @@ pb::Prompt IdsPrompt(const std::vector<int>& ids) {
   return prompt;
 }
 
-class Seq2seqE2eTest : public ::testing::Test {
+class Seq2seqE2eTest : public testing::ServerTest {
  protected:
   static TextgenServerOptions DefaultOptions() {
     TextgenServerOptions options;
@@ -144,31 +129,7 @@ class Seq2seqE2eTest : public ::testing::Test {
 
   void StartServer(const std::string& dir,
                    const TextgenServerOptions& options = DefaultOptions()) {
-    auto loaded = LoadModel(dir);
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    tokenizer_ = std::move(loaded->tokenizer);
-    auto server = TextgenServer::Start(
-        options, std::make_unique<Decoder>(std::move(loaded->checkpoint)),
-        testing::LoadDecoder(dir), tokenizer_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    stub_ = pb::TextGeneration::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
-                            grpc::InsecureChannelCredentials()));
-    reference_ = testing::LoadDecoder(dir);
-  }
-
-  Outcome Generate(const pb::GenerateRequest& request) {
-    auto context = ContextWithWait();
-    auto reader = stub_->Generate(context.get(), request);
-    Outcome out;
-    pb::GenerateResponse response;
-    while (reader->Read(&response)) {
-      if (response.has_token()) out.tokens.push_back(response.token());
-      if (response.has_finished()) out.finished = response.finished();
-    }
-    out.status = reader->Finish();
-    return out;
+    ServerTest::StartServer(dir, options);
   }
 
   AttentionReply DebugAttention(const pb::DebugAttentionRequest& request) {
@@ -250,11 +211,6 @@ class Seq2seqE2eTest : public ::testing::Test {
     }
     return out;
   }
-
-  std::shared_ptr<const Tokenizer> tokenizer_;
-  std::unique_ptr<TextgenServer> server_;
-  std::unique_ptr<pb::TextGeneration::Stub> stub_;
-  std::unique_ptr<Decoder> reference_;
 };
 
 std::vector<float> MapOf(const AttentionMaps& maps, int layer, int head) {

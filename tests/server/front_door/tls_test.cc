@@ -1,17 +1,15 @@
-// server/front_door/tls.h: credentials from certificate files, and the checks
-// that turn a wrong file into a start-up error. Certificates are made at test
+// server/front_door/tls.h: the checks that turn a wrong certificate file into
+// a start-up error (the gRPC credentials built on them are
+// tests/server/grpc/tls_credentials_test.cc's). Certificates are made at test
 // time by tests/testing/make_test_certs.sh (the openssl command).
 #include "server/front_door/tls.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/test_certs.h"
 
 namespace textgen {
 namespace {
@@ -20,54 +18,47 @@ using ::testing::HasSubstr;
 
 class TlsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = absl::StrCat(::testing::TempDir(), "/tls_test_", getpid());
-    const std::string command = absl::StrCat(
-        TEXTGEN_SOURCE_DIR, "/tests/testing/make_test_certs.sh ", dir_);
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  }
-  std::string File(const std::string& name) const {
-    return absl::StrCat(dir_, "/", name);
-  }
-  TlsOptions Options() const {
-    TlsOptions options;
-    options.cert_file = File("server.pem");
-    options.key_file = File("server.key");
-    return options;
-  }
-  std::string dir_;
+  void SetUp() override { ASSERT_TRUE(certs_.made()); }
+  std::string File(const std::string& name) const { return certs_.File(name); }
+  TlsOptions Options() const { return certs_.ServerTls(); }
+  testing::TestCerts certs_{"tls_test"};
 };
 
 TEST_F(TlsTest, PlaintextTlsAndMutualTlsBuild) {
-  auto plain = MakeServerCredentials(TlsOptions{});
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_NE(*plain, nullptr);
-  auto tls = MakeServerCredentials(Options());
-  ASSERT_TRUE(tls.ok()) << tls.status();
-  EXPECT_NE(*tls, nullptr);
+  EXPECT_TRUE(CheckTlsFiles(TlsOptions{}).ok());
+  const absl::Status tls = CheckTlsFiles(Options());
+  EXPECT_TRUE(tls.ok()) << tls;
   TlsOptions mutual = Options();
   mutual.client_ca_file = File("ca.pem");
-  auto mtls = MakeServerCredentials(mutual);
-  ASSERT_TRUE(mtls.ok()) << mtls.status();
+  const absl::Status mtls = CheckTlsFiles(mutual);
+  EXPECT_TRUE(mtls.ok()) << mtls;
 }
 
 TEST_F(TlsTest, HalfAPairIsInvalid) {
   TlsOptions only_cert;
   only_cert.cert_file = File("server.pem");
-  auto status = MakeServerCredentials(only_cert).status();
+  auto status = CheckTlsFiles(only_cert);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("go together"));
 
   TlsOptions ca_only;
   ca_only.client_ca_file = File("ca.pem");
-  EXPECT_THAT(MakeServerCredentials(ca_only).status().message(),
+  EXPECT_THAT(CheckTlsFiles(ca_only).message(),
               HasSubstr("--tls_client_ca needs --tls_cert"));
+}
+
+TEST_F(TlsTest, RefreshUnderOneSecondIsInvalid) {
+  TlsOptions options = Options();
+  options.refresh_seconds = 0;
+  const absl::Status status = CheckTlsFiles(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--tls_refresh_seconds=0"));
 }
 
 TEST_F(TlsTest, MissingFileIsNamed) {
   TlsOptions options = Options();
   options.key_file = File("nope.key");
-  auto status = MakeServerCredentials(options).status();
+  auto status = CheckTlsFiles(options);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("--tls_key"));
   EXPECT_THAT(status.message(), HasSubstr("nope.key"));
@@ -76,7 +67,7 @@ TEST_F(TlsTest, MissingFileIsNamed) {
 TEST_F(TlsTest, KeyOfAnotherCertificateIsRefused) {
   TlsOptions options = Options();
   options.key_file = File("client.key");
-  auto status = MakeServerCredentials(options).status();
+  auto status = CheckTlsFiles(options);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("is not the key of --tls_cert"));
 }
@@ -85,16 +76,14 @@ TEST_F(TlsTest, NonPemFilesAreRefused) {
   std::ofstream(File("junk.pem")) << "not a certificate\n";
   TlsOptions options = Options();
   options.cert_file = File("junk.pem");
-  EXPECT_THAT(MakeServerCredentials(options).status().message(),
-              HasSubstr("not a PEM file"));
+  EXPECT_THAT(CheckTlsFiles(options).message(), HasSubstr("not a PEM file"));
   options = Options();
   options.client_ca_file = File("junk.pem");
-  EXPECT_THAT(MakeServerCredentials(options).status().message(),
-              HasSubstr("--tls_client_ca"));
+  EXPECT_THAT(CheckTlsFiles(options).message(), HasSubstr("--tls_client_ca"));
   // A key where the certificate should be.
   options = Options();
   options.cert_file = File("server.key");
-  EXPECT_THAT(MakeServerCredentials(options).status().message(),
+  EXPECT_THAT(CheckTlsFiles(options).message(),
               HasSubstr("no PEM certificate"));
 }
 

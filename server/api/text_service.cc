@@ -1,0 +1,129 @@
+#include "server/api/text_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/api/proto_convert.h"
+#include "spdlog/spdlog.h"
+
+namespace textgen {
+
+namespace pb = ::textgen::v1;
+
+TextService::TextService(const TextServiceOptions& options, Engine* engine,
+                         std::unique_ptr<Decoder> attention_decoder,
+                         Metrics* metrics)
+    : options_(options),
+      engine_(engine),
+      metrics_(metrics),
+      tokenizer_(engine->tokenizer()),
+      attention_(options.debug_attention && attention_decoder != nullptr
+                     ? std::make_unique<AttentionDebugger>(
+                           DebugAttentionOptions{
+                               options.max_attention_tokens,
+                               options.max_attention_message_bytes,
+                               options.max_attention_map_bytes,
+                               options.max_concurrent_debug_attention,
+                               engine->options().kv_dtype},
+                           std::move(attention_decoder), tokenizer_)
+                     : nullptr) {}
+
+TextService::~TextService() = default;
+
+absl::Status TextService::CheckTextSize(absl::string_view text,
+                                        absl::string_view field) const {
+  if (text.size() <= options_.max_tokenize_bytes) return absl::OkStatus();
+  // Tokenizing costs time and memory in proportion to the bytes, before the
+  // prompt's token limit could refuse it.
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", text.size(), " bytes; at most ",
+                   options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
+    const pb::GenerateRequest& request, absl::Time deadline) {
+  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+      [&]() -> absl::StatusOr<std::shared_ptr<RequestStream>> {
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckTextSize(request.prompt().text(), "prompt.text"));
+    TEXTGEN_RETURN_IF_ERROR(
+        CheckTextSize(request.source().text(), "source.text"));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        GenerationRequest engine_request,
+        ToEngineRequest(request, tokenizer_, engine_->config()));
+    engine_request.deadline = deadline;
+    return engine_->Submit(std::move(engine_request));
+  }();
+  if (!stream.ok()) {
+    if (metrics_ != nullptr) metrics_->RecordRequest(stream.status().code());
+    spdlog::debug("Generate refused: {}", stream.status().ToString());
+  }
+  return stream;
+}
+
+pb::ModelInfo TextService::DescribeServer() const {
+  pb::ModelInfo info;
+  DescribeModel(engine_->config(), tokenizer_, info);
+  info.set_name(options_.model_name);
+  info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
+  info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
+  pb::Limits* limits = info.mutable_limits();
+  limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
+  limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
+  limits->set_max_concurrent_streams(engine_->options().num_slots);
+  limits->set_max_queue(engine_->options().max_queue);
+  limits->set_max_attention_tokens(options_.max_attention_tokens);
+  limits->set_debug_attention_enabled(attention_ != nullptr);
+  return info;
+}
+
+absl::StatusOr<pb::TokenizeResponse> TextService::TokenizeText(
+    const pb::TokenizeRequest& request) const {
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError("this model has no tokenizer");
+  }
+  TEXTGEN_RETURN_IF_ERROR(CheckTextSize(request.text(), "text"));
+  absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request.text());
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text: ", ids.status().message()));
+  }
+  pb::TokenizeResponse response;
+  AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
+  return response;
+}
+
+absl::StatusOr<std::shared_ptr<const void>> TextService::AdmitDebugAttention(
+    const pb::DebugAttentionRequest& request) {
+  if (attention_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "DebugAttention is disabled on this server (--debug_attention)");
+  }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckTextSize(request.prompt().text(), "prompt.text"));
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckTextSize(request.source().text(), "source.text"));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      std::shared_ptr<const AttentionDebugger::Ticket> ticket,
+      attention_->Admit());
+  return std::shared_ptr<const void>(std::move(ticket));
+}
+
+absl::StatusOr<TextService::AttentionReply> TextService::RunDebugAttention(
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::shared_ptr<const void> ticket,
+                           AdmitDebugAttention(request));
+  TEXTGEN_ASSIGN_OR_RETURN(std::vector<pb::DebugAttentionResponse> responses,
+                           attention_->Run(request, check));
+  return AttentionReply{std::move(responses), std::move(ticket)};
+}
+
+void TextService::RunDebugAttentionLater(pb::DebugAttentionRequest request,
+                                         std::function<absl::Status()> check,
+                                         AttentionDebugger::Done done) {
+  attention_->RunLater(std::move(request), std::move(check), std::move(done));
+}
+
+}  // namespace textgen

@@ -1,0 +1,137 @@
+// The text service apart from any transport: what a Generate, GetModelInfo,
+// Tokenize or DebugAttention call does once its caller has been admitted, in
+// the API's own messages (textgen.v1). Both ports call it: the gRPC service
+// (server/grpc/service.h) with the messages it parsed from bytes, the HTTP API
+// (server/http/http_server.h) with the same messages translated from its JSON
+// (server/http/openai_request.h). So both have one validation, one set of
+// limits, one set of metrics and one set of error messages; a transport adds
+// only its framing, its deadline and its way of writing a stream.
+//
+// Who may call is not decided here: callers pass the front door
+// (server/front_door/front_door.h) first.
+//
+// Errors (absl::Status, which each transport maps to its own codes):
+//   INVALID_ARGUMENT     a field that is wrong, named in the message (a text
+//                        over max_tokenize_bytes, a prompt the tokenizer
+//                        refuses, whatever Engine::Submit refuses)
+//   FAILED_PRECONDITION  no tokenizer (Tokenize), DebugAttention off
+//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once
+//   UNAVAILABLE          the engine is shutting down
+//
+// Thread rules: every method may be called from any thread at once. Submitted
+// streams are the engine's (engine/request_stream.h); DebugAttention's passes
+// take turns on one decoder (server/api/debug_attention.h).
+#ifndef TEXTGEN_SERVER_API_TEXT_SERVICE_H_
+#define TEXTGEN_SERVER_API_TEXT_SERVICE_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "engine/engine.h"
+#include "model/decoder.h"
+#include "model/text/tokenizer.h"
+#include "server/api/debug_attention.h"
+#include "server/api/metrics.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen {
+
+struct TextServiceOptions {
+  // Reported by GetModelInfo (and GET /v1/models).
+  std::string model_name;
+  // Longest prompt DebugAttention accepts: its reply grows with the square.
+  int max_attention_tokens = 256;
+  bool debug_attention = true;
+  // DebugAttention messages stay under this many bytes; a map that does not
+  // fit comes in pieces of whole rows. Tests make it small to see the pieces.
+  size_t max_attention_message_bytes = kMaxAttentionMessageBytes;
+  // DebugAttention's bounds (server/api/debug_attention.h): the maps of one
+  // reply, and the calls admitted at once.
+  size_t max_attention_map_bytes = size_t{64} << 20;
+  int max_concurrent_debug_attention = 2;
+  // Longest Tokenize text, in bytes (its reply is several times larger).
+  size_t max_tokenize_bytes = 256 << 10;
+};
+
+class TextService {
+ public:
+  // `engine` (and `metrics`, if not null) must outlive the service.
+  // `attention_decoder` serves DebugAttention; null (or debug_attention off)
+  // disables it.
+  TextService(const TextServiceOptions& options, Engine* engine,
+              std::unique_ptr<Decoder> attention_decoder,
+              Metrics* metrics = nullptr);
+  ~TextService();
+
+  TextService(const TextService&) = delete;
+  TextService& operator=(const TextService&) = delete;
+
+  // INVALID_ARGUMENT naming `field` if `text` is over max_tokenize_bytes.
+  absl::Status CheckTextSize(absl::string_view text,
+                             absl::string_view field) const;
+
+  // Generate's engine request (CheckTextSize, then ToEngineRequest) with
+  // `deadline`, submitted: its stream, or INVALID_ARGUMENT naming the field,
+  // or Engine::Submit's refusals. A refusal is counted in the metrics; a
+  // stream's end is the caller's to count (Metrics::RecordRequest), since
+  // only the transport knows whether its client stayed.
+  absl::StatusOr<std::shared_ptr<RequestStream>> SubmitGenerate(
+      const textgen::v1::GenerateRequest& request, absl::Time deadline);
+
+  // GetModelInfo's reply: the model, its name and the server's limits.
+  textgen::v1::ModelInfo DescribeServer() const;
+
+  // Tokenize's reply, or FAILED_PRECONDITION (no tokenizer),
+  // INVALID_ARGUMENT (too long, or text the tokenizer refuses).
+  absl::StatusOr<textgen::v1::TokenizeResponse> TokenizeText(
+      const textgen::v1::TokenizeRequest& request) const;
+
+  // DebugAttention's admission ticket, to keep until the reply is written:
+  // FAILED_PRECONDITION when it is off, INVALID_ARGUMENT (text too long),
+  // RESOURCE_EXHAUSTED (calls at once).
+  absl::StatusOr<std::shared_ptr<const void>> AdmitDebugAttention(
+      const textgen::v1::DebugAttentionRequest& request);
+
+  // AdmitDebugAttention, then the pass on the calling thread: the replies,
+  // with the ticket; or the admission's or AttentionDebugger::Run's errors.
+  // `check` as there (a non-OK status ends the pass with it).
+  struct AttentionReply {
+    std::vector<textgen::v1::DebugAttentionResponse> responses;
+    std::shared_ptr<const void> ticket;
+  };
+  absl::StatusOr<AttentionReply> RunDebugAttention(
+      const textgen::v1::DebugAttentionRequest& request,
+      absl::FunctionRef<absl::Status()> check);
+
+  // The pass for a request already admitted (AdmitDebugAttention succeeded,
+  // so DebugAttention is on), on the debugger's own thread, then done(its
+  // result) there: AttentionDebugger::RunLater. For callers whose thread must
+  // not wait on a pass (gRPC's callback threads).
+  void RunDebugAttentionLater(textgen::v1::DebugAttentionRequest request,
+                              std::function<absl::Status()> check,
+                              AttentionDebugger::Done done);
+
+  Engine& engine() const { return *engine_; }
+  Metrics* metrics() const { return metrics_; }
+  const TextServiceOptions& options() const { return options_; }
+
+ private:
+  const TextServiceOptions options_;
+  Engine* const engine_;
+  Metrics* const metrics_;            // May be null.
+  const Tokenizer* const tokenizer_;  // May be null.
+  // Null when DebugAttention is off.
+  const std::unique_ptr<AttentionDebugger> attention_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_API_TEXT_SERVICE_H_

@@ -1,0 +1,86 @@
+// The HTTP API's replies: the textgen.v1 messages and the engine's stream
+// events as JSON, for server/http/http_server.h. Completions are OpenAI's
+// legacy completions objects (one response, or server-sent events, `data:
+// {...}` per chunk and `data: [DONE]` at the end), with textgen's extras
+// (`token_ids`, attention rows of a tapped stream); models and tokenize
+// replies are vLLM's shapes; attention maps are explorer/attention_json.h's.
+//
+// Errors are server/http/errors.h's. Free functions are pure (thread-safe); a
+// CompletionBuilder belongs to one request and one thread at a time.
+#ifndef TEXTGEN_SERVER_HTTP_OPENAI_RESPONSE_H_
+#define TEXTGEN_SERVER_HTTP_OPENAI_RESPONSE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "explorer/attention_json.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen {
+
+// The JSON of a completion request's `completions` choices (its n), as one
+// response or as server-sent events. Each TokenEvent becomes one chunk (one
+// `data:` event, its choice's index the event's completion_index), so a
+// streaming client sees tokens as the engine makes them.
+class CompletionBuilder {
+ public:
+  CompletionBuilder(std::string id, std::string model, int64_t created,
+                    bool logprobs, bool include_usage, int completions = 1);
+
+  // Streaming: the `data: {...}\n\n` event of `token`.
+  std::string Event(const TokenEvent& token) const;
+  // Streaming: one choice finished OK: the chunk with its finish reason;
+  // after the last choice's (done()), also the usage chunk if asked for (all
+  // choices' tokens) and `data: [DONE]`.
+  std::string FinishEvents(const FinishEvent& finish);
+  // Every choice has finished.
+  bool done() const {
+    return static_cast<int>(finishes_.size()) >= completions_;
+  }
+
+  // Non-streaming: collects `token`; Finish records a choice's end (true once
+  // done()); then Response builds the body.
+  void Add(const TokenEvent& token);
+  bool Finish(const FinishEvent& finish);
+  std::string Response() const;
+
+ private:
+  // The prompt's tokens once, the generated ones of every choice.
+  Usage TotalUsage() const;
+
+  const std::string id_;
+  const std::string model_;
+  const int64_t created_;
+  const bool logprobs_;
+  const bool include_usage_;
+  const int completions_;
+  std::vector<std::vector<TokenEvent>> tokens_;  // Add's, by completion.
+  std::vector<FinishEvent> finishes_;            // In the order they came.
+};
+
+// OpenAI's finish_reason: "stop" (a stop string or EOS) or "length" (the
+// token limit or the model's context).
+const char* OpenAiFinishReason(FinishReason reason);
+
+// The DebugAttention replies as one JSON object (explorer/attention_json.h):
+// the prompt's tokens and, per (layer, head), the causal map as rows of
+// growing length (the masked upper triangle left out), weights rounded to 4
+// significant digits, or with kU8 as one base64 string of bytes. `info`
+// gives the model's name and its layer and head counts (a request may ask
+// for fewer maps; the counts are for a viewer's layout).
+std::string AttentionJson(
+    const std::vector<textgen::v1::DebugAttentionResponse>& responses,
+    const textgen::v1::ModelInfo& info,
+    AttentionEncoding encoding = AttentionEncoding::kJson);
+
+// GET /v1/models.
+std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);
+// POST /tokenize's reply.
+std::string TokenizeJson(const textgen::v1::TokenizeResponse& response,
+                         int max_model_len);
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_HTTP_OPENAI_RESPONSE_H_
