@@ -1,31 +1,34 @@
-// The engine: one thread that owns the model and its KV-cache slots and runs
-// every request through them with continuous batching.
+// The engine: one thread that owns the model and its KV cache and runs every
+// request through them with continuous batching.
 //
-//   Submit ─▶ queue ─▶ free slot ─▶ chunked prefill ─▶ decode, one token per
-//   step ─▶ sample ─▶ detokenize ─▶ stop check ─▶ RequestStream ─▶ consumer
+//   Submit ─▶ queue ─▶ Scheduler: admit, reap, choose the batch ─▶ Engine:
+//   encode sources, one batched decoder step ─▶ sample ─▶ detokenize ─▶ stop
+//   check ─▶ RequestStream ─▶ consumer
 //
-// Each step builds one batch: every sequence that is decoding contributes its
-// last token, and sequences still reading their prompt share a budget of
-// prompt tokens (first come, first served), so a long prompt is spread over
-// several steps while running streams keep decoding. The batch is one
-// Decoder::Forward call. A new request joins at the next step; a finished,
-// cancelled or timed-out one leaves at once and its slot is free for the next.
+// The work is split as in vLLM v1: a Scheduler (engine/scheduler.h) decides
+// (which queued request gets a slot and KV blocks, with what the prefix cache
+// already holds; which running ones are no longer wanted; which sequences
+// feed how many tokens in the next step), and the Engine executes: it
+// validates and queues requests, runs an encoder–decoder model's encoder over
+// the sources of newly admitted requests, runs the step as one
+// Decoder::Forward call, lets each Sequence sample and turn its token into
+// events, sends them, and ends requests. A new request joins at the next
+// step; a finished, cancelled or timed-out one leaves at once and its slot is
+// free for the next.
 //
 // The decoder's arithmetic is batch-invariant (model/kernels/kernels.h), so a
 // request gets the same tokens whatever else runs beside it and however its
 // prompt was chunked: with the same seed, the same output.
 //
-// KV memory is a pool of blocks (model/kv_cache.h). A request is admitted,
-// first come first served, when a slot is free and the pool can give it
-// blocks for its whole prompt and max_new_tokens (less the prompt's prefix
-// found in the prefix cache); the blocks are reserved then, so a running
-// sequence never runs out of them and never needs preempting: each runs to
-// its end and frees its blocks for the queue's head, and a request that
-// could never fit is refused by Submit. No deadlock, and no recomputation.
+// KV memory is a pool of blocks (model/kv_cache.h over model/block_pool.h),
+// reserved at admission for everything a request may fill, so a running
+// sequence never runs out and never needs preempting; a request that could
+// never fit is refused by Submit.
 //
-// Only the engine thread touches the Decoder and the KvCache. Other threads
-// talk to it through Submit (a bounded queue) and RequestStream (events out,
-// Cancel in); the engine never blocks on either.
+// Threads. Only the engine thread touches the Decoder, the KvCache and the
+// Scheduler. Other threads talk to it through Submit (a bounded queue) and
+// RequestStream (events out, Cancel in); the engine never blocks on either.
+// stats() may be called from any thread.
 #ifndef TEXTGEN_ENGINE_ENGINE_H_
 #define TEXTGEN_ENGINE_ENGINE_H_
 
@@ -36,6 +39,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,6 +48,7 @@
 #include "engine/engine_stats.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
+#include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
@@ -124,7 +129,8 @@ class Engine {
   // Queues a request and returns the stream of its events. Fails at once,
   // with nothing queued:
   //   INVALID_ARGUMENT naming the field of a bad request (a source given to
-  //   a decoder-only model among them);
+  //   a decoder-only model among them; see ValidateRequest in
+  //   engine/request.h), or for one that could never fit the KV pool;
   //   FAILED_PRECONDITION when an encoder–decoder model gets no source;
   //   RESOURCE_EXHAUSTED when max_queue requests already wait for a slot;
   //   DEADLINE_EXCEEDED if the deadline has passed; UNAVAILABLE after
@@ -143,10 +149,10 @@ class Engine {
   }
   const EngineOptions& options() const { return options_; }
   // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
-  int max_prompt_tokens() const;
+  int max_prompt_tokens() const { return limits_.max_prompt_tokens; }
   // The longest source Submit accepts (encoder–decoder models): the model's
   // context, or options().max_prompt_tokens if smaller.
-  int max_source_tokens() const;
+  int max_source_tokens() const { return limits_.max_source_tokens; }
   // May be null.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
@@ -163,39 +169,35 @@ class Engine {
   Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
          std::shared_ptr<const Tokenizer> tokenizer);
   static KvCacheOptions CacheOptions(const EngineOptions& options);
+  SchedulerOptions SchedulingOptions() const;
+  RequestLimits Limits() const;
 
-  absl::Status ValidateRequest(const GenerationRequest& request) const;
-  // KV positions `seq` may fill: prompt and new tokens, within the context.
-  int PositionsNeeded(int prompt_tokens, int max_new_tokens) const;
   // Copies the cache's block counts into stats_ (mu_ held).
   void UpdateBlockStats();
-  // OK while someone still wants `seq`'s output; else why not: CANCELLED
-  // (cancelled or dropped stream), DEADLINE_EXCEEDED, or RESOURCE_EXHAUSTED
-  // (unread for options_.stream_idle_timeout).
-  absl::Status CheckWanted(const Sequence& seq, absl::Time now) const;
 
   // The engine thread.
   void Run();
-  // Moves queued requests into free slots; ends queued ones that were
-  // cancelled or expired. Returns false once the engine should stop.
+  // Hands the requests Submit queued to the scheduler and lets it admit
+  // (under mu_, so that Submit sees the queue and the slots move together);
+  // ends the queued ones nobody wants any more; encodes the admitted
+  // sources. Returns false once the engine should stop.
   bool Admit(absl::Time now);
-  // Runs the encoder over the sources of the sequences admitted_ lists (an
+  // Runs the encoder over the sources of the sequences just admitted (an
   // encoder–decoder model's), in one batch, into their slots; ends those it
   // cannot encode.
   void EncodeAdmitted(absl::Time now);
-  // Whether `seq`, completion i > 0 of a request, should wait for completion
-  // 0 to finish its prompt: with prefix caching it then finds the prompt's
-  // blocks cached and shares them instead of computing them again.
-  bool WaitsForFirstCompletion(const Sequence& seq) const;
-  // Ends running sequences that were cancelled, dropped or expired.
+  // Ends the running sequences the scheduler reaps.
   void Reap(absl::Time now);
-  // Chooses this step's batch; false if nothing can run.
-  bool Schedule();
-  // Runs the batch and hands each sequence its logits.
+  // Runs batch_ (one Decoder::Forward), hands each sequence its logits, and
+  // sends the events; ends the sequences that finished.
   void Step();
-  // Frees `seq`'s slot, counts how it ended, then sends `events`, which end
-  // with its FinishEvent. Counting first means a consumer that has seen the
-  // FinishEvent also sees the slot free in stats().
+  // Takes `seq` out of the scheduler (freeing its slot and blocks) and
+  // retires it with `finish` as its last event.
+  void End(Sequence* seq, FinishEvent finish);
+  // Counts how `seq` (out of the scheduler, its slot free) ended, then sends
+  // `events`, which end with its FinishEvent. Counting first means a
+  // consumer that has seen the FinishEvent also sees the slot free in
+  // stats().
   void Retire(std::unique_ptr<Sequence> seq, std::vector<StreamEvent>&& events);
   // Sends `events` to `seq`'s stream, if anyone still holds it.
   static void Send(const Sequence& seq, std::vector<StreamEvent>&& events);
@@ -207,8 +209,6 @@ class Engine {
 
   const EngineOptions options_;
   const std::unique_ptr<Decoder> decoder_;
-  // options_.prefix_cache, unless the model is encoder–decoder.
-  const bool prefix_cache_;
   const std::shared_ptr<const Tokenizer> tokenizer_;
   const std::shared_ptr<Wakeup> wakeup_;
   std::mutex shutdown_mu_;  // Serializes Shutdown (and its join).
@@ -219,35 +219,37 @@ class Engine {
   // not built with ThreadSanitizer, which then cannot see absl::Mutex's
   // ordering, while it understands the pthread calls under std::mutex.
   mutable std::mutex mu_;
-  std::deque<std::unique_ptr<Sequence>> queue_;
-  int slots_in_use_ = 0;
+  // Submitted, not yet handed to the scheduler (Admit does, every turn).
+  std::deque<std::unique_ptr<Sequence>> inbox_;
   bool started_ = false;
   bool stopping_ = false;  // Shutdown called: no new requests.
   absl::Time abort_at_ = absl::InfiniteFuture();  // End of Shutdown's grace.
   uint64_t next_id_ = 1;
   std::mt19937_64 seed_source_;  // Seeds for requests that bring none.
+  // Also what Submit's queue limit reads: queue_depth (the inbox and the
+  // scheduler's queue) and slots_in_use, kept current under mu_.
   EngineStats stats_;
 
   // Engine thread only.
   KvCache cache_;
-  std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
-  std::vector<int> free_slots_;
-  // Sequences Admit just moved into slots whose source must be encoded.
-  std::vector<Sequence*> admitted_;
+  Scheduler scheduler_;  // Over cache_.
+  Scheduler::Admission admission_;
+  std::vector<std::pair<Sequence*, absl::Status>> reaped_;
   std::vector<SourceChunk> sources_;
   EncodeResult encoded_;
   int64_t step_ = 0;
-  // The step's batch: which running sequences (indices into running_), how
-  // many tokens each.
-  std::vector<size_t> batch_index_;
-  std::vector<int> batch_tokens_;
-  std::vector<SequenceChunk> batch_;
+  ScheduledBatch batch_;
+  std::vector<SequenceChunk> chunks_;  // batch_ as the decoder takes it.
   ForwardResult result_;
   std::vector<float> logprobs_;
   std::vector<StreamEvent> events_;
   // Per batch entry: the step's events, and whether the sequence ended.
   std::vector<std::vector<StreamEvent>> step_events_;
   std::vector<bool> step_done_;
+
+  // What Submit checks requests against (set from cache_ and options_ at
+  // construction, then immutable: any thread reads it).
+  const RequestLimits limits_;
 };
 
 }  // namespace textgen

@@ -1,6 +1,7 @@
 // What a caller asks the engine for, and what comes back: a generation request
 // and the events of its stream (one TokenEvent per token, then one
-// FinishEvent).
+// FinishEvent); and, at the end, the one place a request is checked against
+// the model and the engine's limits (ValidateRequest, ResolveRequest).
 //
 // These are plain C++ types on purpose: the engine is used in-process (tests,
 // benchmarks) without a network, and the gRPC service translates them to and
@@ -172,6 +173,51 @@ struct FinishEvent {
 // Every stream is zero or more TokenEvents followed by exactly one FinishEvent
 // per completion (one, unless the request asked for n).
 using StreamEvent = std::variant<TokenEvent, FinishEvent>;
+
+// What a request may ask of one engine: the model's sizes and the engine's
+// limits, resolved (Engine fills them in from its options and its model).
+struct RequestLimits {
+  int vocab_size = 0;
+  int context_length = 0;
+  bool encoder_decoder = false;
+  int n_layers = 0;
+  int n_heads = 0;
+  // Longest prompt, in tokens (BOS included): at most context_length - 1,
+  // room for one new token.
+  int max_prompt_tokens = 0;
+  // Longest source (encoder–decoder models): at most context_length.
+  int max_source_tokens = 0;
+  // Largest max_new_tokens, and what 0 means.
+  int max_new_tokens_limit = 0;
+  int default_max_new_tokens = 0;
+  // Largest n.
+  int max_completions = 0;
+  // Without a tokenizer there is no text to match stop strings in.
+  bool has_tokenizer = false;
+  // KV-cache positions the whole pool holds.
+  int kv_pool_positions = 0;
+};
+
+// The one check of a request's fields against `limits`, before anything is
+// resolved or queued. INVALID_ARGUMENT naming the first bad field (a source
+// given to a decoder-only model among them); FAILED_PRECONDITION when an
+// encoder–decoder model gets no source.
+absl::Status ValidateRequest(const GenerationRequest& request,
+                             const RequestLimits& limits);
+
+// After ValidateRequest: writes the default into a max_new_tokens of 0
+// (unless the request only scores its prompt), then checks that the request
+// could ever be admitted: INVALID_ARGUMENT if the KV positions it may fill
+// exceed the whole pool (admission reserves them all up front).
+absl::Status ResolveRequest(GenerationRequest& request,
+                            const RequestLimits& limits);
+
+// KV-cache positions a request may fill: its prompt and new tokens, within
+// the context. The last new token is sampled, never fed back, so it takes no
+// position; a request that only scores its prompt (max_new_tokens 0) feeds
+// the prompt.
+int KvPositionsNeeded(int prompt_tokens, int max_new_tokens,
+                      int context_length);
 
 }  // namespace textgen
 

@@ -64,10 +64,11 @@ class RequestStream {
 
  private:
   friend class Engine;
+  friend class Scheduler;
 
-  // Engine side. How many of `wanted` more TokenEvents fit now (at most
-  // `wanted`); if not all, the next Poll wakes the engine so that it can
-  // schedule the sequence again.
+  // Engine side (the Engine and its Scheduler). How many of `wanted` more
+  // TokenEvents fit now (at most `wanted`); if not all, the next Poll wakes the
+  // engine so that it can schedule the sequence again.
   size_t Room(size_t wanted);
   // Takes `events` (the engine has checked they fit) and announces them. The
   // vector is left empty, its capacity with the caller for the next step.

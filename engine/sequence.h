@@ -4,9 +4,10 @@
 // (whole UTF-8 only, stop strings held back and cut off), decide whether the
 // request is finished, and write the events that say so.
 //
-// The engine owns scheduling (which sequences run in a step, with how many
-// tokens) and the KV slot; a Sequence owns everything per request. Not
-// thread-safe: only the engine thread touches it once it is submitted.
+// The scheduler (engine/scheduler.h) decides which sequences run in a step,
+// with how many tokens, and gives each its KV slot; the engine runs the step;
+// a Sequence owns everything per request. Not thread-safe: only the engine
+// thread touches it once it is submitted.
 #ifndef TEXTGEN_ENGINE_SEQUENCE_H_
 #define TEXTGEN_ENGINE_SEQUENCE_H_
 

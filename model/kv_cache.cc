@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "model/kernels/kernels.h"
@@ -16,6 +15,15 @@ KvCacheOptions WholeContextSlots(int num_slots, KvDtype dtype) {
   options.num_slots = num_slots;
   options.dtype = dtype;
   return options;
+}
+
+// The pool's size: options.num_blocks, or enough for every slot to hold a
+// whole context.
+int PoolBlocks(const ModelConfig& config, const KvCacheOptions& options) {
+  if (options.num_blocks > 0) return options.num_blocks;
+  const int block_tokens = std::max(1, options.block_tokens);
+  return options.num_slots *
+         ((config.context_length + block_tokens - 1) / block_tokens);
 }
 
 }  // namespace
@@ -47,15 +55,10 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       head_dim_(config.head_dim()),
       n_kv_heads_(config.n_kv_heads),
       cross_width_(config.d_model),
-      slots_(options.num_slots) {
-  const int num_blocks = options.num_blocks > 0
-                             ? options.num_blocks
-                             : options.num_slots * BlocksFor(capacity_);
-  blocks_.resize(num_blocks);
-  free_.reserve(num_blocks);
-  for (int b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
+      slots_(options.num_slots),
+      pool_(PoolBlocks(config, options), block_tokens_) {
   const size_t elements =
-      static_cast<size_t>(num_blocks) * block_tokens_ * kv_width_;
+      static_cast<size_t>(num_blocks()) * block_tokens_ * kv_width_;
   // Uninitialized (StreamedVector does not fill): pages are touched as blocks
   // are first written.
   for (int l = 0; l < n_layers_; ++l) {
@@ -67,15 +70,6 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options)
       values_.emplace_back(elements);
     }
   }
-}
-
-KvBlockCounts KvCache::CountBlocks() const {
-  KvBlockCounts counts;
-  counts.total = num_blocks();
-  counts.free = static_cast<int>(free_.size());
-  counts.cached = static_cast<int>(lru_.size());
-  counts.used = counts.total - counts.free - counts.cached;
-  return counts;
 }
 
 absl::Status KvCache::Reserve(int slot, int tokens) {
@@ -92,54 +86,13 @@ absl::Status KvCache::Reserve(int slot, int tokens) {
                      block_tokens_, " positions but has ", AvailableBlocks(),
                      " available of ", num_blocks()));
   }
-  for (int i = 0; i < needed; ++i) s.table.push_back(TakeBlock());
+  for (int i = 0; i < needed; ++i) s.table.push_back(pool_.Take());
   return absl::OkStatus();
-}
-
-int KvCache::TakeBlock() {
-  int b;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else {
-    assert(!lru_.empty());
-    b = lru_.front();
-    lru_.pop_front();
-    Unpublish(b);
-  }
-  blocks_[b].refs = 1;
-  return b;
-}
-
-void KvCache::Release(int b) {
-  Block& block = blocks_[b];
-  assert(block.refs > 0);
-  if (--block.refs > 0) return;
-  if (block.published) {
-    lru_.push_back(b);
-    block.lru = std::prev(lru_.end());
-  } else {
-    free_.push_back(b);
-  }
-}
-
-void KvCache::Unpublish(int b) {
-  Block& block = blocks_[b];
-  auto [first, last] = published_.equal_range(block.hash);
-  for (auto it = first; it != last; ++it) {
-    if (it->second == b) {
-      published_.erase(it);
-      break;
-    }
-  }
-  block.published = false;
-  block.prefix.clear();
-  block.prefix.shrink_to_fit();
 }
 
 void KvCache::Clear(int slot) {
   Slot& s = slots_[slot];
-  for (int b : s.table) Release(b);
+  for (int b : s.table) pool_.Release(b);
   s.table.clear();
   s.length = 0;
   s.source_length = 0;
@@ -160,7 +113,7 @@ void KvCache::Truncate(int slot, int length) {
   s.length = length;
   const int keep = BlocksFor(length);
   for (int i = keep; i < static_cast<int>(s.table.size()); ++i) {
-    Release(s.table[i]);
+    pool_.Release(s.table[i]);
   }
   s.table.resize(keep);
   // The block the next write lands in, if partly kept, must be this slot's
@@ -169,7 +122,7 @@ void KvCache::Truncate(int slot, int length) {
   if (length % block_tokens_ != 0 && !Writable(slot, length) &&
       AvailableBlocks() > 0) {
     const int old = s.table[keep - 1];
-    const int copy = TakeBlock();
+    const int copy = pool_.Take();
     const size_t elements = static_cast<size_t>(block_tokens_) * kv_width_;
     auto copy_block = [&](auto& rows) {
       for (auto& m : rows) {
@@ -181,54 +134,16 @@ void KvCache::Truncate(int slot, int length) {
     copy_block(values_);
     copy_block(keys_bf16_);
     copy_block(values_bf16_);
-    Release(old);
+    pool_.Release(old);
     s.table[keep - 1] = copy;
   }
 }
 
-uint64_t KvCache::ChainHash(uint64_t previous, absl::Span<const int> tokens) {
-  // FNV-1a over the previous hash and the tokens, then a splitmix64 finish.
-  uint64_t h = 0xcbf29ce484222325ull ^ previous;
-  for (int t : tokens) {
-    h ^= static_cast<uint32_t>(t);
-    h *= 0x100000001b3ull;
-  }
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
-
-int KvCache::Find(uint64_t hash, absl::Span<const int> prefix) const {
-  auto [first, last] = published_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    const std::vector<int>& stored = blocks_[it->second].prefix;
-    if (absl::MakeConstSpan(stored) == prefix) return it->second;
-  }
-  return -1;
-}
-
-std::vector<int> KvCache::MatchingBlocks(absl::Span<const int> prompt) const {
-  std::vector<int> blocks;
-  if (published_.empty() || prompt.empty()) return blocks;
-  const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
-  uint64_t hash = 0;
-  for (int i = 0; i < max_blocks; ++i) {
-    const int end = (i + 1) * block_tokens_;
-    hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
-    const int b = Find(hash, prompt.first(end));
-    if (b < 0) break;
-    blocks.push_back(b);
-  }
-  return blocks;
-}
-
 KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
   PrefixMatch match;
-  for (int b : MatchingBlocks(prompt)) {
+  for (int b : pool_.Match(prompt)) {
     match.tokens += block_tokens_;
-    if (blocks_[b].refs == 0) ++match.idle_blocks;
+    if (pool_.references(b) == 0) ++match.idle_blocks;
   }
   return match;
 }
@@ -236,9 +151,8 @@ KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
 int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
   Slot& s = slots_[slot];
   assert(s.length == 0 && s.table.empty());
-  for (int b : MatchingBlocks(prompt)) {
-    Block& block = blocks_[b];
-    if (block.refs++ == 0) lru_.erase(block.lru);
+  for (int b : pool_.Match(prompt)) {
+    pool_.Share(b);
     s.table.push_back(b);
     s.length += block_tokens_;
   }
@@ -247,32 +161,15 @@ int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
 
 void KvCache::Publish(int slot, absl::Span<const int> tokens) {
   const Slot& s = slots_[slot];
-  const int full = std::min<int>(s.length, tokens.size()) / block_tokens_;
-  uint64_t hash = 0;
-  for (int i = 0; i < full; ++i) {
-    const int end = (i + 1) * block_tokens_;
-    Block& block = blocks_[s.table[i]];
-    if (block.published) {
-      hash = block.hash;
-      continue;
-    }
-    hash = ChainHash(hash, tokens.subspan(end - block_tokens_, block_tokens_));
-    // An equal block published by another slot first: this one stays
-    // private (and later blocks can still be published after it).
-    if (Find(hash, tokens.first(end)) >= 0) continue;
-    block.published = true;
-    block.hash = hash;
-    block.prefix.assign(tokens.begin(), tokens.begin() + end);
-    published_.emplace(hash, s.table[i]);
-  }
+  pool_.Publish(s.table,
+                tokens.first(std::min<size_t>(s.length, tokens.size())));
 }
 
 bool KvCache::Writable(int slot, int position) const {
   const Slot& s = slots_[slot];
   const size_t i = position / block_tokens_;
   if (i >= s.table.size()) return false;
-  const Block& block = blocks_[s.table[i]];
-  return block.refs == 1 && !block.published;
+  return pool_.Writable(s.table[i]);
 }
 
 void KvCache::WriteRow(int slot, int layer, int position, const float* key,

@@ -18,18 +18,20 @@
 // decoder's batch entries). A slot has a length and a block table: position p
 // is row p % block_tokens of block table[p / block_tokens]. Blocks are taken
 // from the pool as a slot grows (Reserve) and given back when it is cleared.
+// Which block is free, shared, published or cached is the business of a
+// BlockPool (model/block_pool.h), which this cache owns and which knows no
+// tensors; the cache holds what the blocks store and the slots' tables.
 //
 // Prefix caching. A full block of prompt tokens can be published under its
 // whole prefix (the tokens of positions 0 .. end of the block): a later
 // sequence whose prompt starts with the same tokens attaches the same block
-// (AttachPrefix) instead of recomputing it. Keys are a hash chain over the
-// blocks, but a match also compares the stored prefix tokens, so a hash
-// collision is a miss, never a wrong block. Published blocks are read-only:
-// shared between slots with reference counts, never written (a slot only
-// writes at its length, and a slot attached to published blocks has its
-// length at their end; Truncate into one copies it first). When its last
-// slot lets go, a published block stays cached, in LRU order, until the pool
-// needs it for something else.
+// (AttachPrefix) instead of recomputing it; a hash collision is a miss, never
+// a wrong block (see BlockPool). Published blocks are read-only: shared
+// between slots with reference counts, never written (a slot only writes at
+// its length, and a slot attached to published blocks has its length at
+// their end; Truncate into one copies it first). When its last slot lets go,
+// a published block stays cached, in LRU order, until the pool needs it for
+// something else.
 //
 // Encoder–decoder models. A slot also holds its source's cross-attention
 // keys and values: per decoder layer one [source_length, d_model] matrix of
@@ -54,8 +56,6 @@
 #define TEXTGEN_MODEL_KV_CACHE_H_
 
 #include <cstdint>
-#include <list>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -63,6 +63,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "base/huge_pages.h"
+#include "model/block_pool.h"
 #include "model/config.h"
 #include "model/tensor.h"
 
@@ -88,17 +89,8 @@ struct KvCacheOptions {
   KvDtype dtype = KvDtype::kF32;
 };
 
-// Block counts by state, for metrics. used + cached + free = total.
-struct KvBlockCounts {
-  int total = 0;
-  int used = 0;    // Held by at least one slot.
-  int cached = 0;  // Published, held by no slot: reusable until evicted.
-  int free = 0;
-};
-
 class KvCache {
  public:
-  // `num_slots` slots that can each hold a whole context, in blocks of 16.
   // `num_slots` slots that can each hold a whole context, in blocks of 16,
   // keys and values held as `dtype`.
   KvCache(const ModelConfig& config, int num_slots,
@@ -114,19 +106,17 @@ class KvCache {
   int num_slots() const { return static_cast<int>(slots_.size()); }
   int capacity() const { return capacity_; }  // Positions one slot can hold.
   int block_tokens() const { return block_tokens_; }
-  int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  int num_blocks() const { return pool_.num_blocks(); }
   int length(int slot) const { return slots_[slot].length; }
 
   // Blocks a sequence of `tokens` positions occupies.
-  int BlocksFor(int tokens) const {
-    return (tokens + block_tokens_ - 1) / block_tokens_;
-  }
+  int BlocksFor(int tokens) const { return pool_.BlocksFor(tokens); }
   // Blocks that Reserve can still take: free ones and cached ones (evicted
   // on demand).
-  int AvailableBlocks() const {
-    return static_cast<int>(free_.size() + lru_.size());
-  }
-  KvBlockCounts CountBlocks() const;
+  int AvailableBlocks() const { return pool_.available(); }
+  KvBlockCounts CountBlocks() const { return pool_.Counts(); }
+  // The pool's bookkeeping, read-only (for tests and metrics).
+  const BlockPool& pool() const { return pool_; }
 
   // Makes `slot` able to hold `tokens` positions, taking blocks from the pool
   // (free ones first, then the least recently used cached ones).
@@ -191,8 +181,8 @@ class KvCache {
     return slots_[slot].table;
   }
   // Slots holding block `b` (for tests).
-  int references(int b) const { return blocks_[b].refs; }
-  bool published(int b) const { return blocks_[b].published; }
+  int references(int b) const { return pool_.references(b); }
+  bool published(int b) const { return pool_.published(b); }
 
   // Called by the decoder once a forward pass has written `n` new rows in
   // every layer.
@@ -223,13 +213,6 @@ class KvCache {
   size_t MemoryBytes() const;
 
  private:
-  struct Block {
-    int refs = 0;
-    bool published = false;
-    uint64_t hash = 0;
-    std::vector<int> prefix;  // Published: tokens of positions 0 .. its end.
-    std::list<int>::iterator lru;  // Valid when published and refs == 0.
-  };
   struct Slot {
     int length = 0;
     std::vector<int> table;
@@ -238,19 +221,6 @@ class KvCache {
     std::vector<Activations> cross_values;  // [layer]
   };
 
-  // One free block (evicting the oldest cached one if none is free), with
-  // refs = 1. The pool must have one (AvailableBlocks() > 0).
-  int TakeBlock();
-  void Release(int b);
-  void Unpublish(int b);
-  // The hash of a block's prefix: `previous` (the block before's hash, 0 for
-  // the first) folded with the block's tokens.
-  static uint64_t ChainHash(uint64_t previous, absl::Span<const int> tokens);
-  // The published block holding exactly prefix[0, end), or -1.
-  int Find(uint64_t hash, absl::Span<const int> prefix) const;
-  // The published blocks that `prompt` starts with, in order (never its last
-  // token's block: that one must be computed, for its logits); the block ids.
-  std::vector<int> MatchingBlocks(absl::Span<const int> prompt) const;
   size_t Row(int block, int position) const {
     return static_cast<size_t>(block) * block_tokens_ +
            position % block_tokens_;
@@ -281,10 +251,7 @@ class KvCache {
   int n_kv_heads_;
   int cross_width_;  // d_model
   std::vector<Slot> slots_;
-  std::vector<Block> blocks_;
-  std::vector<int> free_;  // A stack: low ids first.
-  std::list<int> lru_;     // Cached blocks, least recently released first.
-  std::unordered_multimap<uint64_t, int> published_;  // hash -> block
+  BlockPool pool_;
   // [layer]: [blocks × block_tokens, kv_width] row-major, on huge pages
   // (base/huge_pages.h: batched decoding streams them every step); the f32
   // pair or the bf16 pair, as dtype_ says (the other is empty).

@@ -16,13 +16,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
-#include "model/generate.h"
 #include "model/sampler.h"
+#include "tests/testing/engine_reference.h"
 #include "tests/testing/engine_streams.h"
 #include "tests/testing/test_util.h"
 
@@ -31,17 +30,12 @@ namespace {
 
 constexpr absl::Duration kWait = absl::Seconds(60);
 
-std::vector<int> Prompt(int n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> ids(n);
-  for (int& id : ids)
-    id = std::uniform_int_distribution<int>(0, vocab - 1)(rng);
-  return ids;
-}
-
 using testing::Collect;
 using testing::CollectCompletions;
+using testing::MakeEngine;
 using testing::Output;
+using testing::Prompt;
+using testing::RunAlone;
 
 GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
                           float temperature, uint64_t seed) {
@@ -51,30 +45,6 @@ GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
   r.sampling.temperature = temperature;
   r.seed = seed;
   return r;
-}
-
-std::unique_ptr<Engine> MakeEngine(const EngineOptions& options,
-                                   const std::string& model) {
-  auto engine = Engine::Create(
-      options, testing::LoadDecoder(testing::GoldenDir(model)), nullptr);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  if (!engine.ok()) return nullptr;
-  EXPECT_TRUE((*engine)->Start().ok());
-  return *std::move(engine);
-}
-
-// The decoder's own loop, alone: the reference tokens.
-std::vector<int> RunAlone(Decoder& decoder, const GenerationRequest& r) {
-  GenerateOptions options;
-  options.max_new_tokens = r.max_new_tokens;
-  options.sampling = r.sampling;
-  options.seed = *r.seed;
-  std::vector<int> ids;
-  const absl::StatusOr<GenerateEnd> end =
-      Generate(decoder, r.prompt, options,
-               [&](const GeneratedToken& token) { ids.push_back(token.id); });
-  EXPECT_TRUE(end.ok()) << end.status();
-  return ids;
 }
 
 // All blocks back once nothing runs: none used, the rest free or cached.
@@ -98,8 +68,9 @@ TEST_P(EnginePagedParityTest, CachedPrefixGivesTheColdTokens) {
   cold_options.prefix_cache = false;
   EngineOptions cached_options;
   cached_options.prefill_chunk_tokens = 7;  // Publishing as prefill goes.
-  std::unique_ptr<Engine> cold = MakeEngine(cold_options, GetParam());
-  std::unique_ptr<Engine> cached = MakeEngine(cached_options, GetParam());
+  std::unique_ptr<Engine> cold = MakeEngine(cold_options, nullptr, GetParam());
+  std::unique_ptr<Engine> cached =
+      MakeEngine(cached_options, nullptr, GetParam());
   ASSERT_NE(cold, nullptr);
   ASSERT_NE(cached, nullptr);
   const int vocab = cached->config().vocab_size;
@@ -156,7 +127,7 @@ TEST(EnginePagedTest, TinyPoolQueuesEvictsAndEveryRequestGetsItsTokens) {
   options.kv_block_tokens = 4;
   options.kv_cache_tokens = 64;  // 16 blocks: two or three requests at once.
   options.prefill_chunk_tokens = 6;
-  std::unique_ptr<Engine> engine = MakeEngine(options, "gpt2_learned");
+  std::unique_ptr<Engine> engine = MakeEngine(options);
   ASSERT_NE(engine, nullptr);
   std::unique_ptr<Decoder> reference =
       testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
@@ -182,7 +153,7 @@ TEST(EnginePagedTest, TinyPoolQueuesEvictsAndEveryRequestGetsItsTokens) {
     SCOPED_TRACE(i);
     const Output out = Collect(*streams[i]);
     ASSERT_TRUE(out.finish && out.finish->status.ok());
-    EXPECT_EQ(out.ids(), RunAlone(*reference, requests[i]));
+    EXPECT_EQ(out.ids(), RunAlone(*reference, requests[i]).ids);
   }
   EXPECT_TRUE(AllBlocksBack(*engine));
   const EngineStats stats = engine->stats();
@@ -194,7 +165,7 @@ TEST(EnginePagedTest, RequestLargerThanThePoolIsRefusedAtOnce) {
   EngineOptions options;
   options.kv_block_tokens = 16;
   options.kv_cache_tokens = 32;
-  std::unique_ptr<Engine> engine = MakeEngine(options, "gpt2_learned");
+  std::unique_ptr<Engine> engine = MakeEngine(options);
   ASSERT_NE(engine, nullptr);
   const int vocab = engine->config().vocab_size;
   auto refused = engine->Submit(Request(Prompt(20, vocab, 1), 20, 0.0f, 0));
@@ -215,7 +186,7 @@ TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
   EngineOptions options;
   options.kv_block_tokens = 8;
   options.prefill_chunk_tokens = 16;  // Completion 0 takes three steps.
-  std::unique_ptr<Engine> engine = MakeEngine(options, "gpt2_learned");
+  std::unique_ptr<Engine> engine = MakeEngine(options);
   ASSERT_NE(engine, nullptr);
   const std::vector<int> prompt = Prompt(45, engine->config().vocab_size, 4);
   GenerationRequest request = Request(prompt, 10, 0.9f, 500);
@@ -231,14 +202,14 @@ TEST(EnginePagedTest, NCompletionsShareThePromptsBlocks) {
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(out[i].finish && out[i].finish->status.ok());
     EXPECT_EQ(out[i].ids(),
-              RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)))
+              RunAlone(*reference, Request(prompt, 10, 0.9f, 500 + i)).ids)
         << "completion " << i;
   }
   EXPECT_TRUE(AllBlocksBack(*engine));
 }
 
 TEST(EnginePagedTest, EchoedPromptIsWholeEvenWhenItsPrefixIsCached) {
-  std::unique_ptr<Engine> engine = MakeEngine({}, "gpt2_learned");
+  std::unique_ptr<Engine> engine = MakeEngine({});
   ASSERT_NE(engine, nullptr);
   const std::vector<int> prompt = Prompt(40, engine->config().vocab_size, 3);
   auto first = engine->Submit(Request(prompt, 4, 0.0f, 0));

@@ -49,6 +49,7 @@
 #include "model/sampler.h"
 #include "model/text/tokenizer.h"
 #include "model/text/tokenizer_factory.h"
+#include "tests/testing/engine_reference.h"
 #include "tests/testing/engine_streams.h"
 #include "tests/testing/test_util.h"
 
@@ -84,15 +85,6 @@ class PieceTokenizer : public Tokenizer {
   int eos_;
 };
 
-// `n` token ids in [0, vocab), the same for the same seed.
-std::vector<int> Prompt(int n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> ids(n);
-  for (int& id : ids)
-    id = std::uniform_int_distribution<int>(0, vocab - 1)(rng);
-  return ids;
-}
-
 SamplingParams Greedy() {
   SamplingParams p;
   p.temperature = 0;
@@ -110,7 +102,11 @@ SamplingParams Sampled(float temperature = 1.0f, int top_k = 0,
 
 using testing::Collect;
 using testing::CollectCompletions;
+using testing::MakeEngine;
 using testing::Output;
+using testing::Prompt;
+using testing::Reference;
+using testing::RunAlone;
 
 // Polls `done` until it holds or kWait passes.
 template <typename F>
@@ -121,56 +117,6 @@ bool Eventually(F done) {
     absl::SleepFor(absl::Milliseconds(1));
   }
   return true;
-}
-
-// What the plain decoder loop gives for one request, alone: the reference.
-struct Reference {
-  std::vector<int> ids;
-  std::vector<float> logprobs;
-  std::vector<std::vector<std::pair<int, float>>> top;
-  std::vector<AttentionMaps> attention;  // Of the step that chose each token.
-  FinishReason reason = FinishReason::kLength;
-};
-
-Reference RunAlone(Decoder& decoder, const std::vector<int>& prompt,
-                   SamplingParams params, uint64_t seed, int max_new_tokens,
-                   int top_n = 0, bool capture = false, int eos = -1) {
-  GenerateOptions options;
-  options.max_new_tokens = max_new_tokens;
-  options.sampling = params;
-  options.seed = seed;
-  options.is_end_token = [eos](int id) { return id == eos; };
-  options.capture_attention = capture;
-  std::vector<float> logprobs;
-  Reference ref;
-  const absl::StatusOr<GenerateEnd> end =
-      Generate(decoder, prompt, options, [&](const GeneratedToken& token) {
-        LogSoftmax(token.logits, logprobs);
-        ref.ids.push_back(token.id);
-        ref.logprobs.push_back(logprobs[token.id]);
-        if (top_n > 0) ref.top.push_back(TopLogprobs(logprobs, top_n));
-        if (capture) ref.attention.push_back(*token.attention);
-      });
-  EXPECT_TRUE(end.ok()) << end.status();
-  if (!end.ok()) return ref;
-  ref.reason = *end == GenerateEnd::kEndToken      ? FinishReason::kEos
-               : *end == GenerateEnd::kContextFull ? FinishReason::kContextFull
-                                                   : FinishReason::kLength;
-  return ref;
-}
-
-std::unique_ptr<Engine> MakeEngine(
-    const EngineOptions& options,
-    std::shared_ptr<const Tokenizer> tokenizer = nullptr,
-    const std::string& model = "gpt2_learned", bool start = true) {
-  auto engine = Engine::Create(
-      options, testing::LoadDecoder(testing::GoldenDir(model)), tokenizer);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  if (!engine.ok()) return nullptr;
-  if (start) {
-    EXPECT_TRUE((*engine)->Start().ok());
-  }
-  return *std::move(engine);
 }
 
 std::shared_ptr<RequestStream> MustSubmit(Engine& engine,

@@ -1,0 +1,209 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/request.h"
+
+namespace textgen {
+
+Scheduler::Scheduler(const SchedulerOptions& options, KvCache& cache)
+    : options_(options), cache_(cache) {
+  // Slot 0 is handed out first (a stack, popped from the back).
+  for (int slot = options_.num_slots - 1; slot >= 0; --slot) {
+    free_slots_.push_back(slot);
+  }
+  running_.reserve(options_.num_slots);
+}
+
+void Scheduler::Enqueue(std::unique_ptr<Sequence> seq) {
+  waiting_.push_back(std::move(seq));
+}
+
+int Scheduler::PositionsNeeded(const Sequence& seq) const {
+  return KvPositionsNeeded(seq.prompt_size(), seq.max_new_tokens(),
+                           cache_.capacity());
+}
+
+absl::Status Scheduler::CheckWanted(const Sequence& seq, absl::Time now) const {
+  const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+  if (stream == nullptr) {
+    return absl::CancelledError("the stream was dropped by its consumer");
+  }
+  if (stream->cancelled()) return absl::CancelledError("cancelled");
+  if (now >= seq.deadline()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "deadline exceeded after ", seq.generated(), " generated tokens"));
+  }
+  if (now - seq.waiting_for_reader_since() >= options_.stream_idle_timeout) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the client read nothing for ",
+                     absl::FormatDuration(options_.stream_idle_timeout),
+                     " (--stream_idle_timeout) after ", seq.generated(),
+                     " generated tokens; its slot was freed"));
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::Admit(absl::Time now, Admission& out) {
+  out.unwanted.clear();
+  out.to_encode.clear();
+  out.lookup_tokens = 0;
+  out.hit_tokens = 0;
+  for (auto& seq : waiting_) {
+    if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
+      out.unwanted.emplace_back(std::move(seq), std::move(s));
+    }
+  }
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), nullptr),
+                 waiting_.end());
+  // First come, first served: the head waits (and those behind it) until a
+  // slot and its blocks are free.
+  while (!waiting_.empty() && !free_slots_.empty()) {
+    Sequence& head = *waiting_.front();
+    if (WaitsForFirstCompletion(head)) break;
+    const bool lookup = options_.prefix_cache && head.may_use_prefix_cache();
+    const KvCache::PrefixMatch match =
+        lookup ? cache_.MatchPrefix(head.prompt()) : KvCache::PrefixMatch{};
+    const int positions = PositionsNeeded(head);
+    const int blocks =
+        cache_.BlocksFor(positions) - match.tokens / cache_.block_tokens();
+    if (blocks > cache_.AvailableBlocks() - match.idle_blocks) break;
+    const int slot = free_slots_.back();
+    free_slots_.pop_back();
+    const int cached = lookup ? cache_.AttachPrefix(slot, head.prompt()) : 0;
+    // Cannot fail: the blocks were counted above.
+    cache_.Reserve(slot, positions).IgnoreError();
+    if (lookup) {
+      out.lookup_tokens += head.prompt_size();
+      out.hit_tokens += cached;
+    }
+    std::unique_ptr<Sequence> seq = std::move(waiting_.front());
+    waiting_.pop_front();
+    seq->Admit(slot, now);
+    seq->SkipCachedPrompt(cached);
+    if (!seq->source().empty()) out.to_encode.push_back(seq.get());
+    running_.push_back(std::move(seq));
+  }
+}
+
+bool Scheduler::WaitsForFirstCompletion(const Sequence& seq) const {
+  if (!options_.prefix_cache || seq.completion_index() == 0) return false;
+  const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+  if (stream == nullptr) return false;
+  // Its siblings share its stream; completion 0 was queued first, so it is
+  // running (or has ended) by now.
+  for (const std::unique_ptr<Sequence>& other : running_) {
+    if (other->completion_index() == 0 && other->prefilling() &&
+        other->stream().lock() == stream) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Scheduler::Reap(
+    absl::Time now,
+    std::vector<std::pair<Sequence*, absl::Status>>& out) const {
+  for (const std::unique_ptr<Sequence>& seq : running_) {
+    if (absl::Status s = CheckWanted(*seq, now); !s.ok()) {
+      out.emplace_back(seq.get(), std::move(s));
+    }
+  }
+}
+
+int Scheduler::TokensFor(Sequence& seq, RequestStream& stream, int budget,
+                         absl::Time now) {
+  if (!seq.prefilling()) {
+    if (stream.Room(1) == 0) {
+      seq.WaitingForReader(now);
+      return 0;  // Backpressure: wait for the consumer.
+    }
+    return 1;
+  }
+  // Events this chunk makes: one per echoed prompt token, and the first
+  // generated token if the chunk ends the prompt. If they do not all fit the
+  // stream's buffer, take a shorter chunk that does not end the prompt (as
+  // many echoed tokens as fit), or none.
+  const int remaining = seq.prompt_remaining();
+  int n = std::min(budget, remaining);
+  if (n == 0) return 0;
+  const int per_token = seq.echoes_prompt() ? 1 : 0;
+  const int ends = n == remaining ? 1 : 0;
+  const int wanted = n * per_token + ends;
+  const int room = static_cast<int>(stream.Room(wanted));
+  if (room < wanted) {
+    n = per_token ? std::min(room, remaining - 1) : remaining - 1;
+    n = std::min(n, budget);
+    if (n <= 0) {
+      seq.WaitingForReader(now);
+      return 0;
+    }
+  }
+  return n;
+}
+
+bool Scheduler::Schedule(absl::Time now, ScheduledBatch& batch) {
+  batch.sequences.clear();
+  batch.tokens.clear();
+  int budget = options_.prefill_chunk_tokens;
+  for (const std::unique_ptr<Sequence>& seq : running_) {
+    const std::shared_ptr<RequestStream> stream = seq->stream().lock();
+    if (stream == nullptr) continue;  // Reaped at the next turn.
+    const int n = TokensFor(*seq, *stream, budget, now);
+    if (n == 0) continue;
+    if (seq->prefilling()) budget -= n;
+    seq->ReaderCaughtUp();
+    batch.sequences.push_back(seq.get());
+    batch.tokens.push_back(n);
+  }
+  return !batch.empty();
+}
+
+void Scheduler::PromptFed(const Sequence& seq) {
+  if (options_.prefix_cache) cache_.Publish(seq.slot(), seq.prompt());
+}
+
+std::unique_ptr<Sequence> Scheduler::Remove(const Sequence* seq) {
+  auto it = std::find_if(
+      running_.begin(), running_.end(),
+      [seq](const std::unique_ptr<Sequence>& s) { return s.get() == seq; });
+  assert(it != running_.end());
+  std::unique_ptr<Sequence> removed = std::move(*it);
+  running_.erase(it);
+  cache_.Clear(removed->slot());
+  free_slots_.push_back(removed->slot());
+  return removed;
+}
+
+std::vector<Sequence*> Scheduler::Running() const {
+  std::vector<Sequence*> running;
+  for (const std::unique_ptr<Sequence>& seq : running_) {
+    running.push_back(seq.get());
+  }
+  return running;
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::TakeWaiting() {
+  std::vector<std::unique_ptr<Sequence>> waiting;
+  for (auto& seq : waiting_) waiting.push_back(std::move(seq));
+  waiting_.clear();
+  return waiting;
+}
+
+absl::Time Scheduler::NextTimeout() const {
+  absl::Time at = absl::InfiniteFuture();
+  for (const auto& seq : running_) {
+    at = std::min(at, seq->deadline());
+    if (seq->waiting_for_reader_since() != absl::InfiniteFuture()) {
+      at = std::min(
+          at, seq->waiting_for_reader_since() + options_.stream_idle_timeout);
+    }
+  }
+  for (const auto& seq : waiting_) at = std::min(at, seq->deadline());
+  return at;
+}
+
+}  // namespace textgen
