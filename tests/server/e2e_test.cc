@@ -54,6 +54,7 @@
 #include "model/kernels/dispatch.h"
 #include "model/sampler.h"
 #include "server/server.h"
+#include "tests/testing/engine_reference.h"
 #include "tests/testing/server_fixture.h"
 #include "tests/testing/test_util.h"
 #include "textgen/v1/textgen.grpc.pb.h"
@@ -85,22 +86,15 @@ const std::string& ModelDir() {
 // reference for Generate.
 std::vector<int> GreedyAlone(Decoder& decoder, const std::vector<int>& prompt,
                              int max_new_tokens) {
-  GenerateOptions options;
-  options.max_new_tokens = max_new_tokens;
-  options.sampling.temperature = 0;
-  std::vector<int> ids;
-  const absl::StatusOr<GenerateEnd> end =
-      Generate(decoder, prompt, options,
-               [&](const GeneratedToken& token) { ids.push_back(token.id); });
-  EXPECT_TRUE(end.ok()) << end.status();
-  return ids;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  return testing::RunAlone(decoder, prompt, greedy, /*seed=*/0, max_new_tokens)
+      .ids;
 }
 
+// `n` ids of the test model's 97-character vocabulary.
 std::vector<int> RandomIds(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> ids(n);
-  for (int& id : ids) id = std::uniform_int_distribution<int>(0, 96)(rng);
-  return ids;
+  return testing::Prompt(n, /*vocab=*/97, seed);
 }
 
 pb::GenerateRequest IdsRequest(const std::vector<int>& ids,
