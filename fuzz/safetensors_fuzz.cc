@@ -52,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(ints->size() == static_cast<size_t>(info.num_elements));
     }
   }
-  textgen::LoadOptions options;
-  options.memory_budget_bytes = 64 << 20;
-  (void)textgen::LoadWeights(SmallGpt2(), *file, options);
+  // SmallGpt2's config is small: no memory budget to check.
+  (void)textgen::LoadWeights(SmallGpt2(), *file);
   return 0;
 }
