@@ -9,6 +9,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
+#include "model/formats/hf_config.h"
 #include "model/memory_budget.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

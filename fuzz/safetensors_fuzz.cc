@@ -8,6 +8,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
+#include "model/formats/hf_config.h"
 #include "model/formats/safetensors.h"
 #include "model/weights.h"
 

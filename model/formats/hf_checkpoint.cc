@@ -6,6 +6,7 @@
 
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "model/formats/hf_config.h"
 
 namespace textgen {
 

@@ -13,6 +13,7 @@
 #include "model/formats/gguf.h"
 #include "model/formats/gguf_checkpoint.h"
 #include "model/formats/hf_checkpoint.h"
+#include "model/formats/hf_config.h"
 #include "model/formats/model_loader.h"
 #include "model/formats/safetensors.h"
 #include "model/memory_budget.h"
