@@ -67,8 +67,10 @@
 #include "bench/soak.h"
 #include "engine/engine.h"
 #include "model/decoder.h"
+#include "model/formats/load_flags.h"
 #include "model/formats/model_loader.h"
 #include "model/kernels/kernels.h"
+#include "model/memory_budget.h"
 #include "model/weights.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -108,11 +110,6 @@ ABSL_FLAG(
 ABSL_FLAG(int, max_queue, 64, "--in_process: the engine's admission queue");
 ABSL_FLAG(int, server_pid, 0,
           "With --target: read this process's VmRSS (same machine); 0 = none");
-ABSL_FLAG(std::string, weights_dtype, "f32",
-          "How weights are held in memory (f32, bf16, int8 or w8a32): "
-          "--in_process loads "
-          "them so; with --target, the server's --weights_dtype, for the "
-          "resident-memory budget");
 ABSL_FLAG(std::string, commit, "",
           "Commit printed; default: git rev-parse in the source tree");
 ABSL_FLAG(double, request_timeout_seconds, 600, "Deadline of each request");
@@ -473,16 +470,18 @@ int Run() {
       std::fprintf(stderr, "loadgen: --in_process needs --model\n");
       return 2;
     }
-    absl::StatusOr<kernels::WeightType> weight_type =
-        ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
-    if (!weight_type.ok()) {
-      std::fprintf(stderr, "loadgen: --weights_dtype: %s\n",
-                   weight_type.status().ToString().c_str());
+    // --cpu_kernels, --weights_dtype and --kv_cache_dtype, as the server
+    // takes them (model/formats/load_flags.h).
+    const absl::StatusOr<LoadFlags> flags = ParseLoadFlags();
+    if (!flags.ok()) {
+      std::fprintf(stderr, "loadgen: %s\n",
+                   std::string(flags.status().message()).c_str());
       return 2;
     }
-    LoadOptions load;
-    load.weight_type = *weight_type;
-    absl::StatusOr<LoadedModel> model = LoadModel(model_path, "", load);
+    MemoryBudget budget;  // The weights and one slot: a sanity check only.
+    budget.kv_dtype = flags->kv_dtype;
+    absl::StatusOr<LoadedModel> model =
+        LoadModel(model_path, "", flags->load_options(), budget);
     if (!model.ok()) {
       std::fprintf(stderr, "loadgen: %s\n", model.status().ToString().c_str());
       return 1;
@@ -494,6 +493,7 @@ int Run() {
     options.kv_block_tokens = absl::GetFlag(FLAGS_kv_block_tokens);
     options.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
     options.prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
+    options.kv_dtype = flags->kv_dtype;
     // As textgen_server's flag defaults, so that both modes run alike.
     options.max_new_tokens_limit = std::max(1024, max_new_tokens);
     DecoderOptions decoder_options;

@@ -49,10 +49,12 @@
 #include "base/status_macros.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
+#include "model/formats/load_flags.h"
 #include "model/formats/model_loader.h"
 #include "model/kernels/dispatch.h"
 #include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
+#include "model/memory_budget.h"
 #include "model/weights.h"
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",
@@ -61,13 +63,6 @@ ABSL_FLAG(std::string, models, "models/shakespeare-char",
           "DIR:w8a32 for how its weights are held in memory (default "
           "--weights_dtype)");
 ABSL_FLAG(int, threads, 1, "Threads of the forward pass (DecoderOptions)");
-ABSL_FLAG(std::string, weights_dtype, "f32",
-          "Weights in memory for --models entries without "
-          ":f32/:bf16/:int8/:w8a32");
-ABSL_FLAG(std::string, kv_cache_dtype, "f32",
-          "KV cache for --models entries without :kvf32/:kvbf16");
-ABSL_FLAG(std::string, cpu_kernels, "auto",
-          "Which build of the kernels runs: auto|generic|avx2|avx512");
 ABSL_FLAG(int, decode_context, 128,
           "Positions already cached in each sequence of a decode step");
 ABSL_FLAG(std::string, prefill_tokens, "128,512",
@@ -154,9 +149,11 @@ absl::Status LoadDecoder(const std::string& entry, int threads) {
   TEXTGEN_ASSIGN_OR_RETURN(const ModelEntry m, ParseEntry(entry));
   LoadOptions load;
   load.weight_type = m.type;
-  load.kv_dtype = m.kv_dtype;
+  MemoryBudget budget;
+  budget.kv_dtype = m.kv_dtype;
   // A tokenizer, if the file has one, is loaded and dropped: ids are fed.
-  TEXTGEN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(m.dir, "", load));
+  TEXTGEN_ASSIGN_OR_RETURN(LoadedModel model,
+                           LoadModel(m.dir, "", load, budget));
   DecoderOptions options;
   options.threads = threads;
   Decoders()[entry] =

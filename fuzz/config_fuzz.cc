@@ -9,6 +9,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
+#include "model/formats/hf_config.h"
 #include "model/memory_budget.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -33,9 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const double total =
         m.Total(/*kv_slots=*/9, /*kv_tokens=*/4096, /*sequences=*/9);
     FUZZ_CHECK(std::isfinite(total) && total > 0);
-    const absl::Status s = textgen::CheckMemoryBudget(
-        *config, type, kv, /*kv_slots=*/1, /*kv_tokens=*/4096,
-        /*sequences=*/9, /*budget_bytes=*/1 << 30, "fuzz");
+    textgen::MemoryBudget budget;
+    budget.bytes = 1 << 30;
+    budget.kv_cache_slots = 1;
+    budget.kv_cache_tokens = 4096;
+    budget.kv_dtype = kv;
+    budget.sequence_slots = 9;
+    const absl::Status s =
+        textgen::CheckMemoryBudget(*config, type, budget, "fuzz");
     FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kResourceExhausted);
   }
   return 0;

@@ -17,6 +17,7 @@
 #include "model/formats/gguf.h"
 #include "model/formats/gguf_checkpoint.h"
 #include "model/formats/gguf_tokenizer.h"
+#include "model/memory_budget.h"
 
 namespace {
 
@@ -130,10 +131,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ReadEveryValue(*file);
   ReadEveryTensor(*file);
-  (void)textgen::GgufModelConfig(*file);
-  textgen::LoadOptions options;
-  options.memory_budget_bytes = 64 << 20;
-  (void)textgen::LoadGgufCheckpoint(*file, options);
+  // Loaded as the model loader would, within a 64 MiB budget.
+  absl::StatusOr<textgen::ModelConfig> config = textgen::GgufModelConfig(*file);
+  textgen::MemoryBudget budget;
+  budget.bytes = 64 << 20;
+  if (config.ok() &&
+      textgen::CheckMemoryBudget(*config, textgen::kernels::WeightType::kF32,
+                                 budget, file->source())
+          .ok()) {
+    (void)textgen::LoadGgufCheckpoint(*file);
+  }
   absl::StatusOr<std::unique_ptr<textgen::Tokenizer>> tokenizer =
       textgen::LoadGgufTokenizer(*file);
   if (!tokenizer.ok()) {

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
+#include "model/formats/hf_config.h"
 #include "model/text/tokenizer_factory.h"
 #include "server/api/proto_convert.h"
 #include "server/grpc/wire.h"

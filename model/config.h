@@ -1,4 +1,7 @@
-// Model configuration read from a Hugging Face style `config.json`.
+// A model's configuration, and its validation. Each format reads it from its
+// own keys: model/formats/hf_config.h from config.json (whose key names the
+// fields follow), gguf_checkpoint.h from GGUF keys, llama2c_checkpoint.h from
+// a header.
 //
 // Every family shares one decoder; each difference between them is one field
 // here (a seam), so the decoder never asks "which family?", only "which norm?",
@@ -17,16 +20,6 @@
 //   qwen3    qwen2 without the biases (attention_bias, default off), plus a
 //            per-head RMSNorm of queries and keys before RoPE (q_norm/k_norm)
 //            and an explicit head_dim (default 128, as Qwen3Config).
-//
-// GPT-2 keys: vocab_size, n_positions, n_embd, n_layer, n_head, n_inner,
-// layer_norm_epsilon, activation_function, plus textgen's one extra key
-// `position_embedding_type` ("learned", the default, or "sinusoidal").
-// LLaMA-like keys: vocab_size, hidden_size, intermediate_size,
-// num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
-// max_position_embeddings, rms_norm_eps, rope_theta, rope_scaling,
-// tie_word_embeddings, hidden_act, attention_bias, mlp_bias, sliding_window,
-// use_sliding_window, max_window_layers. Defaults are transformers' for each
-// model_type.
 //
 // Encoder–decoder models are the one other seam: a gpt2 config with
 // "is_encoder_decoder": true and "encoder_layers": N (> 0) adds an encoder of
@@ -118,13 +111,6 @@ struct ModelConfig {
   // width, a sliding window no shorter than the context, ...).
   absl::Status Validate() const;
 };
-
-// Parses the text of a config.json. `source` names it in error messages.
-absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text,
-                                             const std::string& source);
-
-// Reads and parses a config.json file.
-absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
 
 // A one-line human summary, e.g. "gpt2: 4 layers, 8 heads, d_model 256, ...".
 std::string DescribeConfig(const ModelConfig& config);

@@ -71,17 +71,21 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
+uint64_t MemoryBudget::Limit() const {
+  return bytes == 0 ? PhysicalMemoryBytes() : bytes;
+}
+
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type,
-                               KvDtype kv_dtype, int kv_slots,
-                               int64_t kv_tokens, int sequences,
-                               uint64_t budget_bytes,
+                               const MemoryBudget& budget,
                                const std::string& source) {
-  const uint64_t budget =
-      budget_bytes == 0 ? PhysicalMemoryBytes() : budget_bytes;
-  const ModelMemory m = EstimateModelMemory(config, weight_type, kv_dtype);
+  const int kv_slots = budget.kv_cache_slots;
+  const int64_t kv_tokens = budget.kv_cache_tokens;
+  const int sequences = budget.sequences();
+  const ModelMemory m =
+      EstimateModelMemory(config, weight_type, budget.kv_dtype);
   const double total = m.Total(kv_slots, kv_tokens, sequences);
-  if (total <= static_cast<double>(budget)) return absl::OkStatus();
+  if (total <= static_cast<double>(budget.Limit())) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       source, ": the model needs about ", MiB(total), " (weights ",
       MiB(m.weights), ", position table ", MiB(m.positions), ", KV cache ",
@@ -95,8 +99,8 @@ absl::Status CheckMemoryBudget(const ModelConfig& config,
                          MiB(m.cross_kv_per_slot))
           : "",
       ", load temporary ", MiB(m.largest_tensor),
-      "), over the memory budget of ", MiB(budget),
-      budget_bytes == 0 ? " (the machine's physical memory)" : "",
+      "), over the memory budget of ", MiB(budget.Limit()),
+      budget.bytes == 0 ? " (the machine's physical memory)" : "",
       "; config: ", DescribeConfig(config)));
 }
 

@@ -45,17 +45,32 @@ ModelMemory EstimateModelMemory(const ModelConfig& config,
 // The machine's physical memory in bytes (what a budget of 0 means).
 uint64_t PhysicalMemoryBytes();
 
-// OK if the model of `config`, with `kv_slots` full-context KV-cache slots
-// and a KV pool of `kv_tokens` positions, serving `sequences` sequences at
-// once (each with a source's cross-attention keys and values, for an
-// encoder–decoder model), fits in `budget_bytes` (0 = the machine's physical
-// memory); otherwise RESOURCE_EXHAUSTED naming `source`, each part's size and
-// the budget.
+// What a server holds beside the model's weights, and the memory all of it
+// must fit in (the serving flags: model/formats/load_flags.h).
+struct MemoryBudget {
+  // 0 = the machine's physical memory.
+  uint64_t bytes = 0;
+  // Full-context KV-cache slots, and a KV pool of this many positions.
+  int kv_cache_slots = 1;
+  int64_t kv_cache_tokens = 0;
+  // How those keys and values are held (model/kv_cache.h).
+  KvDtype kv_dtype = KvDtype::kF32;
+  // Sequences served at once, if not kv_cache_slots (with a pool): each holds
+  // its source's cross-attention keys and values in an encoder–decoder model.
+  int sequence_slots = 0;
+  int sequences() const {
+    return sequence_slots > 0 ? sequence_slots : kv_cache_slots;
+  }
+  // `bytes`, or the physical memory for 0.
+  uint64_t Limit() const;
+};
+
+// OK if the model of `config` with weights held as `weight_type`, and what
+// `budget` says it will hold beside them, fits in budget.bytes; otherwise
+// RESOURCE_EXHAUSTED naming `source`, each part's size and the budget.
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type,
-                               KvDtype kv_dtype, int kv_slots,
-                               int64_t kv_tokens, int sequences,
-                               uint64_t budget_bytes,
+                               const MemoryBudget& budget,
                                const std::string& source);
 
 }  // namespace textgen

@@ -9,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "model/memory_budget.h"
 
 namespace textgen {
 namespace {
@@ -49,12 +48,18 @@ class TensorReader {
   }
 
   // A GPT-2 Conv1D weight, stored [in, out] row-major: the layout y = x · W
-  // uses.
-  // Packed straight from the file's values: one tensor's floats are the only
-  // temporary copy.
+  // uses. Packed straight from the file's values: one tensor's floats are the
+  // only temporary copy (none for Q8_0 rows kept as stored).
   absl::StatusOr<kernels::PackedWeights> Conv1D(const std::string& name,
                                                 int64_t in, int64_t out) {
-    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {in, out}));
+    TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t, ReadProjection(name, {in, out}));
+    if (KeepsQ8_0(t, /*transposed=*/true, in)) {
+      return kernels::PackedWeights::FromQ8_0Rows(
+          {{t.q8_0_rows().data(), static_cast<int>(out)}}, static_cast<int>(in),
+          type_);
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
+                             Floats(std::move(t), name, {in, out}));
     return kernels::PackedWeights(v.data(), static_cast<int>(in),
                                   static_cast<int>(out), static_cast<int>(out),
                                   type_);
@@ -64,19 +69,58 @@ class TensorReader {
   // head's [cols, rows].
   absl::StatusOr<kernels::PackedWeights> Head(const std::string& name,
                                               int64_t rows, int64_t cols) {
-    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {rows, cols}));
+    TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
+                             ReadProjection(name, {rows, cols}));
+    if (KeepsQ8_0(t, /*transposed=*/false, cols)) {
+      return kernels::PackedWeights::FromQ8_0Rows(
+          {{t.q8_0_rows().data(), static_cast<int>(rows)}},
+          static_cast<int>(cols), type_);
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
+                             Floats(std::move(t), name, {rows, cols}));
     return kernels::PackedWeights::FromTransposed(
         v.data(), static_cast<int>(rows), static_cast<int>(cols), type_);
   }
 
-  kernels::WeightType type() const { return type_; }
-
-  // An nn.Linear weight, stored [out, in] row-major (the same bytes as [in,
-  // out] column-major), returned as [in, out] row-major.
-  absl::StatusOr<Activations> Linear(const std::string& name, int64_t out,
-                                     int64_t in) {
-    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, {out, in}));
-    return Activations(ColMajorMap(v.data(), in, out));
+  // nn.Linear weights, each stored [out, in] row-major (the same bytes as
+  // [in, out] column-major), fused side by side as [in, Σ out] and packed:
+  // LLaMA's q | k | v and gate | up projections, or one projection alone.
+  struct Linear {
+    std::string name;
+    int64_t out;
+  };
+  absl::StatusOr<kernels::PackedWeights> Linears(
+      const std::vector<Linear>& parts, int64_t in) {
+    std::vector<StoredTensor> stored;
+    bool keep = true;
+    int64_t cols = 0;
+    for (const Linear& part : parts) {
+      TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
+                               ReadProjection(part.name, {part.out, in}));
+      keep = keep && KeepsQ8_0(t, /*transposed=*/false, in);
+      stored.push_back(std::move(t));
+      cols += part.out;
+    }
+    if (keep) {
+      std::vector<kernels::PackedWeights::Q8_0Rows> rows;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        rows.push_back(
+            {stored[i].q8_0_rows().data(), static_cast<int>(parts[i].out)});
+      }
+      return kernels::PackedWeights::FromQ8_0Rows(rows, static_cast<int>(in),
+                                                  type_);
+    }
+    Activations fused(in, cols);
+    int64_t col = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      TEXTGEN_ASSIGN_OR_RETURN(
+          std::vector<float> v,
+          Floats(std::move(stored[i]), parts[i].name, {parts[i].out, in}));
+      fused.middleCols(col, parts[i].out) =
+          ColMajorMap(v.data(), in, parts[i].out);
+      col += parts[i].out;
+    }
+    return Pack(fused, type_);
   }
 
   bool Has(const std::string& name) const {
@@ -108,6 +152,43 @@ class TensorReader {
   }
 
  private:
+  // A projection's tensor: in the form the file stores it when the weights
+  // are Q8_0 (so Q8_0 rows can be kept), else its floats.
+  absl::StatusOr<StoredTensor> ReadProjection(
+      const std::string& name, const std::vector<int64_t>& shape) {
+    if (!kernels::IsQ8_0(type_)) {
+      TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, shape));
+      return StoredTensor::Floats(std::move(v));
+    }
+    const std::string full = prefix_ + name;
+    used_.insert(full);
+    const TensorSource& file = FileOf(full);
+    TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t, file.ReadStored(full, shape));
+    if (t.type() == StoredTensor::Type::kF32) {
+      TEXTGEN_RETURN_IF_ERROR(CheckFinite(file, full, t.floats()));
+    }
+    return t;
+  }
+
+  // Whether `t` is Q8_0 rows the packer can keep for a depth of `depth`:
+  // rows running as asked (see StoredTensor), whole blocks, every scale
+  // finite (a non-finite one is refused as floats, naming the element).
+  static bool KeepsQ8_0(const StoredTensor& t, bool transposed, int64_t depth) {
+    return t.type() == StoredTensor::Type::kQ8_0 &&
+           t.transposed() == transposed &&
+           depth % kernels::PackedWeights::kInt8Block == 0 &&
+           t.Q8_0ScalesFinite();
+  }
+
+  // The floats of a tensor read by ReadProjection (read again as floats if it
+  // came as Q8_0 rows that could not be kept).
+  absl::StatusOr<std::vector<float>> Floats(StoredTensor t,
+                                            const std::string& name,
+                                            const std::vector<int64_t>& shape) {
+    if (t.type() == StoredTensor::Type::kF32) return t.TakeFloats();
+    return Read(name, shape);
+  }
+
   absl::StatusOr<std::vector<float>> Read(const std::string& name,
                                           const std::vector<int64_t>& shape) {
     const std::string full = prefix_ + name;
@@ -251,22 +332,25 @@ absl::StatusOr<ModelWeights> LoadLlama(
   const int C = c.d_model, I = c.d_ff, D = c.head_dim();
   const int q_cols = c.n_heads * D, kv_cols = c.n_kv_heads * D;
   ModelWeights w;
-  TEXTGEN_ASSIGN_OR_RETURN(
-      w.token_embedding, r.Rows("model.embed_tokens.weight", c.vocab_size, C));
+  const std::string embedding = "model.embed_tokens.weight";
+  if (c.tied_lm_head) {
+    // The head's packed copy stands for the table (ModelWeights::EmbeddingRow).
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head(embedding, c.vocab_size, C));
+  } else {
+    TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
+                             r.Rows(embedding, c.vocab_size, C));
+  }
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
     LayerWeights& L = w.layers.emplace_back();
     TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm,
                              LoadNorm(r, p + "input_layernorm", C, false));
+    // [C, Q | K | V]
     TEXTGEN_ASSIGN_OR_RETURN(
-        Activations q, r.Linear(p + "self_attn.q_proj.weight", q_cols, C));
-    TEXTGEN_ASSIGN_OR_RETURN(
-        Activations k, r.Linear(p + "self_attn.k_proj.weight", kv_cols, C));
-    TEXTGEN_ASSIGN_OR_RETURN(
-        Activations v, r.Linear(p + "self_attn.v_proj.weight", kv_cols, C));
-    Activations qkv(C, q_cols + 2 * kv_cols);  // [C, Q | K | V]
-    qkv << q, k, v;
-    L.qkv = Pack(qkv, type);
+        L.qkv, r.Linears({{p + "self_attn.q_proj.weight", q_cols},
+                          {p + "self_attn.k_proj.weight", kv_cols},
+                          {p + "self_attn.v_proj.weight", kv_cols}},
+                         C));
     if (c.qkv_bias) {
       TEXTGEN_ASSIGN_OR_RETURN(RowVector q_bias,
                                r.Vector(p + "self_attn.q_proj.bias", q_cols));
@@ -284,24 +368,20 @@ absl::StatusOr<ModelWeights> LoadLlama(
                                r.Vector(p + "self_attn.k_norm.weight", D));
     }
     TEXTGEN_ASSIGN_OR_RETURN(
-        Activations o, r.Linear(p + "self_attn.o_proj.weight", C, q_cols));
-    L.attn_out = Pack(o, type);
+        L.attn_out, r.Linears({{p + "self_attn.o_proj.weight", C}}, q_cols));
     if (c.attn_out_bias) {
       TEXTGEN_ASSIGN_OR_RETURN(L.attn_out_bias,
                                r.Vector(p + "self_attn.o_proj.bias", C));
     }
     TEXTGEN_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadNorm(r, p + "post_attention_layernorm", C, false));
-    TEXTGEN_ASSIGN_OR_RETURN(Activations gate,
-                             r.Linear(p + "mlp.gate_proj.weight", I, C));
-    TEXTGEN_ASSIGN_OR_RETURN(Activations up,
-                             r.Linear(p + "mlp.up_proj.weight", I, C));
-    Activations gate_up(C, 2 * I);  // [C, gate | up]
-    gate_up << gate, up;
-    L.ff_in = Pack(gate_up, type);
-    TEXTGEN_ASSIGN_OR_RETURN(Activations down,
-                             r.Linear(p + "mlp.down_proj.weight", C, I));
-    L.ff_out = Pack(down, type);
+    // [C, gate | up]
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_in,
+                             r.Linears({{p + "mlp.gate_proj.weight", I},
+                                        {p + "mlp.up_proj.weight", I}},
+                                       C));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ff_out,
+                             r.Linears({{p + "mlp.down_proj.weight", C}}, I));
     if (c.mlp_bias) {
       TEXTGEN_ASSIGN_OR_RETURN(RowVector gate_bias,
                                r.Vector(p + "mlp.gate_proj.bias", I));
@@ -320,18 +400,14 @@ absl::StatusOr<ModelWeights> LoadLlama(
     // Some tied exports still save the head; it must then equal the embedding.
     TEXTGEN_ASSIGN_OR_RETURN(Activations head,
                              r.Rows("lm_head.weight", c.vocab_size, C));
-    if (head != w.token_embedding) {
+    TEXTGEN_ASSIGN_OR_RETURN(Activations table,
+                             r.Rows(embedding, c.vocab_size, C));
+    if (head != table) {
       return absl::InvalidArgumentError(absl::StrCat(
           r.FileOf("lm_head.weight").source(),
           ": tensor 'lm_head.weight' differs from 'model.embed_tokens.weight' "
           "but config.json says tie_word_embeddings=true"));
     }
-  }
-  if (c.tied_lm_head) {
-    // The head's packed copy replaces the table (ModelWeights::EmbeddingRow).
-    w.head = kernels::PackedWeights::FromTransposed(w.token_embedding.data(),
-                                                    c.vocab_size, C, type);
-    w.token_embedding = Activations();
   }
   TEXTGEN_RETURN_IF_ERROR(r.CheckAllUsed(IsLlamaBuffer, c));
   return w;
@@ -420,10 +496,6 @@ absl::StatusOr<ModelWeights> LoadWeights(
   if (files.empty()) {
     return absl::InvalidArgumentError("a checkpoint needs at least one file");
   }
-  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(
-      config, options.weight_type, options.kv_dtype, options.kv_cache_slots,
-      options.kv_cache_tokens, options.sequences(), options.memory_budget_bytes,
-      files[0]->source()));
   switch (config.family) {
     case Family::kGpt2:
       return LoadGpt2(config, files, options.weight_type);

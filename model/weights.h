@@ -36,7 +36,6 @@
 #include "absl/types/span.h"
 #include "model/config.h"
 #include "model/kernels/kernels.h"
-#include "model/kv_cache.h"
 #include "model/tensor.h"
 #include "model/tensor_source.h"
 
@@ -104,25 +103,12 @@ struct ModelWeights {
 };
 
 // How weights are held in memory; chosen at load, whatever the file stores.
+// (What else the model will need, its KV cache, and the memory budget all of
+// it must fit in are the loader's: model/formats/model_loader.h.)
 struct LoadOptions {
   // Storage of the projection and LM-head matrices (the bulk of the bytes).
   // Embeddings of an untied model, norms and biases stay f32.
   kernels::WeightType weight_type = kernels::WeightType::kF32;
-  // The memory the config implies (model/memory_budget.h: weights, position
-  // table, `kv_cache_slots` full-context KV-cache slots and a KV pool of
-  // `kv_cache_tokens` positions) must fit in this many bytes, checked before
-  // any weight is allocated; 0 = physical memory.
-  uint64_t memory_budget_bytes = 0;
-  int kv_cache_slots = 1;
-  int64_t kv_cache_tokens = 0;
-  // How those keys and values are held (model/kv_cache.h).
-  KvDtype kv_dtype = KvDtype::kF32;
-  // Sequences served at once, if not kv_cache_slots (with a pool): each holds
-  // its source's cross-attention keys and values in an encoder–decoder model.
-  int sequence_slots = 0;
-  int sequences() const {
-    return sequence_slots > 0 ? sequence_slots : kv_cache_slots;
-  }
 };
 
 // "f32", "bf16", "int8" or "w8a32" (any case), as --weights_dtype takes it;
@@ -131,13 +117,16 @@ struct LoadOptions {
 absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 
 // Reads every tensor that `config` calls for from `file` (any format: see
-// model/tensor_source.h), checking names and
-// shapes, after checking the memory the config implies against
-// `options.memory_budget_bytes` (RESOURCE_EXHAUSTED). A tensor holding a NaN
-// or an infinity is refused (INVALID_ARGUMENT naming it and the element). A
-// missing, mis-shaped, non-floating or unexpected tensor is an INVALID_ARGUMENT
-// or NOT_FOUND error that names the file and the tensor. Known non-parameter
+// model/tensor_source.h), checking names and shapes, and packs the matrices as
+// `options` says, one tensor at a time. A matrix the file stores as Q8_0 is
+// packed as stored into Q8_0 weights (int8, w8a32): its quants and scales are
+// kept, not dequantized and requantized. A tensor holding a NaN or an infinity
+// is refused (INVALID_ARGUMENT naming it and the element). A missing,
+// mis-shaped, non-floating or unexpected tensor is an INVALID_ARGUMENT or
+// NOT_FOUND error that names the file and the tensor. Known non-parameter
 // buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are ignored.
+// Allocates what the config implies: check it against a memory budget first
+// (model/memory_budget.h; model/formats/model_loader.h does).
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const TensorSource& file,
                                          const LoadOptions& options = {});

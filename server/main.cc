@@ -26,8 +26,11 @@
 #include "absl/time/time.h"
 #include "base/file_util.h"
 #include "base/resident_memory.h"
+#include "base/status_macros.h"
+#include "model/formats/load_flags.h"
 #include "model/formats/model_loader.h"
 #include "model/kernels/dispatch.h"
+#include "model/memory_budget.h"
 #include "server/front_door/auth.h"
 #include "server/server.h"
 #include "spdlog/spdlog.h"
@@ -49,11 +52,6 @@ std::string AbslUnparseFlag(DebugAttentionMode mode) {
 }
 }  // namespace textgen
 
-ABSL_FLAG(std::string, model, "models/shakespeare-char",
-          "Checkpoint directory (config.json + model.safetensors + tokenizer) "
-          "or a llama2.c .bin file");
-ABSL_FLAG(std::string, tokenizer, "",
-          "Tokenizer file or directory; default: the one beside the model");
 ABSL_FLAG(std::string, host, "127.0.0.1",
           "Address to listen on; loopback by default (0.0.0.0: every "
           "interface, as in the container image)");
@@ -61,15 +59,6 @@ ABSL_FLAG(int, port, 50051, "Port to listen on; 0 picks a free one");
 ABSL_FLAG(int, threads, 1,
           "Threads of the engine's forward pass, the engine thread included "
           "(model/decoder.h); results do not depend on it");
-ABSL_FLAG(std::string, weights_dtype, "f32",
-          "How weight matrices are held in memory: f32, bf16 (half the "
-          "bytes and memory traffic, f32 arithmetic), int8 (GGUF Q8_0: "
-          "blocks of 32 with a scale, 0.28x the bytes; activations quantized "
-          "alike on the fly, as llama.cpp), or w8a32 (the same Q8_0 weights "
-          "times f32 activations: closer to f32, more arithmetic)");
-ABSL_FLAG(std::string, cpu_kernels, "auto",
-          "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
-          "the best this CPU runs; a family the CPU cannot run is refused)");
 ABSL_FLAG(int, num_slots, 8,
           "Sequences generated at once, at most (each a KV-cache slot: a "
           "handle on blocks of the pool)");
@@ -78,12 +67,6 @@ ABSL_FLAG(int, kv_cache_tokens, 0,
           "Positions the KV-cache pool holds over all sequences (whole "
           "blocks); 0 = num_slots x the model's context, the memory of "
           "unpaged slots");
-ABSL_FLAG(std::string, kv_cache_dtype, "f32",
-          "How the KV cache holds keys and values: f32 (exact), or bf16 "
-          "(half the memory, so twice the positions per byte, and half the "
-          "bytes attention reads per step: faster batched decoding; the "
-          "shipped model's top-1 agrees with f32 at 99.9 %). DebugAttention "
-          "uses the same");
 ABSL_FLAG(bool, prefix_cache, true,
           "Reuse the KV-cache blocks of earlier prompts' common prefixes");
 ABSL_FLAG(int, max_queue, 64,
@@ -181,112 +164,97 @@ std::string ModelBaseName(std::string path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-int Run() {
-  if (absl::GetFlag(FLAGS_threads) < 1) {
-    spdlog::error("--threads={}: must be at least 1",
-                  absl::GetFlag(FLAGS_threads));
-    return 1;
-  }
-  absl::StatusOr<kernels::KernelFamily> cpu_kernels =
-      kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
-  if (!cpu_kernels.ok()) {
-    spdlog::error("--cpu_kernels: {}",
-                  std::string(cpu_kernels.status().message()));
-    return 1;
-  }
-  spdlog::info("CPU kernels: {} (--cpu_kernels={})",
-               kernels::KernelFamilyName(*cpu_kernels),
-               absl::GetFlag(FLAGS_cpu_kernels));
-  absl::StatusOr<kernels::WeightType> weight_type =
-      ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
-  if (!weight_type.ok()) {
-    spdlog::error("--weights_dtype: {}",
-                  std::string(weight_type.status().message()));
-    return 1;
-  }
-  LoadOptions load_options;
-  load_options.weight_type = *weight_type;
-  absl::StatusOr<KvDtype> kv_dtype =
-      ParseKvDtype(absl::GetFlag(FLAGS_kv_cache_dtype));
-  if (!kv_dtype.ok()) {
-    spdlog::error("--kv_cache_dtype: {}",
-                  std::string(kv_dtype.status().message()));
-    return 1;
-  }
-  load_options.kv_dtype = *kv_dtype;
+// The memory held beside the weights that the serving flags imply, and the
+// budget for all of it (--memory_budget_mb): the engine's KV pool
+// (--kv_cache_tokens positions, or by default a full context per slot), and
+// DebugAttention's one slot.
+absl::StatusOr<MemoryBudget> ServingMemory(KvDtype kv_dtype) {
   if (absl::GetFlag(FLAGS_memory_budget_mb) < 0) {
-    spdlog::error("--memory_budget_mb={}: must be 0 or positive",
-                  absl::GetFlag(FLAGS_memory_budget_mb));
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory_budget_mb=", absl::GetFlag(FLAGS_memory_budget_mb),
+        ": must be 0 or positive"));
   }
-  load_options.memory_budget_bytes =
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
-  // The engine's KV pool (--kv_cache_tokens positions, or by default a full
-  // context per slot), and DebugAttention's one slot.
+  MemoryBudget budget;
+  budget.bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb))
+                 << 20;
+  budget.kv_dtype = kv_dtype;
   const int debug_slots =
       absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff ? 1 : 0;
   if (absl::GetFlag(FLAGS_kv_cache_tokens) > 0) {
-    load_options.kv_cache_slots = debug_slots;
-    load_options.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
-    load_options.sequence_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
+    budget.kv_cache_slots = debug_slots;
+    budget.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
+    budget.sequence_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
   } else {
-    load_options.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
+    budget.kv_cache_slots = absl::GetFlag(FLAGS_num_slots) + debug_slots;
   }
+  return budget;
+}
 
-  const std::string model_path = absl::GetFlag(FLAGS_model);
-  const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
-  const absl::Time start = absl::Now();
-  absl::StatusOr<LoadedModel> model =
-      LoadModel(model_path, tokenizer_path, load_options);
-  if (!model.ok()) {
-    spdlog::error("{}", model.status().ToString());
-    return 1;
-  }
-
-  // Block the signals in every thread (gRPC's and the engine's inherit the
-  // mask) so that this thread alone receives them, with sigwait. Only now:
-  // while the model loads (no thread yet, nothing to drain) SIGTERM and
-  // SIGINT keep their default action and end the process at once.
+// Blocks the signals in every thread (gRPC's and the engine's inherit the
+// mask) so that the calling thread alone receives them, with sigwait. Called
+// once the model is loaded: while it loads (no thread yet, nothing to drain)
+// SIGTERM and SIGINT keep their default action and end the process at once.
+sigset_t BlockSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);  // Reloads --auth_tokens_file.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  const ModelConfig config = model->checkpoint.config;
-  const uint64_t stored_bytes = model->checkpoint.stored_bytes;
-  spdlog::info("loaded {} in {:.2f} s: {:.1f} MiB of tensors as stored",
-               model_path, absl::ToDoubleSeconds(absl::Now() - start),
-               stored_bytes / 1048576.0);
-  DecoderOptions decoder_options;
-  decoder_options.threads = absl::GetFlag(FLAGS_threads);
-  auto decoder =
-      std::make_unique<Decoder>(std::move(model->checkpoint), decoder_options);
+  return signals;
+}
+
+// The engine's decoder over the loaded weights and, if DebugAttention is on,
+// its own: it shares the engine's weights (server/api/debug_attention.h), only
+// its scratch memory is its own, and it has one thread (it runs on gRPC's).
+struct Decoders {
+  std::unique_ptr<Decoder> engine;
+  std::unique_ptr<Decoder> attention;
+};
+Decoders MakeDecoders(Checkpoint checkpoint) {
+  Decoders decoders;
+  const ModelConfig config = checkpoint.config;
+  DecoderOptions options;
+  options.threads = absl::GetFlag(FLAGS_threads);
+  decoders.engine = std::make_unique<Decoder>(std::move(checkpoint), options);
+  if (absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff) {
+    decoders.attention =
+        std::make_unique<Decoder>(config, decoders.engine->shared_weights());
+  }
+  return decoders;
+}
+
+// The bearer token /metrics asks for (--metrics_token_file), "" for none.
+absl::StatusOr<std::string> MetricsToken() {
+  const std::string file = absl::GetFlag(FLAGS_metrics_token_file);
+  if (file.empty()) return std::string();
+  absl::StatusOr<std::string> token = ReadFileToString(file);
+  if (!token.ok()) {
+    return absl::Status(
+        token.status().code(),
+        absl::StrCat("--metrics_token_file: ", token.status().ToString()));
+  }
+  std::string stripped(absl::StripAsciiWhitespace(*token));
+  if (stripped.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics_token_file=", file, ": the file is empty"));
+  }
+  return stripped;
+}
+
+// The server's options from the flags: its ports, engine, front door, gRPC
+// settings and service limits.
+absl::StatusOr<TextgenServerOptions> ServerOptions(
+    const std::string& model_path, KvDtype kv_dtype) {
   const DebugAttentionMode debug_attention =
       absl::GetFlag(FLAGS_debug_attention);
-  std::unique_ptr<Decoder> attention_decoder;
-  if (debug_attention != DebugAttentionMode::kOff) {
-    // DebugAttention's Decoder shares the engine's weights
-    // (server/api/debug_attention.h): only its scratch memory is its own. One
-    // thread: it runs on gRPC's.
-    attention_decoder =
-        std::make_unique<Decoder>(config, decoder->shared_weights());
-  }
-  spdlog::info(
-      "model {}: {}; weights {} ({:.1f} MiB); KV cache {}; {} thread(s); "
-      "tokenizer {}",
-      model_path, DescribeConfig(config), kernels::WeightTypeName(*weight_type),
-      decoder->weights().MemoryBytes() / 1048576.0, KvDtypeName(*kv_dtype),
-      decoder->threads(),
-      model->tokenizer ? model->tokenizer->Describe() : "none");
-
   TextgenServerOptions options;
   options.address =
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
   options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);
   options.engine.kv_block_tokens = absl::GetFlag(FLAGS_kv_block_tokens);
   options.engine.kv_cache_tokens = absl::GetFlag(FLAGS_kv_cache_tokens);
-  options.engine.kv_dtype = *kv_dtype;
+  options.engine.kv_dtype = kv_dtype;
   options.engine.prefix_cache = absl::GetFlag(FLAGS_prefix_cache);
   options.engine.max_queue = absl::GetFlag(FLAGS_max_queue);
   options.engine.max_completions = absl::GetFlag(FLAGS_max_completions);
@@ -298,6 +266,7 @@ int Run() {
       absl::GetFlag(FLAGS_prefill_chunk_tokens);
   options.engine.stream_idle_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout));
+  options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;
@@ -305,19 +274,7 @@ int Run() {
   options.http_port =
       absl::GetFlag(FLAGS_http_port) > 0 ? absl::GetFlag(FLAGS_http_port) : -1;
   options.http_host = absl::GetFlag(FLAGS_host);
-  if (const std::string file = absl::GetFlag(FLAGS_metrics_token_file);
-      !file.empty()) {
-    absl::StatusOr<std::string> token = ReadFileToString(file);
-    if (!token.ok()) {
-      spdlog::error("--metrics_token_file: {}", token.status().ToString());
-      return 1;
-    }
-    options.metrics_token = std::string(absl::StripAsciiWhitespace(*token));
-    if (options.metrics_token.empty()) {
-      spdlog::error("--metrics_token_file={}: the file is empty", file);
-      return 1;
-    }
-  }
+  TEXTGEN_ASSIGN_OR_RETURN(options.metrics_token, MetricsToken());
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
@@ -344,7 +301,6 @@ int Run() {
       absl::GetFlag(FLAGS_max_receive_message_bytes);
   // The name only: a path would show the server's directory layout.
   options.service.model_name = ModelBaseName(model_path);
-  options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
   options.service.max_attention_tokens =
       absl::GetFlag(FLAGS_max_attention_tokens);
   options.service.max_attention_map_bytes = static_cast<size_t>(
@@ -354,9 +310,78 @@ int Run() {
   options.service.max_tokenize_bytes = static_cast<size_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
   options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
+  return options;
+}
 
+// Serves until SIGTERM or SIGINT, then drains (--drain_seconds); SIGHUP
+// reloads the tokens.
+void ServeUntilSignal(TextgenServer& server, const sigset_t& signals) {
+  int signal = 0;
+  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
+    if (absl::Status s = server.ReloadTokens(); s.ok()) {
+      spdlog::info("SIGHUP: tokens reloaded");
+    } else {
+      spdlog::error("SIGHUP: tokens not reloaded, the old ones stay: {}",
+                    s.ToString());
+    }
+  }
+  spdlog::info("signal {}: draining", signal);
+  server.Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
+}
+
+// Reads the flags, loads the model within the memory budget, starts the
+// server and serves until a signal; 1 on any error, logged.
+int Run() {
+  if (absl::GetFlag(FLAGS_threads) < 1) {
+    spdlog::error("--threads={}: must be at least 1",
+                  absl::GetFlag(FLAGS_threads));
+    return 1;
+  }
+  const absl::StatusOr<LoadFlags> flags = ParseLoadFlags();
+  if (!flags.ok()) {
+    spdlog::error("{}", std::string(flags.status().message()));
+    return 1;
+  }
+  spdlog::info("CPU kernels: {} (--cpu_kernels={})",
+               kernels::KernelFamilyName(flags->cpu_kernels),
+               absl::GetFlag(FLAGS_cpu_kernels));
+  const absl::StatusOr<MemoryBudget> budget = ServingMemory(flags->kv_dtype);
+  if (!budget.ok()) {
+    spdlog::error("{}", std::string(budget.status().message()));
+    return 1;
+  }
+
+  const std::string model_path = ModelFlag();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<LoadedModel> model =
+      LoadModel(model_path, TokenizerFlag(), flags->load_options(), *budget);
+  if (!model.ok()) {
+    spdlog::error("{}", model.status().ToString());
+    return 1;
+  }
+  const sigset_t signals = BlockSignals();
+  const ModelConfig config = model->checkpoint.config;
+  spdlog::info("loaded {} in {:.2f} s: {:.1f} MiB of tensors as stored",
+               model_path, absl::ToDoubleSeconds(absl::Now() - start),
+               model->checkpoint.stored_bytes / 1048576.0);
+  Decoders decoders = MakeDecoders(std::move(model->checkpoint));
+  spdlog::info(
+      "model {}: {}; weights {} ({:.1f} MiB); KV cache {}; {} thread(s); "
+      "tokenizer {}",
+      model_path, DescribeConfig(config),
+      kernels::WeightTypeName(flags->weight_type),
+      decoders.engine->weights().MemoryBytes() / 1048576.0,
+      KvDtypeName(flags->kv_dtype), decoders.engine->threads(),
+      model->tokenizer ? model->tokenizer->Describe() : "none");
+
+  absl::StatusOr<TextgenServerOptions> options =
+      ServerOptions(model_path, flags->kv_dtype);
+  if (!options.ok()) {
+    spdlog::error("{}", std::string(options.status().message()));
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<TextgenServer>> server = TextgenServer::Start(
-      options, std::move(decoder), std::move(attention_decoder),
+      *options, std::move(decoders.engine), std::move(decoders.attention),
       std::move(model->tokenizer));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -367,18 +392,7 @@ int Run() {
   spdlog::info("start-up {:.2f} s; resident {:.1f} MiB",
                absl::ToDoubleSeconds(absl::Now() - start),
                ResidentMemoryBytes() / 1048576.0);
-
-  int signal = 0;
-  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
-    if (absl::Status s = (*server)->ReloadTokens(); s.ok()) {
-      spdlog::info("SIGHUP: tokens reloaded");
-    } else {
-      spdlog::error("SIGHUP: tokens not reloaded, the old ones stay: {}",
-                    s.ToString());
-    }
-  }
-  spdlog::info("signal {}: draining", signal);
-  (*server)->Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
+  ServeUntilSignal(**server, signals);
   return 0;
 }
 

@@ -26,17 +26,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "model/decoder.h"
+#include "model/formats/load_flags.h"
 #include "model/formats/model_loader.h"
 #include "model/generate.h"
 #include "model/kernels/dispatch.h"
 #include "model/sampler.h"
 #include "model/text/tokenizer.h"
 
-ABSL_FLAG(std::string, model, "models/shakespeare-char",
-          "Checkpoint directory (config.json + model.safetensors + tokenizer) "
-          "or llama2.c .bin file.");
-ABSL_FLAG(std::string, tokenizer, "",
-          "Tokenizer file or directory; default: found beside --model.");
 ABSL_FLAG(std::string, prompt, "",
           "Text to continue. Empty: start from the model's BOS (or GPT-2's "
           "<|endoftext|>).");
@@ -58,18 +54,6 @@ ABSL_FLAG(float, repetition_penalty, 1.0f,
 ABSL_FLAG(uint64_t, seed, 0, "Seed of the sampler; same seed, same text.");
 ABSL_FLAG(int, threads, 1,
           "Threads of the forward pass (the results do not depend on it).");
-ABSL_FLAG(std::string, weights_dtype, "f32",
-          "How weight matrices are held in memory: f32, bf16 (half the "
-          "bytes, f32 arithmetic), int8 (GGUF Q8_0, 0.28x the bytes, "
-          "activations quantized alike) or w8a32 (Q8_0 weights, f32 "
-          "activations), whatever the file stores.");
-ABSL_FLAG(std::string, kv_cache_dtype, "f32",
-          "How the KV cache holds keys and values: f32 (exact) or bf16 (half "
-          "the memory and attention's bytes; the shipped model's top-1 "
-          "agrees with f32 at 99.9 %).");
-ABSL_FLAG(std::string, cpu_kernels, "auto",
-          "Which build of the kernels runs: auto|generic|avx2|avx512 (auto: "
-          "the best this CPU runs; a family the CPU cannot run is refused).");
 
 namespace {
 
@@ -105,29 +89,15 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads),
                              ": must be at least 1"));
   }
-  auto cpu_kernels =
-      textgen::kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
-  if (!cpu_kernels.ok()) {
-    return Fail(
-        absl::StrCat("--cpu_kernels: ", cpu_kernels.status().message()));
-  }
-  textgen::LoadOptions load_options;
-  auto weight_type =
-      textgen::ParseWeightType(absl::GetFlag(FLAGS_weights_dtype));
-  if (!weight_type.ok()) {
-    return Fail(
-        absl::StrCat("--weights_dtype: ", weight_type.status().message()));
-  }
-  load_options.weight_type = *weight_type;
-  auto kv_dtype = textgen::ParseKvDtype(absl::GetFlag(FLAGS_kv_cache_dtype));
-  if (!kv_dtype.ok()) {
-    return Fail(
-        absl::StrCat("--kv_cache_dtype: ", kv_dtype.status().message()));
-  }
-  load_options.kv_dtype = *kv_dtype;
+  const absl::StatusOr<textgen::LoadFlags> flags = textgen::ParseLoadFlags();
+  if (!flags.ok()) return Fail(std::string(flags.status().message()));
+  // One sequence: one full-context KV-cache slot beside the weights.
+  textgen::MemoryBudget budget;
+  budget.kv_dtype = flags->kv_dtype;
   const auto load_start = std::chrono::steady_clock::now();
-  auto loaded = textgen::LoadModel(
-      absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_tokenizer), load_options);
+  auto loaded =
+      textgen::LoadModel(textgen::ModelFlag(), textgen::TokenizerFlag(),
+                         flags->load_options(), budget);
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
   std::unique_ptr<textgen::Tokenizer> tokenizer = std::move(loaded->tokenizer);
   textgen::DecoderOptions decoder_options;
@@ -138,13 +108,13 @@ int main(int argc, char** argv) {
       "model: %s; weights %s, %.1f MiB, loaded in %.2f s; KV cache %s; %d "
       "thread(s); %s kernels\n",
       textgen::DescribeConfig(decoder.config()).c_str(),
-      textgen::kernels::WeightTypeName(*weight_type),
+      textgen::kernels::WeightTypeName(flags->weight_type),
       decoder.weights().MemoryBytes() / 1048576.0,
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                     load_start)
           .count(),
-      textgen::KvDtypeName(*kv_dtype), decoder.threads(),
-      textgen::kernels::KernelFamilyName(*cpu_kernels));
+      textgen::KvDtypeName(flags->kv_dtype), decoder.threads(),
+      textgen::kernels::KernelFamilyName(flags->cpu_kernels));
   if (tokenizer) {
     std::fprintf(stderr, "tokenizer: %s (%s)\n", tokenizer->Describe().c_str(),
                  loaded->tokenizer_path.c_str());
@@ -167,7 +137,7 @@ int main(int argc, char** argv) {
     }
   } else if (!tokenizer) {
     return Fail(
-        absl::StrCat("no tokenizer found for ", absl::GetFlag(FLAGS_model),
+        absl::StrCat("no tokenizer found for ", textgen::ModelFlag(),
                      "; pass --tokenizer, or token ids with --prompt_ids"));
   } else {
     if (tokenizer->bos_id() >= 0) prompt.push_back(tokenizer->bos_id());
@@ -219,7 +189,7 @@ int main(int argc, char** argv) {
   options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   options.sampling = sampling;
   options.seed = absl::GetFlag(FLAGS_seed);
-  options.kv_dtype = *kv_dtype;
+  options.kv_dtype = flags->kv_dtype;
   if (tokenizer) {
     // Any of the tokenizer's end ids (llama2.c models also mark the start of
     // the next story with BOS: EndsSequence says so for them).

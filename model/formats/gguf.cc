@@ -678,9 +678,13 @@ std::vector<float> GgufFile::ReadFloats(const GgufTensorInfo& tensor) const {
       }
       break;
   }
+  DropPages(tensor);
+  return out;
+}
+
+void GgufFile::DropPages(const GgufTensorInfo& tensor) const {
   mapped_.DropPages(data_start_ + tensor.offset,
                     data_start_ + tensor.offset + tensor.bytes);
-  return out;
 }
 
 }  // namespace textgen

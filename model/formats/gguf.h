@@ -152,6 +152,9 @@ class GgufFile {
   std::vector<float> ReadFloats(const GgufTensorInfo& tensor) const;
   // The tensor's bytes as stored.
   absl::string_view RawData(const GgufTensorInfo& tensor) const;
+  // Releases the tensor's mapped pages from resident memory, once its bytes
+  // are used (MappedFile::DropPages); reading them again faults them back in.
+  void DropPages(const GgufTensorInfo& tensor) const;
 
  private:
   GgufFile(std::string bytes, std::string source)

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -13,8 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "model/formats/rope_row_order.h"
-#include "model/formats/safetensors.h"
-#include "model/formats/safetensors_writer.h"
 #include "model/weights.h"
 
 namespace textgen {
@@ -139,12 +138,10 @@ absl::Status RefuseUnsupported(const GgufFile& file, const ArchKeys& keys,
   return absl::OkStatus();
 }
 
-// GGUF tensors to Hugging Face names, checked by their GGUF names, widened to
-// float32 and staged in an in-memory safetensors file for LoadWeights.
+// Maps GGUF tensors to Hugging Face names, checking them by their GGUF names.
 class TensorMapper {
  public:
-  TensorMapper(const GgufFile& file, uint64_t f32_bytes)
-      : file_(file), out_(f32_bytes) {}
+  explicit TensorMapper(const GgufFile& file) : file_(file) {}
 
   // How a tensor's stored rows become the Hugging Face tensor's.
   enum class Layout {
@@ -152,27 +149,19 @@ class TensorMapper {
     kTranspose,  // [out, in] stored, GPT-2 Conv1D [in, out] wanted.
   };
 
-  // Copies GGUF tensor `name`, which must have PyTorch shape `shape`, to
+  // Maps GGUF tensor `name`, which must have PyTorch shape `shape`, to
   // `hf_name`. `rows`: an order of its rows (empty: as stored).
   absl::Status Map(const std::string& name, const std::vector<int64_t>& shape,
                    const std::string& hf_name, Layout layout = Layout::kAsIs,
                    const std::vector<int>& rows = {}) {
     TEXTGEN_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, shape));
-    std::vector<float> values = file_.ReadFloats(*t);
-    if (layout == Layout::kTranspose) {
-      using RowMajor =
-          Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      RowMajor transposed =
-          Eigen::Map<const RowMajor>(values.data(), shape[0], shape[1])
-              .transpose();
-      std::memcpy(values.data(), transposed.data(),
-                  values.size() * sizeof(float));
-      out_.Add(hf_name, {shape[1], shape[0]},
-               reinterpret_cast<const char*>(values.data()));
-    } else {
-      out_.Add(hf_name, shape, reinterpret_cast<const char*>(values.data()),
-               rows);
-    }
+    GgufTensors::Entry entry;
+    entry.tensor = t;
+    entry.transposed = layout == Layout::kTranspose;
+    entry.shape =
+        entry.transposed ? std::vector<int64_t>{shape[1], shape[0]} : shape;
+    entry.rows = rows;
+    mapped_.emplace_back(hf_name, std::move(entry));
     return absl::OkStatus();
   }
 
@@ -209,11 +198,13 @@ class TensorMapper {
     return absl::OkStatus();
   }
 
-  std::string Finish() { return out_.Finish(); }
+  std::vector<std::pair<std::string, GgufTensors::Entry>> Take() {
+    return std::move(mapped_);
+  }
 
  private:
   const GgufFile& file_;
-  SafetensorsWriter out_;
+  std::vector<std::pair<std::string, GgufTensors::Entry>> mapped_;
   std::set<std::string> used_;
 };
 
@@ -447,25 +438,106 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
   return c;
 }
 
+absl::StatusOr<GgufTensors> GgufTensors::Map(const GgufFile& file,
+                                             const ModelConfig& config) {
+  TensorMapper mapper(file);
+  TEXTGEN_RETURN_IF_ERROR(config.family == Family::kGpt2
+                              ? MapGpt2(file, config, mapper)
+                              : MapLlama(config, mapper));
+  TEXTGEN_RETURN_IF_ERROR(mapper.CheckAllUsed(config));
+  GgufTensors tensors(file);
+  for (auto& [name, entry] : mapper.Take()) {
+    tensors.names_.push_back(name);
+    tensors.entries_.emplace(name, std::move(entry));
+  }
+  return tensors;
+}
+
+const GgufTensors::Entry* GgufTensors::FindEntry(
+    const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const std::vector<int64_t>* GgufTensors::FindShape(
+    const std::string& name) const {
+  const Entry* entry = FindEntry(name);
+  return entry == nullptr ? nullptr : &entry->shape;
+}
+
+absl::StatusOr<const GgufTensors::Entry*> GgufTensors::Get(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  const Entry* entry = FindEntry(name);
+  if (entry == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat(source(), ": missing tensor '", name, "'"));
+  }
+  if (entry->shape != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source(), ": tensor '", name, "': shape ", ShapeToString(entry->shape),
+        ", expected ", ShapeToString(shape)));
+  }
+  return entry;
+}
+
+absl::StatusOr<std::vector<float>> GgufTensors::ReadFloats(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  TEXTGEN_ASSIGN_OR_RETURN(const Entry* entry, Get(name, shape));
+  std::vector<float> values = file_->ReadFloats(*entry->tensor);
+  if (entry->transposed) {
+    using RowMajor =
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    // Stored [shape[1], shape[0]].
+    RowMajor transposed =
+        Eigen::Map<const RowMajor>(values.data(), shape[1], shape[0])
+            .transpose();
+    std::memcpy(values.data(), transposed.data(),
+                values.size() * sizeof(float));
+  } else if (!entry->rows.empty()) {
+    // A row is one index along the first dimension (one value of a vector).
+    const size_t row = values.size() / entry->rows.size();
+    std::vector<float> ordered(values.size());
+    for (size_t r = 0; r < entry->rows.size(); ++r) {
+      std::copy_n(values.begin() + entry->rows[r] * row, row,
+                  ordered.begin() + r * row);
+    }
+    values = std::move(ordered);
+  }
+  return values;
+}
+
+absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  TEXTGEN_ASSIGN_OR_RETURN(const Entry* entry, Get(name, shape));
+  const GgufTensorInfo& t = *entry->tensor;
+  if (t.type != GgmlType::kQ8_0 || t.dims.size() != 2) {
+    return TensorSource::ReadStored(name, shape);
+  }
+  // ggml rows (dims[1] of them) run along the innermost dimension, dims[0]:
+  // the PyTorch shape's last, or its first when the mapping transposes.
+  const int64_t rows = static_cast<int64_t>(t.dims[1]);
+  const absl::string_view bytes = file_->RawData(t);
+  std::string ordered;
+  if (!entry->rows.empty()) {
+    const size_t row = bytes.size() / rows;
+    ordered.reserve(bytes.size());
+    for (int r : entry->rows) ordered.append(bytes.data() + r * row, row);
+  }
+  const GgufFile* file = file_;
+  const GgufTensorInfo* info = &t;
+  return StoredTensor::Q8_0Rows(bytes, rows, entry->transposed,
+                                std::move(ordered),
+                                [file, info] { file->DropPages(*info); });
+}
+
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,
                                               const LoadOptions& options) {
   Checkpoint checkpoint;
   TEXTGEN_ASSIGN_OR_RETURN(checkpoint.config, GgufModelConfig(file));
-  const ModelConfig& c = checkpoint.config;
-  uint64_t f32_bytes = 0;
-  for (const GgufTensorInfo& t : file.tensors())
-    f32_bytes += 4 * t.num_elements;
-  {
-    TensorMapper mapper(file, f32_bytes);
-    TEXTGEN_RETURN_IF_ERROR(c.family == Family::kGpt2 ? MapGpt2(file, c, mapper)
-                                                      : MapLlama(c, mapper));
-    TEXTGEN_RETURN_IF_ERROR(mapper.CheckAllUsed(c));
-    TEXTGEN_ASSIGN_OR_RETURN(
-        const SafetensorsFile staged,
-        SafetensorsFile::FromBytes(mapper.Finish(), file.source()));
-    TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
-                             LoadWeights(c, staged, options));
-  }                // Frees the staged float32 copy.
+  TEXTGEN_ASSIGN_OR_RETURN(const GgufTensors tensors,
+                           GgufTensors::Map(file, checkpoint.config));
+  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
+                           LoadWeights(checkpoint.config, tensors, options));
   malloc_trim(0);  // As LoadCheckpoint: resident memory is the weights.
   return checkpoint;
 }

@@ -33,18 +33,26 @@
 // values of different head sizes, partial rotary.
 //
 // Every tensor is checked by its GGUF name (present, shape as the keys say,
-// none left over) before the decoder's loader sees it. Tensors are widened to
-// float32 (F16, BF16, Q8_0 dequantized as ggml does) one at a time from the
-// mapped file, then packed as LoadOptions asks (F32 or BF16).
+// none left over) before the decoder's loader sees it, through GgufTensors:
+// the file's tensors under the Hugging Face names LoadWeights reads, each
+// read from the mapped file when it is packed. A Q8_0 matrix packed as Q8_0
+// weights (int8, w8a32) keeps the file's quants and scales; otherwise a
+// tensor is widened to float32 (F16, BF16, Q8_0 dequantized as ggml does),
+// one at a time, and packed as LoadOptions asks.
 #ifndef TEXTGEN_MODEL_FORMATS_GGUF_CHECKPOINT_H_
 #define TEXTGEN_MODEL_FORMATS_GGUF_CHECKPOINT_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/formats/gguf.h"
+#include "model/tensor_source.h"
+#include "model/weights.h"
 
 namespace textgen {
 
@@ -54,7 +62,51 @@ bool IsGgufFile(const std::string& path);
 // The model configuration the file's keys and tensor shapes describe.
 absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file);
 
-// Config and weights. Errors name the file and the key or tensor.
+// The tensors of `file` that a model of `config` (GgufModelConfig) calls for,
+// under Hugging Face names (model/weights.h), with llama.cpp's layout undone
+// as they are read: `llama` q/k rows put back in rotate-half order, GPT-2's
+// matrices transposed back to Conv1D (a Q8_0 one is handed over as stored,
+// StoredTensor::transposed()). Refers to `file`, which must outlive it.
+class GgufTensors final : public TensorSource {
+ public:
+  // Checks every tensor by its GGUF name (present, shaped as the keys say,
+  // none left over); reads no weights. Errors name the file and tensor.
+  static absl::StatusOr<GgufTensors> Map(const GgufFile& file,
+                                         const ModelConfig& config);
+
+  const std::string& source() const override { return file_->source(); }
+  std::vector<std::string> TensorNames() const override { return names_; }
+  const std::vector<int64_t>* FindShape(const std::string& name) const override;
+  absl::StatusOr<std::vector<float>> ReadFloats(
+      const std::string& name,
+      const std::vector<int64_t>& expected_shape) const override;
+  // A 2-D Q8_0 tensor as its blocks; any other as ReadFloats.
+  absl::StatusOr<StoredTensor> ReadStored(
+      const std::string& name,
+      const std::vector<int64_t>& expected_shape) const override;
+
+  // One Hugging Face tensor: the GGUF tensor it is read from and how.
+  struct Entry {
+    const GgufTensorInfo* tensor = nullptr;
+    std::vector<int64_t> shape;  // The Hugging Face shape.
+    bool transposed = false;     // Stored as shape reversed.
+    std::vector<int> rows;       // The order of its rows; empty: as stored.
+  };
+
+ private:
+  explicit GgufTensors(const GgufFile& file) : file_(&file) {}
+  const Entry* FindEntry(const std::string& name) const;
+  absl::StatusOr<const Entry*> Get(const std::string& name,
+                                   const std::vector<int64_t>& shape) const;
+
+  const GgufFile* file_;
+  std::vector<std::string> names_;  // In mapping order.
+  std::map<std::string, Entry> entries_;
+};
+
+// Config and weights (GgufModelConfig, GgufTensors, LoadWeights); no memory
+// budget (model_loader.h checks one). Errors name the file and the key or
+// tensor.
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,
                                               const LoadOptions& options = {});
 

@@ -1,8 +1,6 @@
 #include "model/formats/llama2c_checkpoint.h"
 
 #include <cstring>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -10,9 +8,6 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "model/formats/rope_row_order.h"
-#include "model/formats/safetensors.h"
-#include "model/formats/safetensors_writer.h"
-#include "model/memory_budget.h"
 #include "model/weights.h"
 
 namespace textgen {
@@ -92,33 +87,30 @@ absl::StatusOr<Llama2cHeader> ParseLlama2cHeader(std::string_view bytes,
   return h;
 }
 
-absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path,
-                                                 const LoadOptions& options) {
-  // The whole file is read before its header says what it holds: refuse a
-  // file larger than the memory budget before reading it.
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  const uint64_t budget = options.memory_budget_bytes == 0
-                              ? PhysicalMemoryBytes()
-                              : options.memory_budget_bytes;
-  if (!ec && size > budget) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(path, ": a llama2.c checkpoint of ", size,
-                     " bytes is over the memory budget of ", budget, " bytes"));
-  }
-  TEXTGEN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  return Llama2cCheckpointFromBytes(bytes, path, options);
+absl::StatusOr<Llama2cFile> Llama2cFile::Open(const std::string& path) {
+  TEXTGEN_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path));
+  Llama2cFile file(path);
+  file.mapped_ = std::move(mapped);
+  TEXTGEN_RETURN_IF_ERROR(file.Parse());
+  return file;
 }
 
-absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
-    std::string_view bytes, const std::string& source,
-    const LoadOptions& options) {
+absl::StatusOr<Llama2cFile> Llama2cFile::FromBytes(std::string bytes,
+                                                   std::string source) {
+  Llama2cFile file(std::move(source));
+  file.bytes_ = std::move(bytes);
+  TEXTGEN_RETURN_IF_ERROR(file.Parse());
+  return file;
+}
+
+absl::Status Llama2cFile::Parse() {
+  const std::string_view bytes(base(), size());
   TEXTGEN_ASSIGN_OR_RETURN(const Llama2cHeader h,
-                           ParseLlama2cHeader(bytes, source));
+                           ParseLlama2cHeader(bytes, source_));
   const uint64_t expected = h.ExpectedFileBytes();
   if (bytes.size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        source, ": llama2.c checkpoint is ", bytes.size(),
+        source_, ": llama2.c checkpoint is ", bytes.size(),
         " bytes, but its "
         "header (dim ",
         h.dim, ", hidden_dim ", h.hidden_dim, ", n_layers ", h.n_layers,
@@ -128,8 +120,7 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
         bytes.size() < expected ? " (truncated?)" : " (trailing data?)"));
   }
 
-  Checkpoint checkpoint;
-  ModelConfig& c = checkpoint.config;
+  ModelConfig& c = config_;
   c.family = Family::kLlama;
   c.vocab_size = h.vocab_size;
   c.context_length = h.seq_len;
@@ -146,66 +137,120 @@ absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
   c.positions = PositionKind::kRotary;
   c.feed_forward = FeedForwardKind::kSwiGlu;
   if (absl::Status s = c.Validate(); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", s.message()));
   }
-  // Before the converted copy below is allocated.
-  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(
-      c, options.weight_type, options.kv_dtype, options.kv_cache_slots,
-      options.kv_cache_tokens, options.sequences(), options.memory_budget_bytes,
-      source));
 
   const int64_t C = h.dim, F = h.hidden_dim, V = h.vocab_size;
   const int D = h.dim / h.n_heads;
   const int64_t KV = int64_t{h.n_kv_heads} * D;
-  // Tensors are addressed as bytes: the data after the 28-byte header need
-  // not be aligned for float, and SafetensorsWriter only copies bytes.
-  const char* cursor = bytes.data() + kLlama2cHeaderBytes;
+  // Offsets of the stacked tensors, in file order.
+  uint64_t cursor = kLlama2cHeaderBytes;
   auto take = [&](int64_t count) {
-    const char* p = cursor;
+    const uint64_t offset = cursor;
     cursor += count * sizeof(float);
-    return p;
+    return offset;
   };
-  const char* tok_emb = take(V * C);
-  const char* rms_att = take(h.n_layers * C);
-  const char* wq = take(h.n_layers * C * C);
-  const char* wk = take(h.n_layers * KV * C);
-  const char* wv = take(h.n_layers * KV * C);
-  const char* wo = take(h.n_layers * C * C);
-  const char* rms_ffn = take(h.n_layers * C);
-  const char* w1 = take(h.n_layers * F * C);
-  const char* w2 = take(h.n_layers * C * F);
-  const char* w3 = take(h.n_layers * F * C);
-  const char* rms_final = take(C);
+  const uint64_t tok_emb = take(V * C);
+  const uint64_t rms_att = take(h.n_layers * C);
+  const uint64_t wq = take(h.n_layers * C * C);
+  const uint64_t wk = take(h.n_layers * KV * C);
+  const uint64_t wv = take(h.n_layers * KV * C);
+  const uint64_t wo = take(h.n_layers * C * C);
+  const uint64_t rms_ffn = take(h.n_layers * C);
+  const uint64_t w1 = take(h.n_layers * F * C);
+  const uint64_t w2 = take(h.n_layers * C * F);
+  const uint64_t w3 = take(h.n_layers * F * C);
+  const uint64_t rms_final = take(C);
   take(2 * int64_t{h.seq_len} * (D / 2));  // freq_cis_real, freq_cis_imag
-  const char* wcls = h.shared_classifier ? nullptr : take(V * C);
+  const uint64_t wcls = h.shared_classifier ? 0 : take(V * C);
 
+  auto add = [&](const std::string& name, std::vector<int64_t> shape,
+                 uint64_t offset, std::vector<int> rows = {}) {
+    names_.push_back(name);
+    entries_[name] = Entry{offset, std::move(shape), std::move(rows)};
+  };
   // Layer l's slice of a stacked tensor of `per_layer` floats per layer.
-  auto Layer = [](const char* tensor, int l, int64_t per_layer) {
-    return tensor + l * per_layer * static_cast<int64_t>(sizeof(float));
+  auto layer = [](uint64_t tensor, int l, int64_t per_layer) {
+    return tensor + l * per_layer * sizeof(float);
   };
   const std::vector<int> q_rows = RotateHalfRowOrder(h.n_heads, D);
   const std::vector<int> k_rows = RotateHalfRowOrder(h.n_kv_heads, D);
-  SafetensorsWriter out(expected);
-  out.Add("model.embed_tokens.weight", {V, C}, tok_emb);
+  add("model.embed_tokens.weight", {V, C}, tok_emb);
   for (int l = 0; l < h.n_layers; ++l) {
     const std::string p = absl::StrCat("model.layers.", l, ".");
-    out.Add(p + "input_layernorm.weight", {C}, Layer(rms_att, l, C));
-    out.Add(p + "self_attn.q_proj.weight", {C, C}, Layer(wq, l, C * C), q_rows);
-    out.Add(p + "self_attn.k_proj.weight", {KV, C}, Layer(wk, l, KV * C),
-            k_rows);
-    out.Add(p + "self_attn.v_proj.weight", {KV, C}, Layer(wv, l, KV * C));
-    out.Add(p + "self_attn.o_proj.weight", {C, C}, Layer(wo, l, C * C));
-    out.Add(p + "post_attention_layernorm.weight", {C}, Layer(rms_ffn, l, C));
-    out.Add(p + "mlp.gate_proj.weight", {F, C}, Layer(w1, l, F * C));
-    out.Add(p + "mlp.down_proj.weight", {C, F}, Layer(w2, l, C * F));
-    out.Add(p + "mlp.up_proj.weight", {F, C}, Layer(w3, l, F * C));
+    add(p + "input_layernorm.weight", {C}, layer(rms_att, l, C));
+    add(p + "self_attn.q_proj.weight", {C, C}, layer(wq, l, C * C), q_rows);
+    add(p + "self_attn.k_proj.weight", {KV, C}, layer(wk, l, KV * C), k_rows);
+    add(p + "self_attn.v_proj.weight", {KV, C}, layer(wv, l, KV * C));
+    add(p + "self_attn.o_proj.weight", {C, C}, layer(wo, l, C * C));
+    add(p + "post_attention_layernorm.weight", {C}, layer(rms_ffn, l, C));
+    add(p + "mlp.gate_proj.weight", {F, C}, layer(w1, l, F * C));
+    add(p + "mlp.down_proj.weight", {C, F}, layer(w2, l, C * F));
+    add(p + "mlp.up_proj.weight", {F, C}, layer(w3, l, F * C));
   }
-  out.Add("model.norm.weight", {C}, rms_final);
-  if (wcls) out.Add("lm_head.weight", {V, C}, wcls);
+  add("model.norm.weight", {C}, rms_final);
+  if (!h.shared_classifier) add("lm_head.weight", {V, C}, wcls);
+  return absl::OkStatus();
+}
 
-  TEXTGEN_ASSIGN_OR_RETURN(SafetensorsFile file,
-                           SafetensorsFile::FromBytes(out.Finish(), source));
-  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights, LoadWeights(c, file, options));
+const std::vector<int64_t>* Llama2cFile::FindShape(
+    const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second.shape;
+}
+
+absl::StatusOr<std::vector<float>> Llama2cFile::ReadFloats(
+    const std::string& name, const std::vector<int64_t>& shape) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(source_, ": missing tensor '", name, "'"));
+  }
+  const Entry& entry = it->second;
+  if (entry.shape != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_, ": tensor '", name, "': shape ", ShapeToString(entry.shape),
+        ", expected ", ShapeToString(shape)));
+  }
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> values(count);
+  // The floats after the 28-byte header need not be aligned: copied as bytes.
+  const char* data = base() + entry.offset;
+  const size_t row_bytes = count / shape.front() * sizeof(float);
+  if (entry.rows.empty()) {
+    std::memcpy(values.data(), data, count * sizeof(float));
+  } else {
+    char* out = reinterpret_cast<char*>(values.data());
+    for (size_t r = 0; r < entry.rows.size(); ++r) {
+      std::memcpy(out + r * row_bytes, data + entry.rows[r] * row_bytes,
+                  row_bytes);
+    }
+  }
+  mapped_.DropPages(entry.offset, entry.offset + count * sizeof(float));
+  return values;
+}
+
+absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const std::string& path,
+                                                 const LoadOptions& options) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Llama2cFile file, Llama2cFile::Open(path));
+  return LoadLlama2cCheckpoint(file, options);
+}
+
+absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
+    std::string_view bytes, const std::string& source,
+    const LoadOptions& options) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Llama2cFile file,
+                           Llama2cFile::FromBytes(std::string(bytes), source));
+  return LoadLlama2cCheckpoint(file, options);
+}
+
+absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(const Llama2cFile& file,
+                                                 const LoadOptions& options) {
+  Checkpoint checkpoint;
+  checkpoint.config = file.config();
+  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
+                           LoadWeights(checkpoint.config, file, options));
   return checkpoint;
 }
 

@@ -23,9 +23,10 @@
 //     convert_llama_weights_to_hf.py — makes the two compute the same function
 //     (the attention scores are dot products, invariant to a permutation
 //     applied to both q and k).
-// The tensors are rewritten in memory as a safetensors file with Hugging Face
-// names and handed to LoadWeights, so llama2.c checkpoints pass through the
-// same strict loader, packing and checks as every other checkpoint.
+// Llama2cFile hands the tensors to LoadWeights under Hugging Face names, each
+// read from the mapped file (rows permuted) as it is packed, so llama2.c
+// checkpoints pass through the same strict loader, packing and checks as
+// every other checkpoint.
 //
 // Validation is strict: positive, consistent dimensions, and a file size equal
 // to the header plus exactly the floats those dimensions call for (the error
@@ -36,11 +37,16 @@
 #define TEXTGEN_MODEL_FORMATS_LLAMA2C_CHECKPOINT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/file_util.h"
 #include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/tensor_source.h"
 
 namespace textgen {
 
@@ -65,9 +71,61 @@ inline constexpr size_t kLlama2cHeaderBytes = 7 * 4;
 absl::StatusOr<Llama2cHeader> ParseLlama2cHeader(std::string_view bytes,
                                                  const std::string& source);
 
-// Loads a llama2.c `.bin` checkpoint. Errors name the file and the problem.
+// A llama2.c checkpoint, checked (header, size, config), its tensors under
+// the Hugging Face LLaMA names LoadWeights reads.
+class Llama2cFile final : public TensorSource {
+ public:
+  // Maps the file at `path`; nothing is read until a tensor is.
+  static absl::StatusOr<Llama2cFile> Open(const std::string& path);
+  // The same over the file's bytes; `source` names it in errors.
+  static absl::StatusOr<Llama2cFile> FromBytes(std::string bytes,
+                                               std::string source);
+
+  Llama2cFile(Llama2cFile&&) = default;
+  Llama2cFile& operator=(Llama2cFile&&) = default;
+
+  // The model the header describes.
+  const ModelConfig& config() const { return config_; }
+
+  const std::string& source() const override { return source_; }
+  std::vector<std::string> TensorNames() const override { return names_; }
+  const std::vector<int64_t>* FindShape(const std::string& name) const override;
+  // Copies the floats (q and k rows put in rotate-half order), then releases
+  // the mapped pages they came from.
+  absl::StatusOr<std::vector<float>> ReadFloats(
+      const std::string& name,
+      const std::vector<int64_t>& expected_shape) const override;
+
+ private:
+  struct Entry {
+    uint64_t offset = 0;  // Of its first float, in the file.
+    std::vector<int64_t> shape;
+    std::vector<int> rows;  // The order of its rows; empty: as stored.
+  };
+
+  explicit Llama2cFile(std::string source) : source_(std::move(source)) {}
+  absl::Status Parse();
+  const char* base() const {
+    return mapped_.data() != nullptr ? mapped_.data() : bytes_.data();
+  }
+  size_t size() const {
+    return mapped_.data() != nullptr ? mapped_.size() : bytes_.size();
+  }
+
+  MappedFile mapped_;  // The whole file, from Open; or
+  std::string bytes_;  // the whole file, from FromBytes.
+  std::string source_;
+  ModelConfig config_;
+  std::vector<std::string> names_;  // In file order.
+  std::map<std::string, Entry> entries_;
+};
+
+// Loads a llama2.c `.bin` checkpoint (no memory budget: model_loader.h checks
+// one). Errors name the file and the problem.
 absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(
     const std::string& path, const LoadOptions& options = {});
+absl::StatusOr<Checkpoint> LoadLlama2cCheckpoint(
+    const Llama2cFile& file, const LoadOptions& options = {});
 // The same from the file's bytes; `source` names it in errors.
 absl::StatusOr<Checkpoint> Llama2cCheckpointFromBytes(
     std::string_view bytes, const std::string& source,

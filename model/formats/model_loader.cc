@@ -1,7 +1,10 @@
 #include "model/formats/model_loader.h"
 
+#include <malloc.h>
+
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -17,23 +20,60 @@
 namespace textgen {
 
 namespace fs = std::filesystem;
+namespace {
+
+// Every format's way from its opened files to weights: the budget first, so
+// that a model that does not fit is refused before any weight is allocated.
+absl::StatusOr<Checkpoint> LoadWithinBudget(
+    const ModelConfig& config, std::vector<const TensorSource*> tensors,
+    const LoadOptions& options, const MemoryBudget& budget) {
+  TEXTGEN_RETURN_IF_ERROR(config.Validate());
+  if (tensors.empty()) {
+    return absl::InvalidArgumentError("a checkpoint needs at least one file");
+  }
+  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(config, options.weight_type, budget,
+                                            tensors[0]->source()));
+  Checkpoint checkpoint;
+  checkpoint.config = config;
+  TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
+                           LoadWeights(config, tensors, options));
+  // The per-tensor temporaries were freed, but glibc keeps freed heap at the
+  // top of its arenas; give it back so that resident memory is the weights.
+  malloc_trim(0);
+  return checkpoint;
+}
+
+}  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
                                       const std::string& tokenizer_path,
-                                      const LoadOptions& options) {
+                                      const LoadOptions& options,
+                                      const MemoryBudget& budget) {
   LoadedModel model;
   std::error_code ec;
   std::string found_tokenizer = tokenizer_path;
   if (fs::is_directory(model_path, ec)) {
-    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
-                             LoadCheckpoint(model_path, options));
+    {
+      TEXTGEN_ASSIGN_OR_RETURN(const HfCheckpointFiles files,
+                               OpenCheckpoint(model_path));
+      TEXTGEN_ASSIGN_OR_RETURN(
+          model.checkpoint,
+          LoadWithinBudget(files.config, files.tensors(), options, budget));
+      model.checkpoint.stored_bytes = files.shards.TensorBytes();
+    }  // Unmaps the files.
     if (found_tokenizer.empty() && HasTokenizer(model_path)) {
       found_tokenizer = model_path;
     }
   } else if (IsGgufFile(model_path)) {
     TEXTGEN_ASSIGN_OR_RETURN(const GgufFile file, GgufFile::Open(model_path));
-    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
-                             LoadGgufCheckpoint(file, options));
+    TEXTGEN_ASSIGN_OR_RETURN(const ModelConfig config, GgufModelConfig(file));
+    {
+      TEXTGEN_ASSIGN_OR_RETURN(const GgufTensors tensors,
+                               GgufTensors::Map(file, config));
+      TEXTGEN_ASSIGN_OR_RETURN(
+          model.checkpoint,
+          LoadWithinBudget(config, {&tensors}, options, budget));
+    }
     if (found_tokenizer.empty()) {
       // The tokenizer travels in the file.
       TEXTGEN_ASSIGN_OR_RETURN(model.tokenizer, LoadGgufTokenizer(file));
@@ -50,8 +90,13 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
       return model;
     }
   } else if (fs::exists(model_path, ec)) {
-    TEXTGEN_ASSIGN_OR_RETURN(model.checkpoint,
-                             LoadLlama2cCheckpoint(model_path, options));
+    {
+      TEXTGEN_ASSIGN_OR_RETURN(const Llama2cFile file,
+                               Llama2cFile::Open(model_path));
+      TEXTGEN_ASSIGN_OR_RETURN(
+          model.checkpoint,
+          LoadWithinBudget(file.config(), {&file}, options, budget));
+    }
     const std::string dir = fs::path(model_path).parent_path().string();
     for (const std::string& name :
          {absl::StrCat("tok", model.checkpoint.config.vocab_size, ".bin"),

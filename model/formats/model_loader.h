@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/checkpoint.h"
+#include "model/memory_budget.h"
 #include "model/text/tokenizer.h"
 
 namespace textgen {
@@ -33,9 +34,14 @@ struct LoadedModel {
 // the one found beside the model. The tokenizer is checked against the
 // model's vocabulary size. Errors name the file and the problem.
 // `options` says how the weights are held (e.g. bf16), whatever the file holds.
+// Once the file's config is known, and before any weight is allocated, the
+// memory it implies with what `budget` says will be held beside it (its KV
+// cache) is checked against budget.bytes: RESOURCE_EXHAUSTED naming the file
+// (model/memory_budget.h).
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
                                       const std::string& tokenizer_path = "",
-                                      const LoadOptions& options = {});
+                                      const LoadOptions& options = {},
+                                      const MemoryBudget& budget = {});
 
 }  // namespace textgen
 

@@ -2,6 +2,7 @@
 // activations, and calling the selected family's code (model/kernels/table.h).
 #include "model/kernels/kernels.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 
 #include "model/kernels/table.h"
@@ -109,11 +110,9 @@ void PackedWeights::Pack(int depth, int cols, WeightType type, Get get) {
   depth_ = depth;
   cols_ = cols;
   if (IsQ8_0(type)) {
+    AllocateQ8_0(depth, cols, type);
     const int blocks = int8_blocks();
     const size_t panel_bytes = static_cast<size_t>(blocks) * kBlock * kPanel;
-    // Padding: zero weights (q = 0, stored as 128) with zero scales.
-    q8_.assign(panels() * panel_bytes, 128);
-    q8_scales_.assign(static_cast<size_t>(panels()) * blocks * kPanel, 0.0f);
     float values[kBlock];
     int8_t q[kBlock];
     for (int p = 0; p < panels(); ++p) {
@@ -156,6 +155,48 @@ void PackedWeights::Pack(int depth, int cols, WeightType type, Get get) {
       }
     }
   }
+}
+
+void PackedWeights::AllocateQ8_0(int depth, int cols, WeightType type) {
+  type_ = type;
+  depth_ = depth;
+  cols_ = cols;
+  const size_t panel_bytes =
+      static_cast<size_t>(int8_blocks()) * kBlock * kPanel;
+  // Padding: zero weights (q = 0, stored as 128) with zero scales.
+  q8_.assign(panels() * panel_bytes, 128);
+  q8_scales_.assign(static_cast<size_t>(panels()) * int8_blocks() * kPanel,
+                    0.0f);
+}
+
+PackedWeights PackedWeights::FromQ8_0Rows(const std::vector<Q8_0Rows>& parts,
+                                          int depth, WeightType type) {
+  int cols = 0;
+  for (const Q8_0Rows& part : parts) cols += part.rows;
+  PackedWeights packed;
+  packed.AllocateQ8_0(depth, cols, type);
+  const int blocks = packed.int8_blocks();
+  const size_t panel_bytes = static_cast<size_t>(blocks) * kBlock * kPanel;
+  int j = 0;  // The packed column: a row of some part.
+  for (const Q8_0Rows& part : parts) {
+    for (int r = 0; r < part.rows; ++r, ++j) {
+      const int p = j / kPanel, jj = j % kPanel;
+      const char* row =
+          part.blocks + static_cast<size_t>(r) * blocks * kQ8_0BlockBytes;
+      for (int b = 0; b < blocks; ++b) {
+        const char* block = row + static_cast<size_t>(b) * kQ8_0BlockBytes;
+        uint16_t bits;
+        __builtin_memcpy(&bits, block, sizeof(bits));  // Little-endian.
+        packed.q8_scales_[(static_cast<size_t>(p) * blocks + b) * kPanel + jj] =
+            static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+        for (int i = 0; i < kBlock; ++i) {
+          packed.q8_[p * panel_bytes + Int8Offset(b * kBlock + i, jj)] =
+              static_cast<uint8_t>(static_cast<int8_t>(block[2 + i]) + 128);
+        }
+      }
+    }
+  }
+  return packed;
 }
 
 PackedWeights::PackedWeights(const float* w, int depth, int cols, int w_stride,

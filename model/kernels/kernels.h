@@ -128,6 +128,23 @@ class PackedWeights {
   // nn.Linear weights, stored [out, in].
   static PackedWeights FromTransposed(const float* v, int cols, int depth,
                                       WeightType type = WeightType::kF32);
+  // ggml's block_q8_0, as a GGUF Q8_0 tensor stores its rows: an fp16 scale
+  // d (little-endian) and kInt8Block int8 quants q; value = q · d.
+  static constexpr int kQ8_0BlockBytes = 2 + kInt8Block;
+  // A matrix [rows, depth] held as such blocks along its rows: an nn.Linear
+  // weight [out, in] or an embedding table [vocab, C] in a Q8_0 file.
+  struct Q8_0Rows {
+    const char* blocks;  // rows × depth / kInt8Block blocks, row-major.
+    int rows;
+  };
+  // Packs, as an IsQ8_0 `type`, W [depth, Σ rows] whose columns are the rows
+  // of `parts` in order, W[k, j] = row j's value k: their transposes side by
+  // side, as FromTransposed packs floats ([Q | K | V] fuses three). The
+  // stored quants and scales are kept as they are (the scale widened to
+  // float, exactly), so W is the stored matrix, with no dequantizing and
+  // requantizing. `depth` must be a multiple of kInt8Block.
+  static PackedWeights FromQ8_0Rows(const std::vector<Q8_0Rows>& parts,
+                                    int depth, WeightType type);
 
   WeightType type() const { return type_; }
   int depth() const { return depth_; }
@@ -165,6 +182,8 @@ class PackedWeights {
  private:
   template <typename Get>
   void Pack(int depth, int cols, WeightType type, Get get);
+  // IsQ8_0 storage for depth × cols, all zero weights (q = 0, scale 0).
+  void AllocateQ8_0(int depth, int cols, WeightType type);
 
   WeightType type_ = WeightType::kF32;
   int depth_ = 0;

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "model/formats/hf_config.h"
+
 namespace textgen {
 namespace {
 

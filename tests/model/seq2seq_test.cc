@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/formats/hf_checkpoint.h"
+#include "model/formats/hf_config.h"
 #include "model/kv_cache.h"
 #include "model/memory_budget.h"
 #include "model/text/char_tokenizer.h"

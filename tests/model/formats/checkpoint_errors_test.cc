@@ -13,6 +13,7 @@
 #include "model/formats/gguf.h"
 #include "model/formats/gguf_checkpoint.h"
 #include "model/formats/hf_checkpoint.h"
+#include "model/formats/hf_config.h"
 #include "model/formats/model_loader.h"
 #include "model/formats/safetensors.h"
 #include "model/memory_budget.h"
@@ -426,37 +427,39 @@ TEST_F(CheckpointErrorsTest, InfiniteWeightIsRefusedNamingTheTensor) {
 TEST_F(CheckpointErrorsTest, ConfigOverTheMemoryBudgetIsRefusedBeforeLoading) {
   CopyGolden("gpt2_sinusoidal");
   EditConfig("\"n_positions\": 128", "\"n_positions\": 10000000");
-  LoadOptions options;
-  options.memory_budget_bytes = 256 << 20;
-  const absl::Status s = LoadCheckpoint(dir_.string(), options).status();
+  MemoryBudget budget;
+  budget.bytes = 256 << 20;
+  const absl::Status s = LoadModel(dir_.string(), "", {}, budget).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(),
               AllOf(HasSubstr("model.safetensors"), HasSubstr("position table"),
                     HasSubstr("KV cache"), HasSubstr("256.0 MiB")));
   // The same config fits when its context is small.
   CopyGolden("gpt2_sinusoidal");
-  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
+  EXPECT_TRUE(LoadModel(dir_.string(), "", {}, budget).ok());
 }
 
 TEST_F(CheckpointErrorsTest, KvCacheSlotsCountAgainstTheBudget) {
   CopyGolden("llama_gqa");
-  LoadOptions options;
+  const LoadOptions options;
+  auto load = [&](const MemoryBudget& budget) {
+    return LoadModel(dir_.string(), "", options, budget).status();
+  };
   const ModelConfig config = *LoadModelConfig((dir_ / "config.json").string());
   const ModelMemory m = EstimateModelMemory(config, options.weight_type);
-  options.memory_budget_bytes =
-      static_cast<uint64_t>(m.Total(/*kv_slots=*/4)) + 1;
-  options.kv_cache_slots = 4;
-  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
-  options.kv_cache_slots = 5;
-  EXPECT_EQ(LoadCheckpoint(dir_.string(), options).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  MemoryBudget budget;
+  budget.bytes = static_cast<uint64_t>(m.Total(/*kv_slots=*/4)) + 1;
+  budget.kv_cache_slots = 4;
+  EXPECT_TRUE(load(budget).ok());
+  budget.kv_cache_slots = 5;
+  EXPECT_EQ(load(budget).code(), absl::StatusCode::kResourceExhausted);
   // A KV pool of positions (--kv_cache_tokens) counts by the position: four
   // contexts' worth fits, one position more does not.
-  options.kv_cache_slots = 0;
-  options.kv_cache_tokens = 4 * config.context_length;
-  EXPECT_TRUE(LoadCheckpoint(dir_.string(), options).ok());
-  options.kv_cache_tokens = 4 * config.context_length + 1;
-  const absl::Status over = LoadCheckpoint(dir_.string(), options).status();
+  budget.kv_cache_slots = 0;
+  budget.kv_cache_tokens = 4 * config.context_length;
+  EXPECT_TRUE(load(budget).ok());
+  budget.kv_cache_tokens = 4 * config.context_length + 1;
+  const absl::Status over = load(budget);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.message(),
               HasSubstr(absl::StrCat(

@@ -199,6 +199,57 @@ TEST(GgufModelsTest, Q8_0WeightsAreWithinHalfAStep) {
   EXPECT_GT(blocks, 1000);
 }
 
+// A Q8_0 file's matrices loaded as Q8_0 weights (int8, w8a32) keep the file's
+// quants and scales: nothing is dequantized and requantized. w8a32 multiplies
+// f32 activations by the dequantized weights exactly as f32 arithmetic does
+// (model/kernels/kernels.h), so where every matrix of the file is Q8_0 its
+// logits equal, bit for bit, the file's loaded as f32: exact arithmetic on
+// the file's weights. int8 holds the same weights (its difference is the
+// activations' quantization, printed).
+TEST(GgufModelsTest, Q8_0BlocksArePackedAsStored) {
+  int exact = 0;
+  for (const char* golden : kGoldens) {
+    const std::string path = GgufPath(std::string(golden) + "_q8_0");
+    if (!RequireFile(path)) return;
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status();
+    // The matrices packed as weights: all but the position table and an
+    // untied embedding table, which are read as floats.
+    const bool untied = file->FindTensor("output.weight") != nullptr &&
+                        std::string(golden) != "gpt2_learned";
+    bool all_q8_0 = true;
+    for (const GgufTensorInfo& t : file->tensors()) {
+      if (t.dims.size() != 2 || t.name == "position_embd.weight" ||
+          (untied && t.name == "token_embd.weight")) {
+        continue;
+      }
+      all_q8_0 = all_q8_0 && t.type == GgmlType::kQ8_0;
+    }
+    auto load = [&](kernels::WeightType type) {
+      auto model = LoadModel(path, "", LoadOptions{type});
+      EXPECT_TRUE(model.ok()) << model.status();
+      return Logits(std::move(model->checkpoint), GoldenIds(golden));
+    };
+    const Activations f32 = load(kernels::WeightType::kF32);
+    const Activations w8a32 = load(kernels::WeightType::kW8A32);
+    const Activations int8 = load(kernels::WeightType::kInt8);
+    const float range = f32.maxCoeff() - f32.minCoeff();
+    std::printf(
+        "[gguf] %-19s q8_0 vs the file as f32: w8a32 max|Δ logits| = %.3g, "
+        "int8 %.3g (%.2g of the range)%s\n",
+        golden, (w8a32 - f32).cwiseAbs().maxCoeff(),
+        (int8 - f32).cwiseAbs().maxCoeff(),
+        (int8 - f32).cwiseAbs().maxCoeff() / range,
+        all_q8_0 ? "" : "; some matrices F16");
+    EXPECT_LE((int8 - f32).cwiseAbs().maxCoeff() / range, kQ8_0Tolerance);
+    if (all_q8_0) {
+      EXPECT_EQ(w8a32, f32) << golden << ": must be bit-exact";
+      ++exact;
+    }
+  }
+  EXPECT_GT(exact, 0);
+}
+
 TEST(GgufModelsTest, AlignmentOf64LoadsTheSameWeights) {
   const std::string path = GgufPath("llama_tied_mha_f32_align64");
   if (!RequireFile(path)) return;

@@ -286,6 +286,75 @@ TEST(Int8KernelsTest, PackingIsQ8_0PerBlockOfColumn) {
   for (int k = 0; k < depth; ++k) ASSERT_EQ(column[k], packed.at(k, 69));
 }
 
+// Q8_0 rows as a GGUF file stores them (fp16 scale, 32 int8 quants per block)
+// are packed as they are: every weight is the stored q · d, two parts side by
+// side make one matrix, and a block whose largest quant is not 127 (which
+// requantizing its values would rescale to 127) keeps its quants.
+TEST(Int8KernelsTest, Q8_0RowsArePackedAsStored) {
+  const int depth = 64, rows_a = 3, rows_b = 67;  // Two panels, two blocks.
+  auto make_rows = [&](int rows, int salt) {
+    std::vector<char> bytes;
+    for (int r = 0; r < rows; ++r) {
+      for (int b = 0; b < depth / 32; ++b) {
+        // A scale exact in fp16 (0.5 .. 2), little-endian.
+        const Eigen::half d(
+            std::ldexp(1.0f + (r + b + salt) % 8 / 8.0f, (r + salt) % 3 - 1));
+        const uint16_t bits = Eigen::numext::bit_cast<uint16_t>(d);
+        bytes.push_back(static_cast<char>(bits & 0xff));
+        bytes.push_back(static_cast<char>(bits >> 8));
+        for (int i = 0; i < 32; ++i) {
+          // Quants up to ±100 only (and -128 once: a byte the format allows).
+          const int q = (r == 1 && b == 0 && i == 0)
+                            ? -128
+                            : ((r * 7 + b * 13 + i * 5 + salt) % 201) - 100;
+          bytes.push_back(static_cast<char>(static_cast<int8_t>(q)));
+        }
+      }
+    }
+    return bytes;
+  };
+  const std::vector<char> a = make_rows(rows_a, 1), b = make_rows(rows_b, 2);
+  auto value = [&](const std::vector<char>& bytes, int row, int k) {
+    const char* block =
+        bytes.data() + (static_cast<size_t>(row) * depth / 32 + k / 32) * 34;
+    uint16_t bits;
+    std::memcpy(&bits, block, 2);
+    const float d =
+        static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+    return static_cast<float>(static_cast<int8_t>(block[2 + k % 32])) * d;
+  };
+  for (kernels::WeightType type :
+       {kernels::WeightType::kInt8, kernels::WeightType::kW8A32}) {
+    const kernels::PackedWeights packed = kernels::PackedWeights::FromQ8_0Rows(
+        {{a.data(), rows_a}, {b.data(), rows_b}}, depth, type);
+    EXPECT_EQ(packed.type(), type);
+    ASSERT_EQ(packed.depth(), depth);
+    ASSERT_EQ(packed.cols(), rows_a + rows_b);
+    for (int k = 0; k < depth; ++k) {
+      for (int j = 0; j < rows_a; ++j) {
+        ASSERT_EQ(packed.at(k, j), value(a, j, k)) << "k " << k << " j " << j;
+      }
+      for (int j = 0; j < rows_b; ++j) {
+        ASSERT_EQ(packed.at(k, rows_a + j), value(b, j, k))
+            << "k " << k << " j " << rows_a + j;
+      }
+    }
+  }
+  // Requantizing the same values (what loading did before) moves them: the
+  // block's largest quant becomes 127, so its scale and quants change.
+  Activations w(depth, rows_a);
+  for (int k = 0; k < depth; ++k) {
+    for (int j = 0; j < rows_a; ++j) w(k, j) = value(a, j, k);
+  }
+  const kernels::PackedWeights requantized(w.data(), depth, rows_a, rows_a,
+                                           kernels::WeightType::kInt8);
+  int moved = 0;
+  for (int k = 0; k < depth; ++k) {
+    for (int j = 0; j < rows_a; ++j) moved += requantized.at(k, j) != w(k, j);
+  }
+  EXPECT_GT(moved, 0);
+}
+
 // Every family computes exactly the documented sequence: exact integer block
 // sums, then acc + float(sum) · (dx · dw) in increasing block order.
 TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
