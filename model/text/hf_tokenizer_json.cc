@@ -100,7 +100,7 @@ class Parser {
   absl::Status Normalizers(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "normalizer"));
-    Normalizer n;
+    NormalizerSpec n;
     if (type == "Sequence") {
       auto it = j.find("normalizers");
       if (it == j.end() || !it->is_array()) {
@@ -111,13 +111,13 @@ class Parser {
       }
       return absl::OkStatus();
     } else if (type == "NFC") {
-      n.kind = Normalizer::Kind::kNfc;
+      n.kind = NormalizerSpec::Kind::kNfc;
     } else if (type == "Prepend") {
-      n.kind = Normalizer::Kind::kPrepend;
+      n.kind = NormalizerSpec::Kind::kPrepend;
       TEXTGEN_ASSIGN_OR_RETURN(
           n.content, Get<std::string>(j, "prepend", "", "normalizer Prepend"));
     } else if (type == "Replace") {
-      n.kind = Normalizer::Kind::kReplace;
+      n.kind = NormalizerSpec::Kind::kReplace;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "normalizer Replace", n.pattern, n.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
@@ -132,7 +132,7 @@ class Parser {
   absl::Status PreTokenizers(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "pre_tokenizer"));
-    PreTokenizer p;
+    PreTokenizerSpec p;
     if (type == "Sequence") {
       auto it = j.find("pretokenizers");
       if (it == j.end() || !it->is_array()) {
@@ -143,7 +143,7 @@ class Parser {
       }
       return absl::OkStatus();
     } else if (type == "ByteLevel") {
-      p.kind = PreTokenizer::Kind::kByteLevel;
+      p.kind = PreTokenizerSpec::Kind::kByteLevel;
       TEXTGEN_ASSIGN_OR_RETURN(
           p.add_prefix_space,
           Get<bool>(j, "add_prefix_space", true, "pre_tokenizer ByteLevel"));
@@ -151,7 +151,7 @@ class Parser {
           p.use_regex,
           Get<bool>(j, "use_regex", true, "pre_tokenizer ByteLevel"));
     } else if (type == "Split") {
-      p.kind = PreTokenizer::Kind::kSplit;
+      p.kind = PreTokenizerSpec::Kind::kSplit;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "pre_tokenizer Split", p.pattern, p.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
@@ -174,7 +174,7 @@ class Parser {
       TEXTGEN_ASSIGN_OR_RETURN(
           p.invert, Get<bool>(j, "invert", false, "pre_tokenizer Split"));
     } else if (type == "Metaspace") {
-      p.kind = PreTokenizer::Kind::kMetaspace;
+      p.kind = PreTokenizerSpec::Kind::kMetaspace;
       TEXTGEN_ASSIGN_OR_RETURN(p.replacement,
                                Get<std::string>(j, "replacement", kMetaspace,
                                                 "pre_tokenizer Metaspace"));
@@ -192,7 +192,7 @@ class Parser {
   absl::Status Decoders(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "decoder"));
-    TokenDecoder d;
+    TokenDecoderSpec d;
     if (type == "Sequence") {
       auto it = j.find("decoders");
       if (it == j.end() || !it->is_array()) {
@@ -203,13 +203,13 @@ class Parser {
       }
       return absl::OkStatus();
     } else if (type == "ByteLevel") {
-      d.kind = TokenDecoder::Kind::kByteLevel;
+      d.kind = TokenDecoderSpec::Kind::kByteLevel;
     } else if (type == "ByteFallback") {
-      d.kind = TokenDecoder::Kind::kByteFallback;
+      d.kind = TokenDecoderSpec::Kind::kByteFallback;
     } else if (type == "Fuse") {
-      d.kind = TokenDecoder::Kind::kFuse;
+      d.kind = TokenDecoderSpec::Kind::kFuse;
     } else if (type == "Strip") {
-      d.kind = TokenDecoder::Kind::kStrip;
+      d.kind = TokenDecoderSpec::Kind::kStrip;
       TEXTGEN_ASSIGN_OR_RETURN(
           d.content, Get<std::string>(j, "content", " ", "decoder Strip"));
       TEXTGEN_ASSIGN_OR_RETURN(d.start,
@@ -219,13 +219,13 @@ class Parser {
         return Error("decoder Strip: start and stop must be >= 0");
       }
     } else if (type == "Replace") {
-      d.kind = TokenDecoder::Kind::kReplace;
+      d.kind = TokenDecoderSpec::Kind::kReplace;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "decoder Replace", d.pattern, d.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
           d.content, Get<std::string>(j, "content", "", "decoder Replace"));
     } else if (type == "Metaspace") {
-      d.kind = TokenDecoder::Kind::kMetaspace;
+      d.kind = TokenDecoderSpec::Kind::kMetaspace;
       TEXTGEN_ASSIGN_OR_RETURN(
           d.replacement,
           Get<std::string>(j, "replacement", kMetaspace, "decoder Metaspace"));

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace textgen {
 namespace {
@@ -139,6 +140,12 @@ absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern) {
     out += c;
   }
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Pcre2Regex>> CompileOniguruma(
+    std::string_view pattern, std::string_view what) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::string translated, OnigurumaToPcre2(pattern));
+  return Pcre2Regex::Compile(translated, what);
 }
 
 }  // namespace textgen

@@ -50,6 +50,10 @@ class Pcre2Regex {
 // takes U+180E). INVALID_ARGUMENT for `\S` inside a character class.
 absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern);
 
+// A regex as tokenizer.json spells it: OnigurumaToPcre2, then Compile.
+absl::StatusOr<std::unique_ptr<Pcre2Regex>> CompileOniguruma(
+    std::string_view pattern, std::string_view what);
+
 }  // namespace textgen
 
 #endif  // TEXTGEN_MODEL_TEXT_PCRE2_REGEX_H_
