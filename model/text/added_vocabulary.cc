@@ -20,18 +20,6 @@ bool IsWhiteSpace(char32_t c) {
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-// The code point that ends before `end` (valid UTF-8, end > 0); `end` moves
-// to its start.
-char32_t CodePointBefore(std::string_view text, size_t& end) {
-  size_t start = end - 1;
-  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
-    --start;
-  size_t pos = start;
-  const char32_t c = NextCodePoint(text, pos);
-  end = start;
-  return c;
-}
-
 // Rust's char::is_alphanumeric, near enough for single_word: ASCII letters
 // and digits, and every non-ASCII letter or number (utf8proc's category).
 bool IsWordChar(char32_t c) {
@@ -123,7 +111,7 @@ void AddedVocabulary::Matcher::Split(const Piece& piece,
     if (found->single_word) {
       size_t before = start;
       const bool word_before =
-          start > 0 && IsWordChar(CodePointBefore(s, before));
+          start > 0 && IsWordChar(PreviousCodePoint(s, before));
       size_t after = end;
       const bool word_after =
           end < s.size() && IsWordChar(NextCodePoint(s, after));
@@ -132,7 +120,7 @@ void AddedVocabulary::Matcher::Split(const Piece& piece,
     if (found->lstrip) {
       while (start > text_start) {
         size_t before = start;
-        if (!IsWhiteSpace(CodePointBefore(s, before))) break;
+        if (!IsWhiteSpace(PreviousCodePoint(s, before))) break;
         start = before;
       }
     }

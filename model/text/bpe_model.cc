@@ -101,7 +101,7 @@ void BpeModel::AddMergesFromScores(const BpeModelSpec& spec,
                          distinct.begin());
     // Every cut between two characters that leaves two tokens.
     for (size_t cut = 1; cut < s.size(); ++cut) {
-      if ((static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) continue;
+      if (IsUtf8ContinuationByte(s[cut])) continue;
       const int l = IdOf(s.substr(0, cut)), r = IdOf(s.substr(cut));
       if (l < 0 || r < 0) continue;
       merges_.emplace(PairKey(l, r), Merge{rank, id});

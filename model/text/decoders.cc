@@ -159,9 +159,8 @@ const char* DecoderName(TokenDecoderSpec::Kind kind) {
 }
 
 size_t CodePointCount(std::string_view s) {
-  return std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  });
+  return std::count_if(s.begin(), s.end(),
+                       [](char c) { return !IsUtf8ContinuationByte(c); });
 }
 
 // Whether `spec` decodes the same token by token as on the whole text, which

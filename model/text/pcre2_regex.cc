@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 
 namespace textgen {
 namespace {
@@ -82,8 +83,7 @@ absl::Status Pcre2Regex::ForEachMatch(
     } else {
       // Past the empty match, by one whole character.
       offset = ovector[1] + 1;
-      while (offset < text.size() &&
-             (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) {
+      while (offset < text.size() && IsUtf8ContinuationByte(text[offset])) {
         ++offset;
       }
     }
