@@ -57,6 +57,7 @@ class AddedVocabulary {
 
   // Every added token, in the order given.
   const std::vector<AddedToken>& tokens() const { return tokens_; }
+  // Whether an added token has id `id`.
   bool Contains(int id) const {
     return id >= 0 && id < static_cast<int>(is_added_.size()) && is_added_[id];
   }

@@ -1,7 +1,7 @@
 // A compiled PCRE2 regular expression (UTF-8, Unicode properties), shared by
-// the tokenizers' pre-tokenizers: compiled once, then matched from any
-// number of threads (pcre2_code is read-only after compiling; match data is
-// per call).
+// the tokenizers' pre-tokenizers and Replace steps: compiled once, then
+// matched from any number of threads (pcre2_code is read-only after
+// compiling; match data is per call).
 #ifndef TEXTGEN_MODEL_TEXT_PCRE2_REGEX_H_
 #define TEXTGEN_MODEL_TEXT_PCRE2_REGEX_H_
 
