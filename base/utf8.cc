@@ -71,6 +71,15 @@ char32_t NextCodePoint(std::string_view text, size_t& pos) {
   return c;
 }
 
+char32_t PreviousCodePoint(std::string_view text, size_t& pos) {
+  size_t start = pos - 1;
+  while (start > 0 && IsUtf8ContinuationByte(text[start])) --start;
+  size_t next = start;
+  const char32_t c = NextCodePoint(text, next);
+  pos = start;
+  return c;
+}
+
 void AppendUtf8(char32_t c, std::string& out) {
   if (c < 0x80) {
     out += static_cast<char>(c);

@@ -43,6 +43,16 @@ absl::Status CheckUtf8(std::string_view text);
 // past it. Precondition: IsValidUtf8(text) and pos < text.size().
 char32_t NextCodePoint(std::string_view text, size_t& pos);
 
+// Decodes the code point that ends at text[pos] and moves pos back to its
+// first byte: NextCodePoint backwards. Precondition: IsValidUtf8(text) and
+// 0 < pos <= text.size(), at a character boundary.
+char32_t PreviousCodePoint(std::string_view text, size_t& pos);
+
+// Whether `byte` continues a character (10xxxxxx) rather than starting one.
+inline bool IsUtf8ContinuationByte(char byte) {
+  return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
+}
+
 // Appends the UTF-8 encoding of `c` (a Unicode scalar value) to `out`.
 void AppendUtf8(char32_t c, std::string& out);
 

@@ -82,6 +82,19 @@ class Parser {
                  "{\"Regex\": ...}");
   }
 
+  // A component of type "Sequence": `parse` on each element of its list
+  // `list_key`, in order.
+  template <typename Parse>
+  absl::Status EachInSequence(const json& j, const char* component,
+                              const char* list_key, Parse parse) const {
+    auto it = j.find(list_key);
+    if (it == j.end() || !it->is_array()) {
+      return Error(component, " Sequence has no \"", list_key, "\" list");
+    }
+    for (const json& child : *it) TEXTGEN_RETURN_IF_ERROR(parse(child));
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<PrependScheme> Scheme(const json& j,
                                        const std::string& component) const {
     if (auto it = j.find("prepend_scheme"); it != j.end() && it->is_string()) {
@@ -100,24 +113,19 @@ class Parser {
   absl::Status Normalizers(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "normalizer"));
-    Normalizer n;
+    NormalizerSpec n;
     if (type == "Sequence") {
-      auto it = j.find("normalizers");
-      if (it == j.end() || !it->is_array()) {
-        return Error("normalizer Sequence has no \"normalizers\" list");
-      }
-      for (const json& child : *it) {
-        TEXTGEN_RETURN_IF_ERROR(Normalizers(child, spec));
-      }
-      return absl::OkStatus();
+      return EachInSequence(
+          j, "normalizer", "normalizers",
+          [&](const json& child) { return Normalizers(child, spec); });
     } else if (type == "NFC") {
-      n.kind = Normalizer::Kind::kNfc;
+      n.kind = NormalizerSpec::Kind::kNfc;
     } else if (type == "Prepend") {
-      n.kind = Normalizer::Kind::kPrepend;
+      n.kind = NormalizerSpec::Kind::kPrepend;
       TEXTGEN_ASSIGN_OR_RETURN(
           n.content, Get<std::string>(j, "prepend", "", "normalizer Prepend"));
     } else if (type == "Replace") {
-      n.kind = Normalizer::Kind::kReplace;
+      n.kind = NormalizerSpec::Kind::kReplace;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "normalizer Replace", n.pattern, n.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
@@ -132,18 +140,13 @@ class Parser {
   absl::Status PreTokenizers(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "pre_tokenizer"));
-    PreTokenizer p;
+    PreTokenizerSpec p;
     if (type == "Sequence") {
-      auto it = j.find("pretokenizers");
-      if (it == j.end() || !it->is_array()) {
-        return Error("pre_tokenizer Sequence has no \"pretokenizers\" list");
-      }
-      for (const json& child : *it) {
-        TEXTGEN_RETURN_IF_ERROR(PreTokenizers(child, spec));
-      }
-      return absl::OkStatus();
+      return EachInSequence(
+          j, "pre_tokenizer", "pretokenizers",
+          [&](const json& child) { return PreTokenizers(child, spec); });
     } else if (type == "ByteLevel") {
-      p.kind = PreTokenizer::Kind::kByteLevel;
+      p.kind = PreTokenizerSpec::Kind::kByteLevel;
       TEXTGEN_ASSIGN_OR_RETURN(
           p.add_prefix_space,
           Get<bool>(j, "add_prefix_space", true, "pre_tokenizer ByteLevel"));
@@ -151,7 +154,7 @@ class Parser {
           p.use_regex,
           Get<bool>(j, "use_regex", true, "pre_tokenizer ByteLevel"));
     } else if (type == "Split") {
-      p.kind = PreTokenizer::Kind::kSplit;
+      p.kind = PreTokenizerSpec::Kind::kSplit;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "pre_tokenizer Split", p.pattern, p.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
@@ -174,7 +177,7 @@ class Parser {
       TEXTGEN_ASSIGN_OR_RETURN(
           p.invert, Get<bool>(j, "invert", false, "pre_tokenizer Split"));
     } else if (type == "Metaspace") {
-      p.kind = PreTokenizer::Kind::kMetaspace;
+      p.kind = PreTokenizerSpec::Kind::kMetaspace;
       TEXTGEN_ASSIGN_OR_RETURN(p.replacement,
                                Get<std::string>(j, "replacement", kMetaspace,
                                                 "pre_tokenizer Metaspace"));
@@ -192,24 +195,19 @@ class Parser {
   absl::Status Decoders(const json& j, BpeTokenizerSpec& spec) const {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "decoder"));
-    TokenDecoder d;
+    TokenDecoderSpec d;
     if (type == "Sequence") {
-      auto it = j.find("decoders");
-      if (it == j.end() || !it->is_array()) {
-        return Error("decoder Sequence has no \"decoders\" list");
-      }
-      for (const json& child : *it) {
-        TEXTGEN_RETURN_IF_ERROR(Decoders(child, spec));
-      }
-      return absl::OkStatus();
+      return EachInSequence(j, "decoder", "decoders", [&](const json& child) {
+        return Decoders(child, spec);
+      });
     } else if (type == "ByteLevel") {
-      d.kind = TokenDecoder::Kind::kByteLevel;
+      d.kind = TokenDecoderSpec::Kind::kByteLevel;
     } else if (type == "ByteFallback") {
-      d.kind = TokenDecoder::Kind::kByteFallback;
+      d.kind = TokenDecoderSpec::Kind::kByteFallback;
     } else if (type == "Fuse") {
-      d.kind = TokenDecoder::Kind::kFuse;
+      d.kind = TokenDecoderSpec::Kind::kFuse;
     } else if (type == "Strip") {
-      d.kind = TokenDecoder::Kind::kStrip;
+      d.kind = TokenDecoderSpec::Kind::kStrip;
       TEXTGEN_ASSIGN_OR_RETURN(
           d.content, Get<std::string>(j, "content", " ", "decoder Strip"));
       TEXTGEN_ASSIGN_OR_RETURN(d.start,
@@ -219,13 +217,13 @@ class Parser {
         return Error("decoder Strip: start and stop must be >= 0");
       }
     } else if (type == "Replace") {
-      d.kind = TokenDecoder::Kind::kReplace;
+      d.kind = TokenDecoderSpec::Kind::kReplace;
       TEXTGEN_RETURN_IF_ERROR(
           Pattern(j, "decoder Replace", d.pattern, d.pattern_is_regex));
       TEXTGEN_ASSIGN_OR_RETURN(
           d.content, Get<std::string>(j, "content", "", "decoder Replace"));
     } else if (type == "Metaspace") {
-      d.kind = TokenDecoder::Kind::kMetaspace;
+      d.kind = TokenDecoderSpec::Kind::kMetaspace;
       TEXTGEN_ASSIGN_OR_RETURN(
           d.replacement,
           Get<std::string>(j, "replacement", kMetaspace, "decoder Metaspace"));
@@ -244,14 +242,10 @@ class Parser {
     if (j.is_null()) return absl::OkStatus();
     TEXTGEN_ASSIGN_OR_RETURN(std::string type, TypeOf(j, "post_processor"));
     if (type == "Sequence") {
-      auto it = j.find("processors");
-      if (it == j.end() || !it->is_array()) {
-        return Error("post_processor Sequence has no \"processors\" list");
-      }
-      for (const json& child : *it) {
-        TEXTGEN_RETURN_IF_ERROR(PostProcessor(child, template_bos));
-      }
-      return absl::OkStatus();
+      return EachInSequence(j, "post_processor", "processors",
+                            [&](const json& child) {
+                              return PostProcessor(child, template_bos);
+                            });
     }
     if (type == "ByteLevel") return absl::OkStatus();  // Offsets only.
     if (type != "TemplateProcessing") {
@@ -412,31 +406,13 @@ absl::StatusOr<json> ParseObject(std::string_view text,
   return j;
 }
 
-}  // namespace
-
-absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
-    std::string_view tokenizer_json, const std::string& source,
-    std::string_view tokenizer_config, std::string_view generation_config) {
-  TEXTGEN_ASSIGN_OR_RETURN(json root, ParseObject(tokenizer_json, source));
-  Parser parser(source);
-  BpeTokenizerSpec spec;
-  spec.source = source;
-  if (!root.contains("model")) return parser.Error("has no \"model\"");
-  TEXTGEN_RETURN_IF_ERROR(parser.Model(root["model"], spec));
-  TEXTGEN_RETURN_IF_ERROR(
-      parser.AddedTokens(root.value("added_tokens", json()), spec));
-  TEXTGEN_RETURN_IF_ERROR(
-      parser.Normalizers(root.value("normalizer", json()), spec));
-  TEXTGEN_RETURN_IF_ERROR(
-      parser.PreTokenizers(root.value("pre_tokenizer", json()), spec));
-  TEXTGEN_RETURN_IF_ERROR(parser.Decoders(root.value("decoder", json()), spec));
-  std::string template_bos;
-  TEXTGEN_RETURN_IF_ERROR(
-      parser.PostProcessor(root.value("post_processor", json()), template_bos));
-  // truncation and padding are ignored: transformers turns them off too
-  // unless a call asks for them.
-
-  // Sequence boundaries (see the header).
+// BOS and EOS as transformers decides them (see the header), from the
+// configs' contents ("" when absent) and the token the post_processor's
+// template puts first ("" if none).
+absl::Status SetSequenceBoundaries(std::string_view tokenizer_config,
+                                   std::string_view generation_config,
+                                   const std::string& template_bos,
+                                   BpeTokenizerSpec& spec) {
   json config = json::object(), generation = json::object();
   if (!tokenizer_config.empty()) {
     TEXTGEN_ASSIGN_OR_RETURN(
@@ -485,6 +461,35 @@ absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
       spec.eos_ids.push_back(*eos_id);
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<BpeTokenizerSpec> ParseTokenizerJson(
+    std::string_view tokenizer_json, const std::string& source,
+    std::string_view tokenizer_config, std::string_view generation_config) {
+  TEXTGEN_ASSIGN_OR_RETURN(json root, ParseObject(tokenizer_json, source));
+  Parser parser(source);
+  BpeTokenizerSpec spec;
+  spec.source = source;
+  if (!root.contains("model")) return parser.Error("has no \"model\"");
+  TEXTGEN_RETURN_IF_ERROR(parser.Model(root["model"], spec));
+  TEXTGEN_RETURN_IF_ERROR(
+      parser.AddedTokens(root.value("added_tokens", json()), spec));
+  TEXTGEN_RETURN_IF_ERROR(
+      parser.Normalizers(root.value("normalizer", json()), spec));
+  TEXTGEN_RETURN_IF_ERROR(
+      parser.PreTokenizers(root.value("pre_tokenizer", json()), spec));
+  TEXTGEN_RETURN_IF_ERROR(parser.Decoders(root.value("decoder", json()), spec));
+  std::string template_bos;
+  TEXTGEN_RETURN_IF_ERROR(
+      parser.PostProcessor(root.value("post_processor", json()), template_bos));
+  // truncation and padding are ignored: transformers turns them off too
+  // unless a call asks for them.
+
+  TEXTGEN_RETURN_IF_ERROR(SetSequenceBoundaries(
+      tokenizer_config, generation_config, template_bos, spec));
   return spec;
 }
 

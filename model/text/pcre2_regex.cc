@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/utf8.h"
 
 namespace textgen {
 namespace {
@@ -81,8 +83,7 @@ absl::Status Pcre2Regex::ForEachMatch(
     } else {
       // Past the empty match, by one whole character.
       offset = ovector[1] + 1;
-      while (offset < text.size() &&
-             (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) {
+      while (offset < text.size() && IsUtf8ContinuationByte(text[offset])) {
         ++offset;
       }
     }
@@ -139,6 +140,12 @@ absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern) {
     out += c;
   }
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Pcre2Regex>> CompileOniguruma(
+    std::string_view pattern, std::string_view what) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::string translated, OnigurumaToPcre2(pattern));
+  return Pcre2Regex::Compile(translated, what);
 }
 
 }  // namespace textgen

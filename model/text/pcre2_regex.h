@@ -1,7 +1,7 @@
 // A compiled PCRE2 regular expression (UTF-8, Unicode properties), shared by
-// the tokenizers' pre-tokenizers: compiled once, then matched from any
-// number of threads (pcre2_code is read-only after compiling; match data is
-// per call).
+// the tokenizers' pre-tokenizers and Replace steps: compiled once, then
+// matched from any number of threads (pcre2_code is read-only after
+// compiling; match data is per call).
 #ifndef TEXTGEN_MODEL_TEXT_PCRE2_REGEX_H_
 #define TEXTGEN_MODEL_TEXT_PCRE2_REGEX_H_
 
@@ -49,6 +49,10 @@ class Pcre2Regex {
 // PCRE2: `\s` and `\S` become Unicode White_Space classes (PCRE2's \s also
 // takes U+180E). INVALID_ARGUMENT for `\S` inside a character class.
 absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern);
+
+// A regex as tokenizer.json spells it: OnigurumaToPcre2, then Compile.
+absl::StatusOr<std::unique_ptr<Pcre2Regex>> CompileOniguruma(
+    std::string_view pattern, std::string_view what);
 
 }  // namespace textgen
 

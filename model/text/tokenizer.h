@@ -1,7 +1,7 @@
 // Tokenizers: text to token ids and back, behind one interface, with a
 // streaming decoder that never emits half a UTF-8 character.
 //
-// Three kinds, each in its own header:
+// Four kinds, each in its own header:
 //   - CharTokenizer (char_tokenizer.h): one token per Unicode code point, its
 //     vocabulary stored with the model as `char_vocab.json`;
 //   - Gpt2BpeTokenizer (gpt2_bpe_tokenizer.h): GPT-2's byte-level BPE from
@@ -10,7 +10,11 @@
 //   - SentencePieceTokenizer (sentencepiece_tokenizer.h): SentencePiece-style
 //     BPE with byte fallback, from llama2.c's `tokenizer.bin`;
 //   - BpeTokenizer (bpe_tokenizer.h): Hugging Face's `tokenizer.json` BPE
-//     (hf_tokenizer_json.h) and GGUF vocabularies, built from in-memory data.
+//     (hf_tokenizer_json.h) and GGUF vocabularies, built from in-memory data
+//     as a pipeline of the library's stages (added_vocabulary.h,
+//     normalizers.h, pre_tokenizers.h, bpe_model.h, decoders.h).
+//
+// tokenizer_factory.h picks the kind a model directory holds.
 //
 // Encode() turns text into ids and adds nothing: callers that want a BOS put
 // bos_id() first (llama2.c models start every sequence with it). Text that
@@ -62,7 +66,10 @@ class Tokenizer {
 
   // The bytes token `id` contributes to decoded text when it follows token
   // `previous` (-1 at the start of a sequence). The context matters only for
-  // SentencePiece, which drops the leading space of the first piece after BOS.
+  // SentencePiece-style vocabularies, which drop the leading space of a
+  // sequence's first piece: SentencePieceTokenizer after BOS, BpeTokenizer
+  // (a Metaspace decoder, or a Strip after Fuse) at the start or after any
+  // special token.
   // Control tokens (BOS, EOS) contribute nothing. Precondition: 0 <= id <
   // vocab_size().
   virtual std::string_view TokenBytes(int id, int previous) const = 0;

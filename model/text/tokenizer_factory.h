@@ -1,8 +1,7 @@
-#ifndef TEXTGEN_MODEL_TEXT_TOKENIZER_FACTORY_H_
-#define TEXTGEN_MODEL_TEXT_TOKENIZER_FACTORY_H_
-
 // Finding and loading a tokenizer of any kind. Kept apart from tokenizer.h so
 // the interface does not depend on its implementations.
+#ifndef TEXTGEN_MODEL_TEXT_TOKENIZER_FACTORY_H_
+#define TEXTGEN_MODEL_TEXT_TOKENIZER_FACTORY_H_
 
 #include <memory>
 #include <string>

@@ -48,6 +48,13 @@ TEST(Utf8Test, WalksAndEncodesCodePoints) {
   for (size_t pos = 0; pos < text.size();)
     cps.push_back(NextCodePoint(text, pos));
   EXPECT_EQ(cps, (std::vector<char32_t>{U'a', 0xE9, 0x4E2D, 0x1F600}));
+  std::vector<char32_t> backwards;
+  for (size_t pos = text.size(); pos > 0;)
+    backwards.push_back(PreviousCodePoint(text, pos));
+  EXPECT_EQ(backwards, (std::vector<char32_t>{0x1F600, 0x4E2D, 0xE9, U'a'}));
+  EXPECT_FALSE(IsUtf8ContinuationByte('a'));
+  EXPECT_FALSE(IsUtf8ContinuationByte('\xE4'));
+  EXPECT_TRUE(IsUtf8ContinuationByte('\xB8'));
   std::string round;
   for (char32_t c : cps) AppendUtf8(c, round);
   EXPECT_EQ(round, text);

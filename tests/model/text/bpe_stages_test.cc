@@ -1,0 +1,124 @@
+// The stages of the BPE pipeline on their own (normalizers.h,
+// pre_tokenizers.h, decoders.h, added_vocabulary.h, bpe_model.h): what each
+// does with a piece of text, as bpe_tokenizer_test checks it through whole
+// tokenizers.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/text/added_vocabulary.h"
+#include "model/text/bpe_model.h"
+#include "model/text/decoders.h"
+#include "model/text/normalizers.h"
+#include "model/text/pre_tokenizers.h"
+
+namespace textgen {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Normalized(const std::vector<NormalizerSpec>& specs,
+                       std::string text) {
+  auto normalizer = CreateNormalizer(specs, "test");
+  EXPECT_TRUE(normalizer.ok()) << normalizer.status();
+  EXPECT_TRUE((*normalizer)->Normalize(text).ok());
+  return text;
+}
+
+TEST(BpeStagesTest, NormalizersRunInOrder) {
+  NormalizerSpec nfc;  // kNfc: "e" + U+0301 -> U+00E9.
+  NormalizerSpec prepend;
+  prepend.kind = NormalizerSpec::Kind::kPrepend;
+  prepend.content = "_";
+  NormalizerSpec replace;
+  replace.kind = NormalizerSpec::Kind::kReplace;
+  replace.pattern = " ";
+  replace.content = "_";
+  EXPECT_EQ(Normalized({nfc, prepend, replace}, "e\xCC\x81 b"), "_\xC3\xA9_b");
+  EXPECT_EQ(Normalized({prepend}, ""), "");  // Prepend skips empty text.
+  replace.pattern = "";                      // An empty literal: no match.
+  EXPECT_EQ(Normalized({replace}, "a b"), "a b");
+  replace.pattern = "\\s+";
+  replace.pattern_is_regex = true;
+  EXPECT_EQ(Normalized({replace}, "a \t b"), "a_b");
+  replace.pattern = "(";
+  EXPECT_THAT(CreateNormalizer({replace}, "test").status().message(),
+              HasSubstr("test: normalizer Replace"));
+}
+
+TEST(BpeStagesTest, MetaspacePrependsFirstOnlyAtTheStart) {
+  PreTokenizerSpec metaspace;
+  metaspace.kind = PreTokenizerSpec::Kind::kMetaspace;
+  metaspace.prepend_scheme = PrependScheme::kFirst;
+  auto p = CreatePreTokenizer({metaspace}, "test");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string m = kMetaspace;
+  std::vector<Piece> pieces = {{"a b", true}, {"c", false}};
+  ASSERT_TRUE((*p)->PreTokenize(pieces).ok());
+  std::vector<std::string> texts;
+  for (const Piece& piece : pieces) texts.push_back(piece.text);
+  EXPECT_THAT(texts, ElementsAre(m + "a", m + "b", "c"));
+  metaspace.replacement = "";
+  EXPECT_THAT(CreatePreTokenizer({metaspace}, "test").status().message(),
+              HasSubstr("Metaspace has an empty replacement"));
+}
+
+TEST(BpeStagesTest, StripAfterFuseTouchesOnlyTheFirstToken) {
+  TokenDecoderSpec fuse;
+  fuse.kind = TokenDecoderSpec::Kind::kFuse;
+  TokenDecoderSpec strip;
+  strip.kind = TokenDecoderSpec::Kind::kStrip;
+  strip.content = " ";
+  strip.start = 1;
+  auto d = CreateTokenDecoder({fuse, strip}, "test");
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::string first = " a", later = " b";
+  ASSERT_TRUE((*d)->Decode(first, /*first=*/true).ok());
+  ASSERT_TRUE((*d)->Decode(later, /*first=*/false).ok());
+  EXPECT_EQ(first, "a");
+  EXPECT_EQ(later, " b");
+  TokenDecoderSpec metaspace;
+  metaspace.kind = TokenDecoderSpec::Kind::kMetaspace;
+  EXPECT_EQ(CreateTokenDecoder({fuse, metaspace}, "test").status().message(),
+            "test: decoder \"Metaspace\" after \"Fuse\" is not supported");
+}
+
+TEST(BpeStagesTest, AddedTokensAreLeftmostThenLongest) {
+  AddedToken a{/*id=*/5, "<a>"}, ab{/*id=*/6, "<a><b>"};
+  auto added = AddedVocabulary::Create({a, ab}, {"x"}, "test");
+  ASSERT_TRUE(added.ok()) << added.status();
+  std::vector<AddedVocabulary::Segment> segments;
+  added->SplitRaw({"x<a><b><a>", true}, segments);
+  std::vector<int> ids;
+  for (const auto& s : segments) ids.push_back(s.added_id);
+  EXPECT_THAT(ids, ElementsAre(-1, 6, 5));
+  EXPECT_EQ(added->IdOf("<a>"), 5);
+  EXPECT_TRUE(added->Contains(6));
+  EXPECT_FALSE(added->Contains(0));
+  EXPECT_EQ(AddedVocabulary::Create({a, a}, {"x"}, "test").status().message(),
+            "test: added token id 5 is listed twice");
+}
+
+TEST(BpeStagesTest, ModelMergesByRankThenFallsBackToBytes) {
+  BpeModelSpec spec;
+  spec.vocab = {"a", "b", "ab", "<0x63>"};
+  spec.merges = {{"a", "b"}};
+  spec.byte_fallback = true;
+  auto added = AddedVocabulary::Create({}, spec.vocab, "test");
+  ASSERT_TRUE(added.ok());
+  auto model = BpeModel::Create(spec, *added, "test");
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int> ids;
+  model->Tokenize("abca", ids);  // "c" has no token: its byte's.
+  EXPECT_THAT(ids, ElementsAre(2, 3, 0));
+  EXPECT_EQ(model->num_merges(), 1);
+  spec.unk_token = "<unk>";
+  EXPECT_EQ(BpeModel::Create(spec, *added, "test").status().message(),
+            "test: unk_token \"<unk>\" is not in the vocabulary");
+}
+
+}  // namespace
+}  // namespace textgen
