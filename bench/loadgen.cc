@@ -68,9 +68,9 @@
 #include "engine/engine.h"
 #include "model/decoder.h"
 #include "model/formats/load_flags.h"
+#include "model/formats/memory_budget.h"
 #include "model/formats/model_loader.h"
 #include "model/kernels/kernels.h"
-#include "model/memory_budget.h"
 #include "model/weights.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 

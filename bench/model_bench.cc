@@ -50,11 +50,11 @@
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/formats/load_flags.h"
+#include "model/formats/memory_budget.h"
 #include "model/formats/model_loader.h"
 #include "model/kernels/dispatch.h"
 #include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
-#include "model/memory_budget.h"
 #include "model/weights.h"
 
 ABSL_FLAG(std::string, models, "models/shakespeare-char",

@@ -1,5 +1,5 @@
 // Fuzzes the config.json parser (model/config.h) and the memory estimate of
-// what it accepts (model/memory_budget.h): any text gives a config that
+// what it accepts (model/formats/memory_budget.h): any text gives a config that
 // validates or an INVALID_ARGUMENT, and the estimate of an accepted config is
 // finite and non-negative, so the budget check can be trusted with it.
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "fuzz/fuzz_check.h"
 #include "model/config.h"
 #include "model/formats/hf_config.h"
-#include "model/memory_budget.h"
+#include "model/formats/memory_budget.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -17,7 +17,7 @@
 #include "model/formats/gguf.h"
 #include "model/formats/gguf_checkpoint.h"
 #include "model/formats/gguf_tokenizer.h"
-#include "model/memory_budget.h"
+#include "model/formats/memory_budget.h"
 
 namespace {
 

@@ -27,7 +27,7 @@
 // (one token) and a mix of both are the same call.
 //
 // Threads. With DecoderOptions::threads = T > 1 the Decoder owns a WorkerPool
-// of T - 1 workers (model/worker_pool.h), and the caller of Forward is the
+// of T - 1 workers (base/worker_pool.h), and the caller of Forward is the
 // T-th. Every expensive step is split statically, by output, never by a
 // reduction: the projections and the LM head by panels of output columns,
 // attention by (sequence, head) pairs, GELU by elements. Each value is then
@@ -47,13 +47,13 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "base/worker_pool.h"
 #include "model/attention_maps.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/kernels/kernels.h"
 #include "model/kv_cache.h"
 #include "model/tensor.h"
-#include "model/worker_pool.h"
 
 namespace textgen {
 

@@ -126,7 +126,7 @@ absl::StatusOr<kernels::WeightType> ParseWeightType(absl::string_view name);
 // NOT_FOUND error that names the file and the tensor. Known non-parameter
 // buffers (GPT-2's attn.bias masks, LLaMA's rotary inv_freq) are ignored.
 // Allocates what the config implies: check it against a memory budget first
-// (model/memory_budget.h; model/formats/model_loader.h does).
+// (model/formats/memory_budget.h; model/formats/model_loader.h does).
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
                                          const TensorSource& file,
                                          const LoadOptions& options = {});

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/checkpoint.h"
-#include "model/memory_budget.h"
+#include "model/formats/memory_budget.h"
 #include "model/text/tokenizer.h"
 
 namespace textgen {
@@ -37,7 +37,7 @@ struct LoadedModel {
 // Once the file's config is known, and before any weight is allocated, the
 // memory it implies with what `budget` says will be held beside it (its KV
 // cache) is checked against budget.bytes: RESOURCE_EXHAUSTED naming the file
-// (model/memory_budget.h).
+// (model/formats/memory_budget.h).
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
                                       const std::string& tokenizer_path = "",
                                       const LoadOptions& options = {},

@@ -2,8 +2,8 @@
 // generation loop run alone (RunAlone: model/generate.h, no engine, no
 // batching, no prefix cache), the random prompts they feed both, and an
 // engine over a golden checkpoint (tests/golden/).
-#ifndef TEXTGEN_TESTS_ENGINE_REFERENCE_H_
-#define TEXTGEN_TESTS_ENGINE_REFERENCE_H_
+#ifndef TEXTGEN_TESTS_TESTING_ENGINE_REFERENCE_H_
+#define TEXTGEN_TESTS_TESTING_ENGINE_REFERENCE_H_
 
 #include <gtest/gtest.h>
 
@@ -99,4 +99,4 @@ inline std::unique_ptr<Engine> MakeEngine(
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_ENGINE_REFERENCE_H_
+#endif  // TEXTGEN_TESTS_TESTING_ENGINE_REFERENCE_H_

@@ -1,8 +1,8 @@
 // What an engine stream produced, read to its end: the engine tests' one way
 // to collect a RequestStream (engine/request_stream.h), for one completion or
 // a request's n.
-#ifndef TEXTGEN_TESTS_ENGINE_STREAMS_H_
-#define TEXTGEN_TESTS_ENGINE_STREAMS_H_
+#ifndef TEXTGEN_TESTS_TESTING_ENGINE_STREAMS_H_
+#define TEXTGEN_TESTS_TESTING_ENGINE_STREAMS_H_
 
 #include <gtest/gtest.h>
 
@@ -80,4 +80,4 @@ inline Output Collect(RequestStream& stream,
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_ENGINE_STREAMS_H_
+#endif  // TEXTGEN_TESTS_TESTING_ENGINE_STREAMS_H_

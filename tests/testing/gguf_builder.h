@@ -1,7 +1,7 @@
 // Builds GGUF files byte by byte for tests: valid ones, and (through the raw
 // setters) ones that lie about counts, types, offsets and alignment.
-#ifndef TEXTGEN_TESTS_GGUF_BUILDER_H_
-#define TEXTGEN_TESTS_GGUF_BUILDER_H_
+#ifndef TEXTGEN_TESTS_TESTING_GGUF_BUILDER_H_
+#define TEXTGEN_TESTS_TESTING_GGUF_BUILDER_H_
 
 #include <cstdint>
 #include <cstring>
@@ -126,4 +126,4 @@ class GgufBuilder {
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_GGUF_BUILDER_H_
+#endif  // TEXTGEN_TESTS_TESTING_GGUF_BUILDER_H_

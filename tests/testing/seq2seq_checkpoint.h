@@ -6,8 +6,8 @@
 // Deterministic for a seed. The PyTorch parity data are tests/golden/seq2seq_*
 // (tools/make_golden.py); this one is for self-consistency (cached ==
 // recomputed, batched == alone) and for the engine and service tests.
-#ifndef TEXTGEN_TESTS_SEQ2SEQ_CHECKPOINT_H_
-#define TEXTGEN_TESTS_SEQ2SEQ_CHECKPOINT_H_
+#ifndef TEXTGEN_TESTS_TESTING_SEQ2SEQ_CHECKPOINT_H_
+#define TEXTGEN_TESTS_TESTING_SEQ2SEQ_CHECKPOINT_H_
 
 #include <unistd.h>
 
@@ -125,4 +125,4 @@ inline void WriteSeq2SeqCheckpoint(const std::string& dir,
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_SEQ2SEQ_CHECKPOINT_H_
+#endif  // TEXTGEN_TESTS_TESTING_SEQ2SEQ_CHECKPOINT_H_

@@ -3,8 +3,8 @@
 // npm packages tests/npm installs (a reference GPT-2 encoder and GPT-2's
 // vocabulary files). Tests that need them skip, saying why, only when they
 // are absent; scripts/test.sh provides both.
-#ifndef TEXTGEN_TESTS_SHARED_DATA_H_
-#define TEXTGEN_TESTS_SHARED_DATA_H_
+#ifndef TEXTGEN_TESTS_TESTING_SHARED_DATA_H_
+#define TEXTGEN_TESTS_TESTING_SHARED_DATA_H_
 
 #include <cstdlib>
 #include <filesystem>
@@ -40,4 +40,4 @@ inline bool Exists(const std::string& path) {
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_SHARED_DATA_H_
+#endif  // TEXTGEN_TESTS_TESTING_SHARED_DATA_H_

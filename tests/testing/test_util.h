@@ -1,7 +1,7 @@
 // Helpers shared by the tests: building safetensors bytes by hand, locating
 // golden data, fresh temporary directories and loading a decoder.
-#ifndef TEXTGEN_TESTS_TEST_UTIL_H_
-#define TEXTGEN_TESTS_TEST_UTIL_H_
+#ifndef TEXTGEN_TESTS_TESTING_TEST_UTIL_H_
+#define TEXTGEN_TESTS_TESTING_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -170,4 +170,4 @@ inline std::optional<std::string> RunCommand(const std::string& command) {
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_TEST_UTIL_H_
+#endif  // TEXTGEN_TESTS_TESTING_TEST_UTIL_H_

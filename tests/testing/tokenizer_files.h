@@ -2,8 +2,8 @@
 // tokenizer fuzz targets (fuzz/): GPT-2's vocab.json + merges.txt over the 256
 // byte tokens, and llama2.c's tokenizer.bin. No GoogleTest here, so the fuzz
 // targets can include it.
-#ifndef TEXTGEN_TESTS_TOKENIZER_FILES_H_
-#define TEXTGEN_TESTS_TOKENIZER_FILES_H_
+#ifndef TEXTGEN_TESTS_TESTING_TOKENIZER_FILES_H_
+#define TEXTGEN_TESTS_TESTING_TOKENIZER_FILES_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -109,4 +109,4 @@ inline const std::vector<Piece> kSmallSentencePieceMerges = {
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_TOKENIZER_FILES_H_
+#endif  // TEXTGEN_TESTS_TESTING_TOKENIZER_FILES_H_

@@ -3,8 +3,8 @@
 // random code points and bytes, long mixes). Deterministic: std::mt19937's
 // sequence is fixed by the standard, and only its raw output is used
 // (distributions are not portable).
-#ifndef TEXTGEN_TESTS_TOKENIZER_STRINGS_H_
-#define TEXTGEN_TESTS_TOKENIZER_STRINGS_H_
+#ifndef TEXTGEN_TESTS_TESTING_TOKENIZER_STRINGS_H_
+#define TEXTGEN_TESTS_TESTING_TOKENIZER_STRINGS_H_
 
 #include <cstdint>
 #include <random>
@@ -386,4 +386,4 @@ class TokenizerStrings {
 
 }  // namespace textgen::testing
 
-#endif  // TEXTGEN_TESTS_TOKENIZER_STRINGS_H_
+#endif  // TEXTGEN_TESTS_TESTING_TOKENIZER_STRINGS_H_

@@ -14,9 +14,9 @@
 #include "model/formats/gguf_checkpoint.h"
 #include "model/formats/hf_checkpoint.h"
 #include "model/formats/hf_config.h"
+#include "model/formats/memory_budget.h"
 #include "model/formats/model_loader.h"
 #include "model/formats/safetensors.h"
-#include "model/memory_budget.h"
 #include "tests/testing/gguf_builder.h"
 #include "tests/testing/test_util.h"
 

@@ -1,4 +1,4 @@
-#include "model/worker_pool.h"
+#include "base/worker_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-#include "model/memory_budget.h"
+#include "model/formats/memory_budget.h"
 
 #include <unistd.h>
 

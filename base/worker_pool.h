@@ -14,8 +14,8 @@
 //
 // Only one thread may call Run at a time (the Decoder's owner); Run is not
 // reentrant. size() == 1 starts no thread and Run is a direct call.
-#ifndef TEXTGEN_MODEL_WORKER_POOL_H_
-#define TEXTGEN_MODEL_WORKER_POOL_H_
+#ifndef TEXTGEN_BASE_WORKER_POOL_H_
+#define TEXTGEN_BASE_WORKER_POOL_H_
 
 #include <atomic>
 #include <cstdint>
@@ -68,4 +68,4 @@ class WorkerPool {
 
 }  // namespace textgen
 
-#endif  // TEXTGEN_MODEL_WORKER_POOL_H_
+#endif  // TEXTGEN_BASE_WORKER_POOL_H_

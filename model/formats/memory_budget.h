@@ -2,8 +2,8 @@
 // and the check of it against a budget, so that a config that would need more
 // memory than allowed (a 10-million-position sinusoidal table, a KV cache for
 // a huge context) is refused with a message before anything is allocated.
-#ifndef TEXTGEN_MODEL_MEMORY_BUDGET_H_
-#define TEXTGEN_MODEL_MEMORY_BUDGET_H_
+#ifndef TEXTGEN_MODEL_FORMATS_MEMORY_BUDGET_H_
+#define TEXTGEN_MODEL_FORMATS_MEMORY_BUDGET_H_
 
 #include <cstdint>
 #include <string>
@@ -75,4 +75,4 @@ absl::Status CheckMemoryBudget(const ModelConfig& config,
 
 }  // namespace textgen
 
-#endif  // TEXTGEN_MODEL_MEMORY_BUDGET_H_
+#endif  // TEXTGEN_MODEL_FORMATS_MEMORY_BUDGET_H_
