@@ -169,6 +169,9 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
       return self->metrics_.Render(self->engine_->stats());
     };
     http_options.metrics_token = options.metrics_token;
+    http_options.json_limits = options.http_json_limits;
+    http_options.allowed_hosts = options.http_allowed_hosts;
+    http_options.allowed_origins = options.http_allowed_origins;
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         http_options, *server->text_service_, *server->front_door_);
     if (!http.ok()) return http.status();

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -64,9 +65,16 @@ struct TextgenServerOptions {
 
   // The HTTP API (server/http/http_server.h) on host:http_port, on the same
   // engine, front door and TLS; 0 picks a free port (see http_port()), -1
-  // serves none. Its GET /metrics follows metrics_token.
+  // serves none. Its GET /metrics follows metrics_token and, with a tokens
+  // file, needs one of its tokens too.
   int http_port = -1;
   std::string http_host = "127.0.0.1";
+  // The HTTP API's JSON limits and browser rules (server/http/json_body.h,
+  // server/http/browser_guard.h): --max_json_depth, --max_json_elements,
+  // --allowed_hosts, --allowed_origins.
+  JsonLimits http_json_limits;
+  std::vector<std::string> http_allowed_hosts;
+  std::vector<std::string> http_allowed_origins;
 
   FrontDoorOptions front_door;
   TlsOptions tls;

@@ -25,6 +25,8 @@ const char* ErrorType(int http_status) {
     case 403:
       return "permission_error";
     case 413:
+    case 415:
+    case 421:
       return "invalid_request_error";
     case 429:
       return "rate_limit_error";

@@ -127,7 +127,9 @@ HttpServer::HttpServer(const HttpServerOptions& options, TextService& service,
     : options_(options),
       service_(service),
       front_door_(front_door),
-      started_(absl::ToUnixSeconds(absl::Now())) {}
+      started_(absl::ToUnixSeconds(absl::Now())),
+      guard_(BrowserGuardOptions{options.host, options.allowed_hosts,
+                                 options.allowed_origins}) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const HttpServerOptions& options, TextService& service,
@@ -167,13 +169,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   });
   const int64_t write_us = absl::ToInt64Microseconds(options.write_timeout);
   server->http_->set_write_timeout(write_us / 1000000, write_us % 1000000);
-  if (options.render_metrics) {
-    if (absl::Status s = AddMetricsRoute(*server->http_, options.render_metrics,
-                                         options.metrics_token);
-        !s.ok()) {
-      return s;
-    }
-  }
+  absl::StatusOr<MetricsAccess> metrics_access =
+      MetricsAccess::Create(options.metrics_token, &front_door.auth());
+  if (!metrics_access.ok()) return metrics_access.status();
+  server->metrics_access_ = *std::move(metrics_access);
   server->AddRoutes();
 
   if (options.port == 0) {
@@ -201,8 +200,50 @@ void HttpServer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool HttpServer::Guard(const httplib::Request& request,
+                       httplib::Response& response) const {
+  std::optional<HttpRefusal> refusal =
+      guard_.CheckHost(request.get_header_value("Host"), request.local_addr);
+  if (!refusal) {
+    refusal = guard_.CheckContentType(request.method,
+                                      request.get_header_value("Content-Type"));
+  }
+  if (refusal) {
+    response.status = refusal->status;
+    response.set_content(
+        ErrorJson(refusal->status, refusal->message, refusal->code), kJson);
+    return false;
+  }
+  const std::string origin = request.get_header_value("Origin");
+  if (!origin.empty() && guard_.OriginAllowed(origin)) {
+    response.set_header("Access-Control-Allow-Origin", origin);
+    response.set_header("Vary", "Origin");
+  }
+  return true;
+}
+
 void HttpServer::AddRoutes() {
   const std::string model = service_.options().model_name;
+  const JsonLimits limits = options_.json_limits;
+  // Every route's handler runs only for requests the BrowserGuard lets in.
+  // (Checked here rather than in a pre-routing handler, which runs before
+  // httplib reads the body: refusing there would leave the body unread on a
+  // keep-alive connection, to be parsed as the next request.)
+  auto guarded = [this](httplib::Server::Handler handler) {
+    return [this, handler = std::move(handler)](const httplib::Request& request,
+                                                httplib::Response& response) {
+      if (Guard(request, response)) handler(request, response);
+    };
+  };
+  auto get = [&](const char* path, httplib::Server::Handler handler) {
+    http_->Get(path, guarded(std::move(handler)));
+  };
+  auto post = [&](const char* path, httplib::Server::Handler handler) {
+    http_->Post(path, guarded(std::move(handler)));
+  };
+  auto options = [&](const char* path, httplib::Server::Handler handler) {
+    http_->Options(path, guarded(std::move(handler)));
+  };
   auto admit = [this](const httplib::Request& request, Need need,
                       FrontDoor::CallKind kind, int streams = 1) {
     return front_door_.Admit(request.get_header_value("Authorization"),
@@ -235,22 +276,54 @@ void HttpServer::AddRoutes() {
 
   // The attention explorer (explorer/explorer_page.h): static, so no token; its
   // API calls send one.
-  http_->Get("/", [](const httplib::Request&, httplib::Response& response) {
+  get("/", [](const httplib::Request&, httplib::Response& response) {
     const absl::string_view page = ExplorerPage();
     response.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
 
-  http_->Get(
-      "/health", [this](const httplib::Request&, httplib::Response& response) {
-        const bool serving = !front_door_.draining();
-        response.status = serving ? 200 : 503;
-        response.set_content(
-            serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})",
-            kJson);
-      });
+  // CORS preflight: answered for --allowed_origins, refused for the rest.
+  options(".*", [this](const httplib::Request& request,
+                       httplib::Response& response) {
+    const std::string origin = request.get_header_value("Origin");
+    if (origin.empty() || !guard_.OriginAllowed(origin)) {
+      const HttpRefusal refusal = BrowserGuard::OriginRefused(origin);
+      response.status = refusal.status;
+      response.set_content(
+          ErrorJson(refusal.status, refusal.message, refusal.code), kJson);
+      return;
+    }
+    response.status = 204;
+    response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    response.set_header("Access-Control-Allow-Headers",
+                        "Authorization, Content-Type");
+    response.set_header("Access-Control-Max-Age", "600");
+  });
 
-  http_->Get("/v1/models", [this, admit](const httplib::Request& request,
-                                         httplib::Response& response) {
+  if (options_.render_metrics) {
+    get("/metrics", [this](const httplib::Request& request,
+                           httplib::Response& response) {
+      if (!metrics_access_.Allows(request.get_header_value("Authorization"))) {
+        return SendError(response,
+                         absl::UnauthenticatedError(
+                             "GET /metrics needs `Authorization: Bearer "
+                             "<token>`: a token from --auth_tokens_file or "
+                             "--metrics_token_file"));
+      }
+      response.set_content(options_.render_metrics(),
+                           "text/plain; version=0.0.4");
+    });
+  }
+
+  get("/health", [this](const httplib::Request&, httplib::Response& response) {
+    const bool serving = !front_door_.draining();
+    response.status = serving ? 200 : 503;
+    response.set_content(
+        serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})",
+        kJson);
+  });
+
+  get("/v1/models", [this, admit](const httplib::Request& request,
+                                  httplib::Response& response) {
     absl::StatusOr<FrontDoor::Pass> pass =
         admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
     if (!pass.ok()) return SendError(response, pass.status());
@@ -258,13 +331,14 @@ void HttpServer::AddRoutes() {
                          kJson);
   });
 
-  http_->Post("/tokenize", [this, admit, model](const httplib::Request& request,
-                                                httplib::Response& response) {
+  post("/tokenize", [this, admit, model, limits](
+                        const httplib::Request& request,
+                        httplib::Response& response) {
     absl::StatusOr<FrontDoor::Pass> pass =
         admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
     if (!pass.ok()) return SendError(response, pass.status());
     absl::StatusOr<pb::TokenizeRequest> parsed =
-        ParseTokenizeRequest(request.body, model);
+        ParseTokenizeRequest(request.body, model, limits);
     if (!parsed.ok()) return SendError(response, parsed.status());
     absl::StatusOr<pb::TokenizeResponse> reply = service_.TokenizeText(*parsed);
     if (!reply.ok()) return SendError(response, reply.status());
@@ -272,30 +346,31 @@ void HttpServer::AddRoutes() {
         TokenizeJson(*reply, service_.engine().config().context_length), kJson);
   });
 
-  http_->Post(
-      "/v1/attention", [this, admit, model](const httplib::Request& request,
-                                            httplib::Response& response) {
-        absl::StatusOr<FrontDoor::Pass> pass =
-            admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
-        if (!pass.ok()) return SendError(response, pass.status());
-        absl::StatusOr<AttentionRequest> parsed =
-            ParseAttentionRequest(request.body, model);
-        if (!parsed.ok()) return SendError(response, parsed.status());
-        absl::StatusOr<TextService::AttentionReply> reply =
-            service_.RunDebugAttention(parsed->debug_attention,
-                                       [] { return absl::OkStatus(); });
-        if (!reply.ok()) return SendError(response, reply.status());
-        SetLargeJson(request, response,
-                     AttentionJson(reply->responses, service_.DescribeServer(),
-                                   parsed->encoding));
-      });
+  post("/v1/attention",
+       [this, admit, model, limits](const httplib::Request& request,
+                                    httplib::Response& response) {
+         absl::StatusOr<FrontDoor::Pass> pass =
+             admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
+         if (!pass.ok()) return SendError(response, pass.status());
+         absl::StatusOr<AttentionRequest> parsed =
+             ParseAttentionRequest(request.body, model, limits);
+         if (!parsed.ok()) return SendError(response, parsed.status());
+         absl::StatusOr<TextService::AttentionReply> reply =
+             service_.RunDebugAttention(parsed->debug_attention,
+                                        [] { return absl::OkStatus(); });
+         if (!reply.ok()) return SendError(response, reply.status());
+         SetLargeJson(request, response,
+                      AttentionJson(reply->responses, service_.DescribeServer(),
+                                    parsed->encoding));
+       });
 
-  http_->Post("/v1/completions", [this, admit, model](
-                                     const httplib::Request& request,
-                                     httplib::Response& response) {
+  post("/v1/completions", [this, admit, model, limits](
+                              const httplib::Request& request,
+                              httplib::Response& response) {
     Metrics* metrics = service_.metrics();
     absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
-        request.body, model, service_.engine().config().is_encoder_decoder());
+        request.body, model, service_.engine().config().is_encoder_decoder(),
+        limits);
     // Who is calling comes before what they ask: a caller without a token
     // learns nothing from validation. An unparsable request needs no more
     // than `generate`.
@@ -370,8 +445,8 @@ void HttpServer::AddRoutes() {
               last = stream->builder.done();
             } else {
               // The status line went out with the first event: an error
-              // after it is an event of its own, as vLLM and OpenAI send it.
-              // It ends every choice.
+              // after it is an event of its own, as vLLM and OpenAI send
+              // it. It ends every choice.
               stream->events->Cancel();
               data = absl::StrCat("data: ", ErrorJson(finish.status),
                                   "\n\ndata: [DONE]\n\n");

@@ -16,8 +16,16 @@
 //   POST /v1/attention     DebugAttention's maps as JSON
 //   GET  /health           200 {"status":"SERVING"}, 503 while draining; no
 //                          token needed (probes)
-//   GET  /metrics          the Prometheus metrics, with the metrics port's
-//                          token rule (--metrics_token_file)
+//   GET  /metrics          the Prometheus metrics: with --auth_tokens_file,
+//                          for any of its tokens or --metrics_token_file's
+//                          (401 otherwise); without, the metrics port's rule
+//   OPTIONS *              CORS preflight, for --allowed_origins only
+//
+// Before any handler, every request passes the BrowserGuard
+// (server/http/browser_guard.h): a Host that names this server (else 421),
+// POST bodies as application/json (else 415), and CORS for listed origins
+// only. Request bodies are read by ParseJsonBody (server/http/json_body.h)
+// under --max_json_depth and --max_json_elements (400 beyond).
 //
 // Every other call passes the FrontDoor first, with the `Authorization:
 // Bearer` header and the peer's address, so the tokens, roles and per-client
@@ -49,16 +57,22 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/api/text_service.h"
 #include "server/front_door/front_door.h"
 #include "server/front_door/tls.h"
+#include "server/http/browser_guard.h"
+#include "server/http/json_body.h"
+#include "server/http/metrics_http.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace textgen {
 
@@ -82,7 +96,14 @@ struct HttpServerOptions {
   // its slot kept (engine/request_stream.h) instead of the kernel queueing
   // megabytes of attention rows for it.
   int send_buffer_bytes = 64 << 10;
-  // Serves GET /metrics with this token rule (see AddMetricsRoute).
+  // The shape a JSON body may have (--max_json_depth, --max_json_elements).
+  JsonLimits json_limits;
+  // Further Host names served, "*" any (--allowed_hosts), and the origins
+  // that may call cross-origin (--allowed_origins); see BrowserGuard.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  // Serves GET /metrics (if set) for callers MetricsAccess allows: with this
+  // token and, when the front door has tokens, any of them.
   std::function<std::string()> render_metrics;
   std::string metrics_token;
 };
@@ -111,11 +132,17 @@ class HttpServer {
   HttpServer(const HttpServerOptions& options, TextService& service,
              FrontDoor& front_door);
   void AddRoutes();
+  // Applies the BrowserGuard to a request: false if it answered `response`
+  // with a refusal; else sets the CORS headers an allowed Origin gets.
+  bool Guard(const httplib::Request& request,
+             httplib::Response& response) const;
 
   const HttpServerOptions options_;
   TextService& service_;
   FrontDoor& front_door_;
   const int64_t started_;  // Unix seconds, for `created` fields.
+  const BrowserGuard guard_;
+  MetricsAccess metrics_access_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   std::thread thread_;

@@ -7,42 +7,57 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "server/front_door/auth.h"
 
 namespace textgen {
 
 MetricsHttpServer::MetricsHttpServer()
     : http_(std::make_unique<httplib::Server>()) {}
 
-absl::Status AddMetricsRoute(httplib::Server& http,
-                             std::function<std::string()> render,
-                             const std::string& bearer_token) {
-  // Compared as digests, in constant time (server/front_door/auth.h).
-  std::optional<TokenTable> allowed;
+absl::StatusOr<MetricsAccess> MetricsAccess::Create(
+    const std::string& bearer_token, const Authorizer* authorizer) {
+  MetricsAccess access;
   if (!bearer_token.empty()) {
     absl::StatusOr<TokenTable> table =
         TokenTable::Parse(absl::StrCat("generate ", bearer_token), "metrics");
     if (!table.ok()) return table.status();
-    allowed = *std::move(table);
+    access.token_ = *std::move(table);
   }
-  http.Get(
-      "/metrics",
-      [render = std::move(render), allowed = std::move(allowed)](
-          const httplib::Request& request, httplib::Response& response) {
-        if (allowed) {
-          const std::string header = request.get_header_value("Authorization");
-          absl::string_view token = header;
-          if (!absl::ConsumePrefix(&token, "Bearer ") ||
-              allowed->Find(token) == nullptr) {
-            response.status = 401;
-            response.set_header("WWW-Authenticate", "Bearer");
-            response.set_content("metrics need Authorization: Bearer <token>\n",
-                                 "text/plain");
-            return;
-          }
-        }
-        response.set_content(render(), "text/plain; version=0.0.4");
-      });
+  if (authorizer != nullptr && authorizer->enabled()) {
+    access.authorizer_ = authorizer;
+  }
+  return access;
+}
+
+bool MetricsAccess::Allows(absl::string_view authorization) const {
+  if (!token_ && authorizer_ == nullptr) return true;
+  // Any role may read; the peer names only an anonymous caller (none here).
+  if (authorizer_ != nullptr &&
+      authorizer_->Check(authorization, "", Need::kGenerate).ok()) {
+    return true;
+  }
+  absl::string_view token = authorization;
+  return token_ && absl::ConsumePrefix(&token, "Bearer ") &&
+         token_->Find(token) != nullptr;
+}
+
+absl::Status AddMetricsRoute(httplib::Server& http,
+                             std::function<std::string()> render,
+                             const std::string& bearer_token) {
+  absl::StatusOr<MetricsAccess> access = MetricsAccess::Create(bearer_token);
+  if (!access.ok()) return access.status();
+  http.Get("/metrics",
+           [render = std::move(render), access = *std::move(access)](
+               const httplib::Request& request, httplib::Response& response) {
+             if (!access.Allows(request.get_header_value("Authorization"))) {
+               response.status = 401;
+               response.set_header("WWW-Authenticate", "Bearer");
+               response.set_content(
+                   "metrics need Authorization: Bearer <token>\n",
+                   "text/plain");
+               return;
+             }
+             response.set_content(render(), "text/plain; version=0.0.4");
+           });
   return absl::OkStatus();
 }
 

@@ -6,17 +6,41 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/front_door/auth.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace textgen {
+
+// Who may read /metrics: anyone when there is no token rule; else a request
+// whose `Authorization: Bearer <token>` carries --metrics_token_file's token
+// or, where an Authorizer with tokens is given (the HTTP API's port), any
+// token of --auth_tokens_file: a server that asks for tokens shows its load
+// and errors only to token holders. Tokens are compared as digests, in
+// constant time (server/front_door/auth.h). Thread-safe (const).
+class MetricsAccess {
+ public:
+  // `bearer_token`: "" for none. `authorizer` may be null; it must outlive
+  // the MetricsAccess. INVALID_ARGUMENT if the token is blank.
+  static absl::StatusOr<MetricsAccess> Create(
+      const std::string& bearer_token, const Authorizer* authorizer = nullptr);
+
+  // Whether a request with this Authorization header value may read.
+  bool Allows(absl::string_view authorization) const;
+
+ private:
+  std::optional<TokenTable> token_;
+  const Authorizer* authorizer_ = nullptr;  // Null or enabled.
+};
 
 // Adds GET /metrics to `http`, answered with `render()`; with a
 // `bearer_token`, only for requests that send `Authorization: Bearer

@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/http/errors.h"
+#include "server/http/json_body.h"
 
 namespace textgen {
 namespace {
@@ -45,20 +46,6 @@ constexpr CompletionDefaults kOpenAiDefaults = {
     /*scoring_min_alternatives=*/1,
     /*top_k_all=*/-1,
 };
-
-absl::StatusOr<Json> ParseObject(absl::string_view body) {
-  Json json = Json::parse(body.begin(), body.end(), nullptr,
-                          /*allow_exceptions=*/false);
-  if (json.is_discarded()) {
-    return absl::InvalidArgumentError(
-        "the request body is not valid JSON (send Content-Type: "
-        "application/json and a JSON object)");
-  }
-  if (!json.is_object()) {
-    return absl::InvalidArgumentError("the request body must be a JSON object");
-  }
-  return json;
-}
 
 // `json[name]` if present and not null.
 const Json* Field(const Json& json, const char* name) {
@@ -316,9 +303,9 @@ absl::Status ParseAttentionTap(const Json& json, pb::GenerateRequest& request) {
 }  // namespace
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(
-    absl::string_view body, absl::string_view model_name,
-    bool encoder_decoder) {
-  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseObject(body));
+    absl::string_view body, absl::string_view model_name, bool encoder_decoder,
+    const JsonLimits& limits) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseJsonBody(body, limits));
   TEXTGEN_RETURN_IF_ERROR(CheckModel(json, model_name));
   CompletionRequest out;
   pb::GenerateRequest& request = out.generate;
@@ -345,8 +332,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
 }
 
 absl::StatusOr<AttentionRequest> ParseAttentionRequest(
-    absl::string_view body, absl::string_view model_name) {
-  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseObject(body));
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseJsonBody(body, limits));
   TEXTGEN_RETURN_IF_ERROR(CheckModel(json, model_name));
   AttentionRequest out;
   if (const Json* encoding = Field(json, "encoding")) {
@@ -383,8 +371,9 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
 }
 
 absl::StatusOr<pb::TokenizeRequest> ParseTokenizeRequest(
-    absl::string_view body, absl::string_view model_name) {
-  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseObject(body));
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseJsonBody(body, limits));
   TEXTGEN_RETURN_IF_ERROR(CheckModel(json, model_name));
   const Json* text = Field(json, "prompt");
   if (text == nullptr) text = Field(json, "text");

@@ -37,6 +37,11 @@
 // POST /v1/attention takes their source as "source" (text or ids) and the
 // target's start as an optional "prompt".
 //
+// Every body is read by ParseJsonBody (server/http/json_body.h) under the
+// server's JsonLimits (--max_json_depth, --max_json_elements), so a body of
+// hostile shape is refused before any of it is built, whichever endpoint it
+// is sent to.
+//
 // Errors: INVALID_ARGUMENT naming the field (as the error's param,
 // server/http/errors.h), or NOT_FOUND when `model` is given and is not the one
 // served; nothing else, whatever the bytes (fuzz/request_fuzz.cc). Pure
@@ -47,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "explorer/attention_json.h"
+#include "server/http/json_body.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -65,7 +71,7 @@ struct CompletionRequest {
 // `encoder_decoder`: the served model is one (its prompt is the source).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(
     absl::string_view body, absl::string_view model_name,
-    bool encoder_decoder = false);
+    bool encoder_decoder = false, const JsonLimits& limits = JsonLimits());
 
 // A parsed POST /v1/attention: {"prompt": text or ids, "layers": [...],
 // "heads": [...], "encoding": "json" or "u8"}, empty lists meaning all, no
@@ -76,11 +82,13 @@ struct AttentionRequest {
   AttentionEncoding encoding = AttentionEncoding::kJson;
 };
 absl::StatusOr<AttentionRequest> ParseAttentionRequest(
-    absl::string_view body, absl::string_view model_name);
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits = JsonLimits());
 
 // POST /tokenize: {"prompt": text} (vLLM's name; "text" is accepted too).
 absl::StatusOr<textgen::v1::TokenizeRequest> ParseTokenizeRequest(
-    absl::string_view body, absl::string_view model_name);
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits = JsonLimits());
 
 }  // namespace textgen
 
