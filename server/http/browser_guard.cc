@@ -47,6 +47,11 @@ BrowserGuard::BrowserGuard(BrowserGuardOptions options)
   const auto has_star = [](const std::vector<std::string>& names) {
     return std::find(names.begin(), names.end(), "*") != names.end();
   };
+  // Browsers send an Origin without a path: "https://app.example/" in the
+  // flag means "https://app.example".
+  for (std::string& origin : options_.allowed_origins) {
+    while (origin.size() > 1 && origin.back() == '/') origin.pop_back();
+  }
   any_host_ = has_star(options_.allowed_hosts);
   any_origin_ = has_star(options_.allowed_origins);
 }
@@ -100,6 +105,12 @@ bool BrowserGuard::OriginAllowed(absl::string_view origin) const {
 }
 
 HttpRefusal BrowserGuard::OriginRefused(absl::string_view origin) {
+  if (origin.empty()) {
+    return HttpRefusal{403,
+                       "OPTIONS is answered only as a CORS preflight from an "
+                       "origin in --allowed_origins (this one sent no Origin)",
+                       "origin_not_allowed"};
+  }
   return HttpRefusal{403,
                      absl::StrCat("cross-origin requests from `", origin,
                                   "` are not allowed (--allowed_origins)"),

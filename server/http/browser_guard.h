@@ -85,7 +85,7 @@ class BrowserGuard {
   static HttpRefusal OriginRefused(absl::string_view origin);
 
  private:
-  const BrowserGuardOptions options_;
+  BrowserGuardOptions options_;  // Origins without a trailing '/'.
   bool any_host_ = false;
   bool any_origin_ = false;
 };

@@ -87,6 +87,18 @@ TEST(BrowserGuardTest, OnlyListedOriginsPassCors) {
   EXPECT_FALSE(listed.OriginAllowed("null"));
   const BrowserGuard any(BrowserGuardOptions{"", {}, {"*"}});
   EXPECT_TRUE(any.OriginAllowed("https://whatever.example"));
+  // A trailing slash in the flag is forgiven: browsers send none.
+  const BrowserGuard slash(
+      BrowserGuardOptions{"", {}, SplitNameList("https://app.example/")});
+  EXPECT_TRUE(slash.OriginAllowed("https://app.example"));
+}
+
+TEST(BrowserGuardTest, RefusedPreflightsSayWhy) {
+  EXPECT_THAT(BrowserGuard::OriginRefused("https://evil.example").message,
+              HasSubstr("https://evil.example"));
+  const HttpRefusal none = BrowserGuard::OriginRefused("");
+  EXPECT_EQ(none.status, 403);
+  EXPECT_THAT(none.message, HasSubstr("sent no Origin"));
 }
 
 TEST(BrowserGuardTest, SplitNameListTrimsAndLowers) {

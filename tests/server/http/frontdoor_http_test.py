@@ -34,9 +34,14 @@ ORIGIN = "https://app.example"
 NESTED_DEPTH = 1_900_000
 NESTED_BODY = b'{"prompt": "hi", "x": ' + b"[" * NESTED_DEPTH + b"]" * NESTED_DEPTH + b"}"
 # Bounds on the 16 nested bodies, in MB above idle. The bodies themselves are 61 MB when all
-# are read at once; without limits the same load peaked at ~2 GB.
+# are read at once; without limits the same load peaked at ~2 GB and kept 661 MB. In a
+# sanitizer build (--time_scale > 1) AddressSanitizer's quarantine keeps up to 256 MB of
+# freed memory on purpose and its redzones grow every block: the bounds there only tell the
+# limits' hundreds of MB from the attack's gigabytes.
 PEAK_MARGIN_MB = 250
 KEPT_MARGIN_MB = 40
+SANITIZER_PEAK_MARGIN_MB = 800
+SANITIZER_KEPT_MARGIN_MB = 400
 
 
 def request(port, method, path, body=None, headers=None, conn=None):
@@ -161,8 +166,11 @@ class NestedBodiesMemoryTest(OpenAiError, unittest.TestCase):
             after = status_kb(pid, "VmRSS")
             print(f"16 x {len(NESTED_BODY) / 1e6:.1f} MB nested bodies: idle {idle / 1024:.0f} "
                   f"MB, peak {peak / 1024:.0f} MB, after {after / 1024:.0f} MB", flush=True)
-            self.assertLess((peak - idle) / 1024, PEAK_MARGIN_MB)
-            self.assertLess((after - idle) / 1024, KEPT_MARGIN_MB)
+            sanitizer = ARGS.time_scale > 1
+            self.assertLess((peak - idle) / 1024,
+                            SANITIZER_PEAK_MARGIN_MB if sanitizer else PEAK_MARGIN_MB)
+            self.assertLess((after - idle) / 1024,
+                            SANITIZER_KEPT_MARGIN_MB if sanitizer else KEPT_MARGIN_MB)
             # And the server still serves.
             self.assertEqual(request(port, "GET", "/health")[0], 200)
         finally:
