@@ -64,9 +64,15 @@ std::optional<HttpRefusal> BrowserGuard::CheckHost(
     if (name == "localhost" || name == "127.0.0.1" || name == "::1") {
       return std::nullopt;
     }
-    if (name == HostName(local_address) ||
-        (!IsWildcard(options_.listen_host) &&
-         name == HostName(options_.listen_host))) {
+    // A dual-stack socket on "::" shows an IPv4 peer's connection as
+    // reaching "::ffff:10.0.0.7"; its clients say "10.0.0.7".
+    std::string local = HostName(local_address);
+    if (absl::StartsWith(local, "::ffff:") &&
+        local.find('.') != std::string::npos) {
+      local = local.substr(7);
+    }
+    if (name == local || (!IsWildcard(options_.listen_host) &&
+                          name == HostName(options_.listen_host))) {
       return std::nullopt;
     }
     for (const std::string& allowed : options_.allowed_hosts) {

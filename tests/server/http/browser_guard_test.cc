@@ -29,6 +29,8 @@ TEST(BrowserGuardTest, LoopbackNamesAndTheAddressReachedAreServed) {
   }
   // A socket's IPv6 address comes without brackets.
   EXPECT_TRUE(Served(guard, "[fd00::7]:8080", "fd00::7"));
+  // A dual-stack socket's IPv4-mapped address is the IPv4 address.
+  EXPECT_TRUE(Served(guard, "10.0.0.9:8080", "::ffff:10.0.0.9"));
 }
 
 TEST(BrowserGuardTest, ForeignNamesAreRefusedWith421) {
