@@ -21,18 +21,19 @@
 //                          (401 otherwise); without, the metrics port's rule
 //   OPTIONS *              CORS preflight, for --allowed_origins only
 //
-// Before any handler, every request passes the BrowserGuard
-// (server/http/browser_guard.h): a Host that names this server (else 421),
-// POST bodies as application/json (else 415), and CORS for listed origins
-// only. Request bodies are read by ParseJsonBody (server/http/json_body.h)
+// Before its handler, every request to the paths above passes the
+// BrowserGuard (server/http/browser_guard.h): a Host that names this server
+// (else 421), POST bodies as application/json (else 415), and CORS for
+// listed origins only; an unknown path is a 404 without it (it shows
+// nothing). Request bodies are read by ParseJsonBody (server/http/json_body.h)
 // under --max_json_depth and --max_json_elements (400 beyond).
 //
-// Every other call passes the FrontDoor first, with the `Authorization:
-// Bearer` header and the peer's address, so the tokens, roles and per-client
-// limits are those of the gRPC port, and a client is the same client on
-// both. Errors are OpenAI's error JSON with the matching status (see
-// HttpStatusOf); 401 adds `WWW-Authenticate: Bearer`, 429 and 503 add
-// `Retry-After: 1`.
+// Every call but /, /health, /metrics and OPTIONS then passes the FrontDoor,
+// with the `Authorization: Bearer` header and the peer's address, so the
+// tokens, roles and per-client limits are those of the gRPC port, and a client
+// is the same client on both. Errors are OpenAI's error JSON with the matching
+// status (see HttpStatusOf); 401 adds `WWW-Authenticate: Bearer`, 429 and 503
+// add `Retry-After: 1`.
 //
 // A streamed completion holds a pool thread, which waits for the engine's
 // events and writes each at once. When a write fails (the client went away)
