@@ -15,7 +15,9 @@
 //                        over max_tokenize_bytes, a prompt the tokenizer
 //                        refuses, whatever Engine::Submit refuses)
 //   FAILED_PRECONDITION  no tokenizer (Tokenize), DebugAttention off
-//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once
+//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once, a
+//                        request larger than its client's KV share
+//                        (--client_max_kv_fraction)
 //   UNAVAILABLE          the engine is shutting down
 //
 // Thread rules: every method may be called from any thread at once. Submitted
