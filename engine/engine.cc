@@ -38,6 +38,12 @@ absl::Status EngineOptions::Validate() const {
         absl::StrCat("stream_idle_timeout must be positive, got ",
                      absl::FormatDuration(stream_idle_timeout)));
   }
+  // Written so that NaN fails too.
+  if (!(client_max_kv_fraction > 0 && client_max_kv_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client_max_kv_fraction must be in (0, 1], got ",
+                     client_max_kv_fraction));
+  }
   if (default_max_new_tokens > max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "default_max_new_tokens (", default_max_new_tokens,
@@ -110,7 +116,15 @@ SchedulerOptions Engine::SchedulingOptions() const {
   // source too, which a prefix of target tokens does not capture.
   scheduling.prefix_cache =
       options_.prefix_cache && !decoder_->config().is_encoder_decoder();
+  scheduling.client_max_blocks = ClientMaxBlocks();
   return scheduling;
+}
+
+int Engine::ClientMaxBlocks() const {
+  if (options_.client_max_kv_fraction >= 1) return 0;
+  // At least one block, so that a tiny fraction still lets a client run.
+  return std::max(1, static_cast<int>(options_.client_max_kv_fraction *
+                                      cache_.num_blocks()));
 }
 
 RequestLimits Engine::Limits() const {
@@ -136,6 +150,10 @@ RequestLimits Engine::Limits() const {
   limits.max_completions = options_.max_completions;
   limits.has_tokenizer = tokenizer_ != nullptr;
   limits.kv_pool_positions = cache_.num_blocks() * cache_.block_tokens();
+  limits.kv_block_tokens = cache_.block_tokens();
+  limits.kv_pool_blocks = cache_.num_blocks();
+  limits.client_max_kv_blocks = ClientMaxBlocks();
+  limits.client_max_kv_fraction = options_.client_max_kv_fraction;
   return limits;
 }
 
@@ -191,7 +209,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   }
   if (absl::Status s = ResolveRequest(request, limits_); !s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.rejected_invalid;
+    ++(s.code() == absl::StatusCode::kResourceExhausted
+           ? stats_.rejected_client_share
+           : stats_.rejected_invalid);
     return s;
   }
 

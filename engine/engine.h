@@ -96,6 +96,12 @@ struct EngineOptions {
   // full the whole time) ends with RESOURCE_EXHAUSTED and frees its slot, so
   // clients that open streams and never read cannot hold every slot.
   absl::Duration stream_idle_timeout = absl::Seconds(30);
+  // The share of the KV pool's blocks one client's running requests may hold
+  // (GenerationRequest::client; requests without one are not counted), in
+  // (0, 1]; 1 = no limit. Beyond it a client's requests wait in the queue
+  // without holding up other clients' (engine/scheduler.h, "Fairness"); one
+  // that alone needs more is refused by Submit.
+  double client_max_kv_fraction = 0.5;
 
   // INVALID_ARGUMENT naming the first option out of range.
   absl::Status Validate() const;
@@ -132,7 +138,9 @@ class Engine {
   //   a decoder-only model among them; see ValidateRequest in
   //   engine/request.h), or for one that could never fit the KV pool;
   //   FAILED_PRECONDITION when an encoder–decoder model gets no source;
-  //   RESOURCE_EXHAUSTED when max_queue requests already wait for a slot;
+  //   RESOURCE_EXHAUSTED when max_queue requests already wait for a slot, or
+  //   when a request with a client needs more blocks than one client's share
+  //   (client_max_kv_fraction);
   //   DEADLINE_EXCEEDED if the deadline has passed; UNAVAILABLE after
   //   Shutdown.
   // Thread-safe.
@@ -170,6 +178,9 @@ class Engine {
          std::shared_ptr<const Tokenizer> tokenizer);
   static KvCacheOptions CacheOptions(const EngineOptions& options);
   SchedulerOptions SchedulingOptions() const;
+  // client_max_kv_fraction of the pool, in whole blocks (at least 1); 0 when
+  // the fraction is 1 (no limit).
+  int ClientMaxBlocks() const;
   RequestLimits Limits() const;
 
   // Copies the cache's block counts into stats_ (mu_ held).

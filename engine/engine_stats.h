@@ -30,6 +30,9 @@ struct EngineStats {
   // Requests refused by Submit.
   int64_t rejected_queue_full = 0;
   int64_t rejected_invalid = 0;
+  // Needing more KV blocks than one client's share alone
+  // (EngineOptions::client_max_kv_fraction).
+  int64_t rejected_client_share = 0;
   // The KV cache's blocks by state (model/kv_cache.h): used + cached + free =
   // total.
   int kv_blocks_total = 0;

@@ -136,6 +136,19 @@ absl::Status ResolveRequest(GenerationRequest& request,
         " KV-cache positions; the pool holds ", limits.kv_pool_positions,
         " (--kv_cache_tokens)"));
   }
+  const int blocks = (positions + limits.kv_block_tokens - 1) /
+                     std::max(1, limits.kv_block_tokens);
+  if (!request.client.empty() && limits.client_max_kv_blocks > 0 &&
+      blocks > limits.client_max_kv_blocks) {
+    // Not INVALID_ARGUMENT: the request is fine, this server's share is not
+    // enough for it (a smaller max_new_tokens or prompt would do).
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "prompt (", request.prompt.size(), " tokens) + max_new_tokens (",
+        request.max_new_tokens, ") need ", blocks,
+        " KV-cache blocks; one client may hold at most ",
+        limits.client_max_kv_blocks, " of the pool's ", limits.kv_pool_blocks,
+        " (--client_max_kv_fraction=", limits.client_max_kv_fraction, ")"));
+  }
   return absl::OkStatus();
 }
 

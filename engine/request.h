@@ -80,6 +80,17 @@ struct GenerationRequest {
   std::optional<AttentionTap> attention_tap;
   // Past it the request finishes with DEADLINE_EXCEEDED and frees its slot.
   absl::Time deadline = absl::InfiniteFuture();
+
+  // Who sent it, as the engine needs to know (the server fills both from the
+  // caller's token; in-process callers usually leave them empty):
+  // The client whose share of the KV pool the request counts against
+  // (EngineOptions::client_max_kv_fraction); empty: no share applies.
+  std::string client;
+  // The prefix cache's partition (model/block_pool.h): the request finds
+  // only blocks published by requests with the same salt, so it cannot tell
+  // whether a request of another partition sent the same prompt. Empty: the
+  // one shared partition. Never shown: the server puts a token's digest here.
+  std::string cache_salt;
 };
 
 struct TokenLogprob {
@@ -196,6 +207,13 @@ struct RequestLimits {
   bool has_tokenizer = false;
   // KV-cache positions the whole pool holds.
   int kv_pool_positions = 0;
+  // The pool's blocks and their size.
+  int kv_block_tokens = 1;
+  int kv_pool_blocks = 0;
+  // Blocks a request with a client may need at most (its client's share of
+  // the pool, EngineOptions::client_max_kv_fraction); 0 = no limit.
+  int client_max_kv_blocks = 0;
+  double client_max_kv_fraction = 1;  // For the refusal's message.
 };
 
 // The one check of a request's fields against `limits`, before anything is
@@ -207,8 +225,10 @@ absl::Status ValidateRequest(const GenerationRequest& request,
 
 // After ValidateRequest: writes the default into a max_new_tokens of 0
 // (unless the request only scores its prompt), then checks that the request
-// could ever be admitted: INVALID_ARGUMENT if the KV positions it may fill
-// exceed the whole pool (admission reserves them all up front).
+// could ever be admitted (admission reserves every position it may fill up
+// front): INVALID_ARGUMENT if they exceed the whole pool; RESOURCE_EXHAUSTED,
+// naming --client_max_kv_fraction, if the request has a client and their
+// blocks exceed one client's share.
 absl::Status ResolveRequest(GenerationRequest& request,
                             const RequestLimits& limits);
 

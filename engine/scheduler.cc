@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -59,34 +60,64 @@ void Scheduler::Admit(absl::Time now, Admission& out) {
   }
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), nullptr),
                  waiting_.end());
-  // First come, first served: the head waits (and those behind it) until a
-  // slot and its blocks are free.
-  while (!waiting_.empty() && !free_slots_.empty()) {
-    Sequence& head = *waiting_.front();
-    if (WaitsForFirstCompletion(head)) break;
-    const bool lookup = options_.prefix_cache && head.may_use_prefix_cache();
+  // First come, first served, passing over the clients at their share (see
+  // "Fairness" in the header).
+  passed_over_.clear();
+  auto passed_over = [this](const std::string& client) {
+    return std::any_of(passed_over_.begin(), passed_over_.end(),
+                       [&](const std::string* c) { return *c == client; });
+  };
+  size_t i = 0;
+  while (i < waiting_.size() && !free_slots_.empty()) {
+    Sequence& next = *waiting_[i];
+    if (WaitsForFirstCompletion(next)) break;
+    const int charge = ChargedBlocks(next);
+    if (charge > 0 &&
+        (passed_over(next.client()) ||
+         client_blocks(next.client()) + charge > options_.client_max_blocks)) {
+      passed_over_.push_back(&next.client());
+      ++i;
+      continue;
+    }
+    const bool lookup = options_.prefix_cache && next.may_use_prefix_cache();
     const KvCache::PrefixMatch match =
-        lookup ? cache_.MatchPrefix(head.prompt()) : KvCache::PrefixMatch{};
-    const int positions = PositionsNeeded(head);
+        lookup ? cache_.MatchPrefix(next.prompt(), next.cache_salt())
+               : KvCache::PrefixMatch{};
+    const int positions = PositionsNeeded(next);
     const int blocks =
         cache_.BlocksFor(positions) - match.tokens / cache_.block_tokens();
+    // The oldest that may go does not fit: it waits, and those behind it.
     if (blocks > cache_.AvailableBlocks() - match.idle_blocks) break;
     const int slot = free_slots_.back();
     free_slots_.pop_back();
-    const int cached = lookup ? cache_.AttachPrefix(slot, head.prompt()) : 0;
+    const int cached =
+        lookup ? cache_.AttachPrefix(slot, next.prompt(), next.cache_salt())
+               : 0;
     // Cannot fail: the blocks were counted above.
     cache_.Reserve(slot, positions).IgnoreError();
     if (lookup) {
-      out.lookup_tokens += head.prompt_size();
+      out.lookup_tokens += next.prompt_size();
       out.hit_tokens += cached;
     }
-    std::unique_ptr<Sequence> seq = std::move(waiting_.front());
-    waiting_.pop_front();
+    if (charge > 0) client_blocks_[next.client()] += charge;
+    std::unique_ptr<Sequence> seq = std::move(waiting_[i]);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     seq->Admit(slot, now);
     seq->SkipCachedPrompt(cached);
     if (!seq->source().empty()) out.to_encode.push_back(seq.get());
     running_.push_back(std::move(seq));
   }
+  passed_over_.clear();
+}
+
+int Scheduler::ChargedBlocks(const Sequence& seq) const {
+  if (options_.client_max_blocks <= 0 || seq.client().empty()) return 0;
+  return cache_.BlocksFor(PositionsNeeded(seq));
+}
+
+int Scheduler::client_blocks(const std::string& client) const {
+  auto it = client_blocks_.find(client);
+  return it == client_blocks_.end() ? 0 : it->second;
 }
 
 bool Scheduler::WaitsForFirstCompletion(const Sequence& seq) const {
@@ -163,7 +194,9 @@ bool Scheduler::Schedule(absl::Time now, ScheduledBatch& batch) {
 }
 
 void Scheduler::PromptFed(const Sequence& seq) {
-  if (options_.prefix_cache) cache_.Publish(seq.slot(), seq.prompt());
+  if (options_.prefix_cache) {
+    cache_.Publish(seq.slot(), seq.prompt(), seq.cache_salt());
+  }
 }
 
 std::unique_ptr<Sequence> Scheduler::Remove(const Sequence* seq) {
@@ -173,6 +206,11 @@ std::unique_ptr<Sequence> Scheduler::Remove(const Sequence* seq) {
   assert(it != running_.end());
   std::unique_ptr<Sequence> removed = std::move(*it);
   running_.erase(it);
+  if (const int charge = ChargedBlocks(*removed); charge > 0) {
+    auto client = client_blocks_.find(removed->client());
+    assert(client != client_blocks_.end() && client->second >= charge);
+    if ((client->second -= charge) == 0) client_blocks_.erase(client);
+  }
   cache_.Clear(removed->slot());
   free_slots_.push_back(removed->slot());
   return removed;

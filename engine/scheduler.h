@@ -9,10 +9,11 @@
 // writes into the blocks it was given. At each turn of the engine's loop:
 //
 //   Admit     ends waiting sequences that nobody wants any more, then moves
-//             the queue's head into a free slot while the pool can give it
-//             blocks for its whole prompt and max_new_tokens (less the
-//             prefix found in the prefix cache). First come, first served:
-//             the head waits, and those behind it, until it fits.
+//             waiting sequences, in arrival order, into free slots while the
+//             pool can give each blocks for its whole prompt and
+//             max_new_tokens (less the prefix found in the prefix cache,
+//             looked up in its client's partition: GenerationRequest::
+//             cache_salt). See "Fairness" below for who may go first.
 //   Reap      names the running sequences that nobody wants any more
 //             (cancelled, stream dropped, deadline passed, reader idle).
 //   Schedule  chooses the next step's batch: every decoding sequence gives
@@ -21,6 +22,23 @@
 //             prompt is spread over several steps while running streams keep
 //             decoding. A sequence whose stream's buffer is full waits for
 //             its reader (backpressure) and is left out.
+//
+// Fairness. Admission is first come, first served, with one exception: a
+// client's share of the pool. With options.client_max_blocks set, the blocks
+// reserved for the running sequences of one client (GenerationRequest::
+// client; sequences without one are not counted) may not exceed it. A waiting
+// sequence whose client is at its share is passed over, and so are that
+// client's later sequences (a client's own requests keep their order): they
+// stay in the queue, where they were, until the client's running sequences
+// end. Among everyone else the oldest still goes first: when the oldest
+// sequence not passed over does not fit the pool, it waits and so does
+// everyone behind it, so a large request is never starved by small ones
+// slipping past it. So one client with many long streams holds at most its
+// share, and another client's request is admitted beside it. A sequence is
+// charged every block of its table, shared prefix blocks included, so the
+// share bounds what a client holds from above. One that needs more than the
+// share alone could never start; Submit refuses it (ResolveRequest,
+// engine/request.h).
 //
 // Blocks are reserved at admission for everything a sequence may fill, so a
 // running sequence never runs out of them and never needs preempting: each
@@ -38,6 +56,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -58,6 +78,9 @@ struct SchedulerOptions {
   absl::Duration stream_idle_timeout = absl::Seconds(30);
   // Look prompts up in the prefix cache and publish their full blocks.
   bool prefix_cache = true;
+  // Blocks one client's running sequences may hold at once (see "Fairness"
+  // above); 0 = no limit.
+  int client_max_blocks = 0;
 };
 
 // One step's work: which running sequences take part, and how many tokens
@@ -133,6 +156,10 @@ class Scheduler {
   // (cancelled or dropped stream), DEADLINE_EXCEEDED, or RESOURCE_EXHAUSTED
   // (unread for options.stream_idle_timeout).
   absl::Status CheckWanted(const Sequence& seq, absl::Time now) const;
+  // Blocks charged to `client`'s running sequences (see "Fairness"); 0 for
+  // an unknown client or without a share.
+  int client_blocks(const std::string& client) const;
+
   // When a deadline or an idle timeout of a waiting or running sequence
   // falls next (InfiniteFuture if none): the engine, with nothing to run,
   // sleeps until then at most.
@@ -141,6 +168,9 @@ class Scheduler {
  private:
   // KV positions `seq` may fill: prompt and new tokens, within the context.
   int PositionsNeeded(const Sequence& seq) const;
+  // Blocks `seq` counts against its client's share while it runs: its whole
+  // table; 0 without a client or a share.
+  int ChargedBlocks(const Sequence& seq) const;
   // Whether `seq`, completion i > 0 of a request, should wait for completion
   // 0 to finish its prompt: with prefix caching it then finds the prompt's
   // blocks cached and shares them instead of computing them again.
@@ -156,6 +186,11 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
   std::vector<int> free_slots_;  // A stack: slot 0 is handed out first.
+  // ChargedBlocks of the running sequences, per client (only those with
+  // some).
+  std::unordered_map<std::string, int> client_blocks_;
+  // Admit's scratch: the clients passed over in this turn.
+  std::vector<const std::string*> passed_over_;
 };
 
 }  // namespace textgen

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +69,9 @@ class Sequence {
   absl::Span<const int> source() const { return request_.source; }
   int prompt_size() const { return static_cast<int>(request_.prompt.size()); }
   int max_new_tokens() const { return request_.max_new_tokens; }
+  // GenerationRequest's client and cache_salt (engine/request.h).
+  const std::string& client() const { return request_.client; }
+  const std::string& cache_salt() const { return request_.cache_salt; }
 
   bool prefilling() const { return prompt_done_ < prompt_size(); }
   int prompt_remaining() const { return prompt_size() - prompt_done_; }

@@ -64,6 +64,8 @@ void BlockPool::Unpublish(int b) {
     }
   }
   block.published = false;
+  block.salt.clear();
+  block.salt.shrink_to_fit();
   block.prefix.clear();
   block.prefix.shrink_to_fit();
 }
@@ -82,24 +84,41 @@ uint64_t BlockPool::ChainHash(uint64_t previous, absl::Span<const int> tokens) {
   return h ^ (h >> 31);
 }
 
-int BlockPool::Find(uint64_t hash, absl::Span<const int> prefix) const {
+uint64_t BlockPool::SaltHash(absl::string_view salt) {
+  if (salt.empty()) return 0;
+  // FNV-1a over the bytes, then the same finish as the chain (through
+  // ChainHash of no tokens), so that the salt's bits reach every bit of the
+  // first block's hash.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : salt) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return ChainHash(h, {});
+}
+
+int BlockPool::Find(uint64_t hash, absl::string_view salt,
+                    absl::Span<const int> prefix) const {
   auto [first, last] = published_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
-    const std::vector<int>& stored = blocks_[it->second].prefix;
-    if (absl::MakeConstSpan(stored) == prefix) return it->second;
+    const Block& block = blocks_[it->second];
+    if (block.salt == salt && absl::MakeConstSpan(block.prefix) == prefix) {
+      return it->second;
+    }
   }
   return -1;
 }
 
-std::vector<int> BlockPool::Match(absl::Span<const int> prompt) const {
+std::vector<int> BlockPool::Match(absl::Span<const int> prompt,
+                                  absl::string_view salt) const {
   std::vector<int> blocks;
   if (published_.empty() || prompt.empty()) return blocks;
   const int max_blocks = static_cast<int>(prompt.size() - 1) / block_tokens_;
-  uint64_t hash = 0;
+  uint64_t hash = SaltHash(salt);
   for (int i = 0; i < max_blocks; ++i) {
     const int end = (i + 1) * block_tokens_;
     hash = ChainHash(hash, prompt.subspan(end - block_tokens_, block_tokens_));
-    const int b = Find(hash, prompt.first(end));
+    const int b = Find(hash, salt, prompt.first(end));
     if (b < 0) break;
     blocks.push_back(b);
   }
@@ -107,22 +126,26 @@ std::vector<int> BlockPool::Match(absl::Span<const int> prompt) const {
 }
 
 void BlockPool::Publish(absl::Span<const int> table,
-                        absl::Span<const int> tokens) {
+                        absl::Span<const int> tokens, absl::string_view salt) {
   const int full = std::min<int>(table.size(), tokens.size() / block_tokens_);
-  uint64_t hash = 0;
+  uint64_t hash = SaltHash(salt);
   for (int i = 0; i < full; ++i) {
     const int end = (i + 1) * block_tokens_;
     Block& block = blocks_[table[i]];
     if (block.published) {
+      // Found under this salt, so its chain goes on from here; a block of
+      // another partition (a misuse) ends what this call may publish.
+      if (block.salt != salt) return;
       hash = block.hash;
       continue;
     }
     hash = ChainHash(hash, tokens.subspan(end - block_tokens_, block_tokens_));
     // An equal block published by another sequence first: this one stays
     // private (and later blocks can still be published after it).
-    if (Find(hash, tokens.first(end)) >= 0) continue;
+    if (Find(hash, salt, tokens.first(end)) >= 0) continue;
     block.published = true;
     block.hash = hash;
+    block.salt.assign(salt.data(), salt.size());
     block.prefix.assign(tokens.begin(), tokens.begin() + end);
     published_.emplace(hash, table[i]);
   }

@@ -20,6 +20,14 @@
 // never a wrong block. A published block is read-only (Writable() is false):
 // it may be shared, and a later sequence reads it as it is.
 //
+// Partitions. Match and Publish take a salt (vLLM's cache_salt): a block is
+// found only by a lookup with the salt it was published with. The salt is
+// folded into the first block's hash, so the whole chain differs, and it is
+// stored and compared with the prefix, so not even a hash collision crosses
+// partitions. The server salts with the caller's token when it has tokens,
+// so that one client cannot learn from its own hits whether another sent a
+// text; the empty salt is the one shared partition.
+//
 // Not thread-safe: one thread (the engine's) uses a pool. Block ids are
 // 0 .. num_blocks() - 1; passing any other id is a bug (assert), as is
 // releasing a block that has no holder.
@@ -28,9 +36,11 @@
 
 #include <cstdint>
 #include <list>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace textgen {
@@ -82,31 +92,41 @@ class BlockPool {
 
   // The published blocks holding the longest run of whole blocks of `prompt`
   // from its start, in order, stopping short of the last token (its block
-  // must still be computed, for its logits). Nothing is taken or shared.
-  std::vector<int> Match(absl::Span<const int> prompt) const;
-  // Publishes table[i] under the prefix tokens[0, (i + 1) × block_tokens)
-  // for every block that `tokens` covers whole, unless it already is, or an
-  // equal block (same prefix) already is: that one stays the cached copy and
-  // table[i] stays private, while later blocks of `table` can still be
-  // published. `table` is one sequence's blocks in position order; tokens[p]
-  // is position p's token.
-  void Publish(absl::Span<const int> table, absl::Span<const int> tokens);
+  // must still be computed, for its logits), published with `salt`. Nothing
+  // is taken or shared.
+  std::vector<int> Match(absl::Span<const int> prompt,
+                         absl::string_view salt = {}) const;
+  // Publishes table[i] under `salt` and the prefix tokens[0, (i + 1) ×
+  // block_tokens) for every block that `tokens` covers whole, unless it
+  // already is, or an equal block (same salt and prefix) already is: that
+  // one stays the cached copy and table[i] stays private, while later blocks
+  // of `table` can still be published. `table` is one sequence's blocks in
+  // position order; tokens[p] is position p's token. A block of `table`
+  // already published was found by Match with the same salt (or published
+  // by this sequence), so it stays as it is.
+  void Publish(absl::Span<const int> table, absl::Span<const int> tokens,
+               absl::string_view salt = {});
 
  private:
   struct Block {
     int refs = 0;
     bool published = false;
     uint64_t hash = 0;
+    std::string salt;         // Published: its partition.
     std::vector<int> prefix;  // Published: tokens of positions 0 .. its end.
     std::list<int>::iterator lru;  // Valid when cached.
   };
 
   void Unpublish(int b);
-  // The hash of a block's prefix: `previous` (the block before's hash, 0 for
-  // the first) folded with the block's tokens.
+  // The hash of a block's prefix: `previous` (the block before's hash; for
+  // the first, SaltHash(salt)) folded with the block's tokens.
   static uint64_t ChainHash(uint64_t previous, absl::Span<const int> tokens);
-  // The published block holding exactly `prefix`, or -1.
-  int Find(uint64_t hash, absl::Span<const int> prefix) const;
+  // What the first block's hash starts from: 0 for the empty salt (the
+  // shared partition), else a hash of the salt's bytes.
+  static uint64_t SaltHash(absl::string_view salt);
+  // The published block holding exactly `prefix` under `salt`, or -1.
+  int Find(uint64_t hash, absl::string_view salt,
+           absl::Span<const int> prefix) const;
 
   const int block_tokens_;
   std::vector<Block> blocks_;

@@ -139,19 +139,21 @@ void KvCache::Truncate(int slot, int length) {
   }
 }
 
-KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt) const {
+KvCache::PrefixMatch KvCache::MatchPrefix(absl::Span<const int> prompt,
+                                          absl::string_view salt) const {
   PrefixMatch match;
-  for (int b : pool_.Match(prompt)) {
+  for (int b : pool_.Match(prompt, salt)) {
     match.tokens += block_tokens_;
     if (pool_.references(b) == 0) ++match.idle_blocks;
   }
   return match;
 }
 
-int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
+int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt,
+                          absl::string_view salt) {
   Slot& s = slots_[slot];
   assert(s.length == 0 && s.table.empty());
-  for (int b : pool_.Match(prompt)) {
+  for (int b : pool_.Match(prompt, salt)) {
     pool_.Share(b);
     s.table.push_back(b);
     s.length += block_tokens_;
@@ -159,10 +161,11 @@ int KvCache::AttachPrefix(int slot, absl::Span<const int> prompt) {
   return s.length;
 }
 
-void KvCache::Publish(int slot, absl::Span<const int> tokens) {
+void KvCache::Publish(int slot, absl::Span<const int> tokens,
+                      absl::string_view salt) {
   const Slot& s = slots_[slot];
   pool_.Publish(s.table,
-                tokens.first(std::min<size_t>(s.length, tokens.size())));
+                tokens.first(std::min<size_t>(s.length, tokens.size())), salt);
 }
 
 bool KvCache::Writable(int slot, int position) const {

@@ -26,12 +26,13 @@
 // whole prefix (the tokens of positions 0 .. end of the block): a later
 // sequence whose prompt starts with the same tokens attaches the same block
 // (AttachPrefix) instead of recomputing it; a hash collision is a miss, never
-// a wrong block (see BlockPool). Published blocks are read-only: shared
-// between slots with reference counts, never written (a slot only writes at
-// its length, and a slot attached to published blocks has its length at
-// their end; Truncate into one copies it first). When its last slot lets go,
-// a published block stays cached, in LRU order, until the pool needs it for
-// something else.
+// a wrong block, and a lookup finds only blocks published with its salt (a
+// partition per client when the server has tokens; see BlockPool). Published
+// blocks are read-only: shared between slots with reference counts, never
+// written (a slot only writes at its length, and a slot attached to published
+// blocks has its length at their end; Truncate into one copies it first). When
+// its last slot lets go, a published block stays cached, in LRU order, until
+// the pool needs it for something else.
 //
 // Encoder–decoder models. A slot also holds its source's cross-attention
 // keys and values: per decoder layer one [source_length, d_model] matrix of
@@ -136,23 +137,28 @@ class KvCache {
 
   // On an empty `slot`: attaches the cached blocks that hold the longest run
   // of whole blocks of `prompt` from its start, stopping short of the last
-  // token (it must still be computed, for its logits); the slot's length
+  // token (it must still be computed, for its logits), published with
+  // `salt` (the prefix cache's partition: BlockPool); the slot's length
   // becomes their end. Returns that length (0 on a miss). The blocks are
   // taken off the LRU list, so they cannot be evicted while the slot holds
   // them.
-  int AttachPrefix(int slot, absl::Span<const int> prompt);
+  int AttachPrefix(int slot, absl::Span<const int> prompt,
+                   absl::string_view salt = {});
   // How many positions AttachPrefix would attach, and how many of those
   // blocks are cached (held by no slot, so counted in AvailableBlocks).
   struct PrefixMatch {
     int tokens = 0;
     int idle_blocks = 0;
   };
-  PrefixMatch MatchPrefix(absl::Span<const int> prompt) const;
+  PrefixMatch MatchPrefix(absl::Span<const int> prompt,
+                          absl::string_view salt = {}) const;
 
   // Publishes each full block of `slot` within its first length(slot)
   // positions whose tokens are all in `tokens` (tokens[p] is position p's
-  // token: the prompt), unless an equal block is already published.
-  void Publish(int slot, absl::Span<const int> tokens);
+  // token: the prompt) under `salt`, unless an equal block is already
+  // published.
+  void Publish(int slot, absl::Span<const int> tokens,
+               absl::string_view salt = {});
 
   // Whether `slot` may write position `position`: its block is held by this
   // slot alone and not published. The decoder checks it before every write.

@@ -152,6 +152,13 @@ ABSL_FLAG(int, client_max_streams, -1,
           "open at once, queued ones included; 0 = no limit; -1 = half of "
           "--num_slots with --auth_tokens_file, else no limit (behind a "
           "proxy every caller has the proxy's address)");
+ABSL_FLAG(double, client_max_kv_fraction, 0.5,
+          "Share of the KV pool's blocks one client's running requests may "
+          "hold, in (0, 1]; 1 = no limit. Beyond it the client's requests wait "
+          "while other clients' go ahead; one that alone needs more is "
+          "RESOURCE_EXHAUSTED. Applies to token clients only "
+          "(--auth_tokens_file): an address is no identity behind a proxy, "
+          "where it would cap the whole server at the share");
 ABSL_FLAG(double, client_rate, 0,
           "Requests per second one client may make on average (a token "
           "bucket); 0 = no limit");
@@ -284,6 +291,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   options.engine.stream_idle_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout));
   options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
+  options.engine.client_max_kv_fraction =
+      absl::GetFlag(FLAGS_client_max_kv_fraction);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
                              ? absl::GetFlag(FLAGS_metrics_port)
                              : -1;

@@ -42,7 +42,8 @@ absl::Status TextService::CheckTextSize(absl::string_view text,
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
-    const pb::GenerateRequest& request, absl::Time deadline) {
+    const pb::GenerateRequest& request, absl::Time deadline,
+    const Caller& caller) {
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
       [&]() -> absl::StatusOr<std::shared_ptr<RequestStream>> {
     TEXTGEN_RETURN_IF_ERROR(
@@ -53,6 +54,10 @@ absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
         GenerationRequest engine_request,
         ToEngineRequest(request, tokenizer_, engine_->config()));
     engine_request.deadline = deadline;
+    if (caller.authenticated) {
+      engine_request.client = caller.client;
+      engine_request.cache_salt = caller.cache_salt;
+    }
     return engine_->Submit(std::move(engine_request));
   }();
   if (!stream.ok()) {

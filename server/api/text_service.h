@@ -15,7 +15,9 @@
 //                        over max_tokenize_bytes, a prompt the tokenizer
 //                        refuses, whatever Engine::Submit refuses)
 //   FAILED_PRECONDITION  no tokenizer (Tokenize), DebugAttention off
-//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once
+//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once, a
+//                        request larger than its client's KV share
+//                        (--client_max_kv_fraction)
 //   UNAVAILABLE          the engine is shutting down
 //
 // Thread rules: every method may be called from any thread at once. Submitted
@@ -40,6 +42,7 @@
 #include "model/text/tokenizer.h"
 #include "server/api/debug_attention.h"
 #include "server/api/metrics.h"
+#include "server/front_door/auth.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -79,12 +82,21 @@ class TextService {
                              absl::string_view field) const;
 
   // Generate's engine request (CheckTextSize, then ToEngineRequest) with
-  // `deadline`, submitted: its stream, or INVALID_ARGUMENT naming the field,
-  // or Engine::Submit's refusals. A refusal is counted in the metrics; a
-  // stream's end is the caller's to count (Metrics::RecordRequest), since
-  // only the transport knows whether its client stayed.
+  // `deadline`, submitted for `caller` (the front door's): its stream, or
+  // INVALID_ARGUMENT naming the field, or Engine::Submit's refusals. A
+  // refusal is counted in the metrics; a stream's end is the caller's to
+  // count (Metrics::RecordRequest), since only the transport knows whether
+  // its client stayed.
+  //
+  // An authenticated caller's request carries its identity into the engine:
+  // its client (for the per-client KV share, --client_max_kv_fraction) and
+  // its cache salt (its own prefix-cache partition). An anonymous caller's
+  // carries neither: without tokens there is one shared cache and no KV
+  // share, since an address is no identity behind a proxy or NAT (every
+  // caller would share one share, capping the whole server at it).
   absl::StatusOr<std::shared_ptr<RequestStream>> SubmitGenerate(
-      const textgen::v1::GenerateRequest& request, absl::Time deadline);
+      const textgen::v1::GenerateRequest& request, absl::Time deadline,
+      const Caller& caller);
 
   // GetModelInfo's reply: the model, its name and the server's limits.
   textgen::v1::ModelInfo DescribeServer() const;

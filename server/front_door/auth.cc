@@ -202,6 +202,7 @@ absl::StatusOr<Caller> Authorizer::Check(absl::string_view authorization,
     caller.authenticated = true;
     caller.role = entry->role;
     caller.client = absl::StrCat("token sha256:", Hex(entry->digest.data(), 6));
+    caller.cache_salt.assign(entry->digest.begin(), entry->digest.end());
   } else {
     caller.client = absl::StrCat("peer ", PeerAddress(peer));
   }

@@ -102,6 +102,12 @@ struct Caller {
   // the token's digest>" (nothing an eavesdropper on the logs can use), or
   // "peer <address without port>" when the server has no tokens file.
   std::string client;
+  // The prefix cache's partition for this caller (GenerationRequest::
+  // cache_salt, engine/request.h): the token's whole SHA-256 digest (32 raw
+  // bytes, never shown) when the server has tokens, so that no caller can
+  // learn from the cache whether another sent a text; empty (the one shared
+  // cache) without tokens.
+  std::string cache_salt;
   bool authenticated = false;
   Role role = Role::kGenerate;  // Meaningful when authenticated.
 };

@@ -16,7 +16,10 @@
 //                ones alike) takes one token; the bucket holds at most `burst`
 //                and refills at `rate` per second. An empty bucket refuses.
 // Refusals are RESOURCE_EXHAUSTED with a message naming the flag, the limit
-// and the client's current use.
+// and the client's current use. A third limit, the share of the KV pool's
+// blocks one client may hold (--client_max_kv_fraction), is the engine's: only
+// its scheduler knows the blocks (engine/scheduler.h, "Fairness"; the token's
+// identity reaches it through TextService::SubmitGenerate).
 //
 // Clients with no open stream and a full bucket are forgotten (they are the
 // same as new ones), so the table stays as small as the set of active

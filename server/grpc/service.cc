@@ -234,7 +234,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TextGenerationService::Generate(
     return new FailedWriteReactor(ToGrpcStatus(pass.status()));
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      text_.SubmitGenerate(request, DeadlineOf(*context));
+      text_.SubmitGenerate(request, DeadlineOf(*context), pass->caller);
   if (!stream.ok())
     return new FailedWriteReactor(ToGrpcStatus(stream.status()));
   // gRPC owns reactors from here and deletes them in OnDone.

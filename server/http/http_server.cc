@@ -385,7 +385,8 @@ void HttpServer::AddRoutes() {
       return SendError(response, refused);
     }
     absl::StatusOr<std::shared_ptr<RequestStream>> events =
-        service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture());
+        service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
+                                pass->caller);
     if (!events.ok()) return SendError(response, events.status());
     CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
                               absl::ToUnixSeconds(absl::Now()),

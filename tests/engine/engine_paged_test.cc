@@ -11,7 +11,11 @@
 //     cached;
 //   - a request that could never fit the pool is refused at once;
 //   - a request echoing its prompt still gets every prompt token (it bypasses
-//     the cache lookup).
+//     the cache lookup);
+//   - requests with different cache salts (clients) share no block and see
+//     no hit, and get the same tokens bit for bit;
+//   - a client holds at most its share of the pool while another client's
+//     request is admitted beside it; one that alone needs more is refused.
 // Waits are bounded (kWait) only so that a bug fails instead of hanging.
 #include <gtest/gtest.h>
 
@@ -223,6 +227,111 @@ TEST(EnginePagedTest, EchoedPromptIsWholeEvenWhenItsPrefixIsCached) {
   EXPECT_EQ(echoed.prompt_ids(), prompt);
   EXPECT_EQ(echoed.ids(), plain.ids());
   EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 0);
+}
+
+TEST(EnginePagedTest, ClientsWithDifferentSaltsShareNoBlocks) {
+  EngineOptions options;
+  options.kv_block_tokens = 16;
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int> prompt = Prompt(40, engine->config().vocab_size, 9);
+  auto from = [&](const std::string& client) {
+    GenerationRequest r = Request(prompt, 6, 0.8f, 77);
+    r.client = client;
+    r.cache_salt = "salt of " + client;
+    return r;
+  };
+  auto run = [&](const GenerationRequest& r) {
+    auto stream = engine->Submit(r);
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    return stream.ok() ? Collect(**stream) : Output{};
+  };
+
+  // a publishes the prompt's two full blocks; b, with the same prompt, finds
+  // none of them and publishes its own; a again finds its own.
+  const Output a = run(from("a"));
+  EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 0);
+  EXPECT_EQ(engine->stats().kv_blocks_cached, 2);
+  const Output b = run(from("b"));
+  EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 0)
+      << "b must not see a's prompt in the cache";
+  EXPECT_EQ(engine->stats().kv_blocks_cached, 4) << "no block shared";
+  const Output a_again = run(from("a"));
+  EXPECT_EQ(engine->stats().prefix_cache_hit_tokens, 32);
+  EXPECT_EQ(engine->stats().kv_blocks_cached, 4);
+
+  // Cached or not, salted or not: the same tokens, bit for bit.
+  const Output unsalted = run(Request(prompt, 6, 0.8f, 77));
+  for (const Output* out : {&a, &b, &a_again, &unsalted}) {
+    ASSERT_TRUE(out->finish && out->finish->status.ok());
+    EXPECT_EQ(out->ids(), a.ids());
+    EXPECT_EQ(out->logprobs(), a.logprobs());
+  }
+  std::unique_ptr<Decoder> reference =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
+  EXPECT_EQ(a.ids(), RunAlone(*reference, Request(prompt, 6, 0.8f, 77)).ids);
+}
+
+TEST(EnginePagedTest, AClientHoldsAtMostItsShareWhileAnotherGoesAhead) {
+  EngineOptions options;
+  options.num_slots = 8;
+  options.kv_block_tokens = 4;
+  options.kv_cache_tokens = 64;          // 16 blocks.
+  options.client_max_kv_fraction = 0.5;  // 8 blocks per client.
+  options.stream_buffer_events = 1;      // Unread streams hold their blocks.
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  const int vocab = engine->config().vocab_size;
+  auto from = [&](const std::string& client, int prompt_tokens,
+                  int max_new_tokens, unsigned seed) {
+    GenerationRequest r =
+        Request(Prompt(prompt_tokens, vocab, seed), max_new_tokens, 0.0f, seed);
+    r.client = client;
+    return r;
+  };
+
+  // Alone more than the share: refused at once, naming the flag.
+  auto too_big = engine->Submit(from("a", 20, 20, 1));  // 39 positions: 10.
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_big.status().message().find("--client_max_kv_fraction"),
+            std::string::npos)
+      << too_big.status();
+  EXPECT_EQ(engine->stats().rejected_client_share, 1);
+
+  // Client a opens three streams of 4 blocks each (6 + 11 - 1 positions)
+  // and reads none of them: two run (8 blocks, its share) and wait for
+  // their reader, the third waits in the queue.
+  std::vector<GenerationRequest> a_requests;
+  std::vector<std::shared_ptr<RequestStream>> a_streams;
+  for (unsigned i = 0; i < 3; ++i) {
+    a_requests.push_back(from("a", 6, 11, 10 + i));
+    auto stream = engine->Submit(a_requests.back());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    a_streams.push_back(*stream);
+  }
+  // Client b's small request goes ahead of a's third and finishes.
+  const GenerationRequest b_request = from("b", 3, 2, 20);
+  auto b = engine->Submit(b_request);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Output b_out = Collect(**b);
+  ASSERT_TRUE(b_out.finish && b_out.finish->status.ok());
+  const EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.slots_in_use, 2) << "a's two at its share";
+  EXPECT_EQ(stats.queue_depth, 1) << "a's third waits";
+  EXPECT_LE(stats.kv_blocks_used, 8);
+
+  // Once read, a's streams all finish, and each gets what it gets alone.
+  std::unique_ptr<Decoder> reference =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"));
+  EXPECT_EQ(b_out.ids(), RunAlone(*reference, b_request).ids);
+  for (size_t i = 0; i < a_streams.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Output out = Collect(*a_streams[i]);
+    ASSERT_TRUE(out.finish && out.finish->status.ok());
+    EXPECT_EQ(out.ids(), RunAlone(*reference, a_requests[i]).ids);
+  }
+  EXPECT_TRUE(AllBlocksBack(*engine));
 }
 
 }  // namespace

@@ -2,14 +2,17 @@
 // model: admission first come first served while slots and KV blocks last,
 // the prefix cache's hits counted, completions i > 0 waiting for completion
 // 0's prompt, the prefill budget shared in admission order, backpressure
-// shortening a chunk, and who is reaped, and why. The engine that executes
-// these decisions is tested in engine_test.cc and engine_paged_test.cc.
+// shortening a chunk, who is reaped, and why; a client at its KV share passed
+// over while others go in, and prefix-cache partitions by salt. The engine that
+// executes these decisions is tested in engine_test.cc and
+// engine_paged_test.cc.
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <numeric>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,7 +44,7 @@ std::vector<int> Iota(int n) {
 class SchedulerTest : public ::testing::Test {
  protected:
   void Start(int slots, int blocks, bool prefix_cache = true,
-             int prefill_chunk_tokens = 256) {
+             int prefill_chunk_tokens = 256, int client_max_blocks = 0) {
     KvCacheOptions cache;
     cache.num_slots = slots;
     cache.block_tokens = 4;
@@ -51,6 +54,7 @@ class SchedulerTest : public ::testing::Test {
     options.num_slots = slots;
     options.prefix_cache = prefix_cache;
     options.prefill_chunk_tokens = prefill_chunk_tokens;
+    options.client_max_blocks = client_max_blocks;
     scheduler_ = std::make_unique<Scheduler>(options, *cache_);
   }
 
@@ -69,6 +73,22 @@ class SchedulerTest : public ::testing::Test {
     r.deadline = deadline;
     auto seq = std::make_unique<Sequence>(std::move(r), index, config_, nullptr,
                                           stream, absl::Now());
+    Sequence* raw = seq.get();
+    scheduler_->Enqueue(std::move(seq));
+    return raw;
+  }
+
+  // Queues a request of `client` (its cache salt the same string).
+  Sequence* EnqueueFor(const std::string& client, std::vector<int> prompt,
+                       int max_new_tokens) {
+    GenerationRequest r;
+    r.prompt = std::move(prompt);
+    r.max_new_tokens = max_new_tokens;
+    r.seed = 1;
+    r.client = client;
+    r.cache_salt = client;
+    auto seq = std::make_unique<Sequence>(std::move(r), 0, config_, nullptr,
+                                          NewStream(), absl::Now());
     Sequence* raw = seq.get();
     scheduler_->Enqueue(std::move(seq));
     return raw;
@@ -198,6 +218,87 @@ TEST_F(SchedulerTest, AFullBufferShortensAnEchoedChunkOrLeavesItOut) {
   EXPECT_FALSE(scheduler_->Schedule(now, batch));
   EXPECT_EQ(stuck->waiting_for_reader_since(), now);
   EXPECT_EQ(scheduler_->NextTimeout(), now + absl::Seconds(30));
+}
+
+TEST_F(SchedulerTest, AClientAtItsSharePassesOverWithoutHoldingUpOthers) {
+  Start(/*slots=*/8, /*blocks=*/16, /*prefix_cache=*/true,
+        /*prefill_chunk_tokens=*/256, /*client_max_blocks=*/9);
+  // 6 + 11 - 1 = 16 positions: 4 blocks each. a3 would take client a to 12
+  // of its 9; a4 (1 block) would fit, but waits behind a3: a client's own
+  // requests keep their order.
+  Sequence* a1 = EnqueueFor("a", Iota(6), 11);
+  Sequence* a2 = EnqueueFor("a", Iota(6), 11);
+  Sequence* a3 = EnqueueFor("a", Iota(6), 11);
+  Sequence* a4 = EnqueueFor("a", Iota(2), 1);
+  Sequence* b = EnqueueFor("b", Iota(2), 1);
+  Sequence* anonymous = Enqueue(Iota(2), 1);  // No client: no share.
+  Admit();
+  EXPECT_GE(a1->slot(), 0);
+  EXPECT_GE(a2->slot(), 0);
+  EXPECT_EQ(a3->slot(), -1) << "client a is at its share";
+  EXPECT_EQ(a4->slot(), -1) << "behind a3, of the same client";
+  EXPECT_GE(b->slot(), 0) << "client b's small request is not held up";
+  EXPECT_GE(anonymous->slot(), 0);
+  EXPECT_EQ(scheduler_->client_blocks("a"), 8);
+  EXPECT_EQ(scheduler_->client_blocks("b"), 1);
+  EXPECT_EQ(scheduler_->num_waiting(), 2);
+  EXPECT_EQ(cache_->AvailableBlocks(), 16 - 8 - 1 - 1);
+
+  // Admitting again changes nothing while a holds its share.
+  Admit();
+  EXPECT_EQ(a3->slot(), -1);
+  // One of a's ends: a3 and then a4 (4 + 4 + 1 = 9 blocks) go in, in order.
+  scheduler_->Remove(a1);
+  EXPECT_EQ(scheduler_->client_blocks("a"), 4);
+  Admit();
+  EXPECT_GE(a3->slot(), 0);
+  EXPECT_GE(a4->slot(), 0);
+  EXPECT_EQ(scheduler_->client_blocks("a"), 9);
+  EXPECT_EQ(scheduler_->num_waiting(), 0);
+  for (Sequence* seq : scheduler_->Running()) scheduler_->Remove(seq);
+  EXPECT_EQ(scheduler_->client_blocks("a"), 0);
+  EXPECT_EQ(scheduler_->client_blocks("b"), 0);
+  EXPECT_EQ(cache_->AvailableBlocks(), 16);
+}
+
+TEST_F(SchedulerTest, AmongClientsBelowTheirShareTheOldestStillGoesFirst) {
+  Start(/*slots=*/8, /*blocks=*/16, /*prefix_cache=*/true,
+        /*prefill_chunk_tokens=*/256, /*client_max_blocks=*/12);
+  Sequence* a = EnqueueFor("a", Iota(6), 27);       // 32 positions: 8 blocks.
+  Sequence* b_big = EnqueueFor("b", Iota(6), 27);   // 8 blocks: 8 left.
+  Sequence* c_big = EnqueueFor("c", Iota(6), 27);   // Does not fit the 0 left.
+  Sequence* d_small = EnqueueFor("d", Iota(2), 1);  // Fits, but waits behind.
+  Admit();
+  EXPECT_GE(a->slot(), 0);
+  EXPECT_GE(b_big->slot(), 0);
+  EXPECT_EQ(c_big->slot(), -1);
+  EXPECT_EQ(d_small->slot(), -1)
+      << "first come, first served among clients below their share";
+  scheduler_->Remove(a);
+  Admit();
+  EXPECT_GE(c_big->slot(), 0);
+  EXPECT_EQ(d_small->slot(), -1) << "still no block left";
+}
+
+TEST_F(SchedulerTest, SaltsKeepPrefixesApart) {
+  Start(/*slots=*/3, /*blocks=*/12);
+  Sequence* first = EnqueueFor("a", Iota(9), 1);
+  Admit();
+  cache_->Advance(first->slot(), 9);
+  scheduler_->PromptFed(*first);
+  // Same prompt, another client: nothing found, its blocks its own.
+  Sequence* other = EnqueueFor("b", Iota(9), 1);
+  Scheduler::Admission admission = Admit();
+  EXPECT_EQ(admission.lookup_tokens, 9);
+  EXPECT_EQ(admission.hit_tokens, 0);
+  EXPECT_NE(cache_->block_table(other->slot())[0],
+            cache_->block_table(first->slot())[0]);
+  // The same client again: its blocks found.
+  Sequence* again = EnqueueFor("a", Iota(9), 1);
+  admission = Admit();
+  EXPECT_EQ(admission.hit_tokens, 8);
+  EXPECT_EQ(cache_->block_table(again->slot())[0],
+            cache_->block_table(first->slot())[0]);
 }
 
 TEST_F(SchedulerTest, ReapsTheCancelledTheDroppedAndTheExpired) {

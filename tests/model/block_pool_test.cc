@@ -1,8 +1,8 @@
 // The KV cache's block bookkeeping alone (model/block_pool.h), without a
 // tensor: blocks handed out lowest id first and given back, holders counted,
-// full blocks published under their whole prefix and found only by it, cached
-// blocks evicted least recently released first, and an exhausted pool. What
-// the blocks hold is tests/model/kv_cache_test.cc's business.
+// full blocks published under their whole prefix (and salt) and found only by
+// it, cached blocks evicted least recently released first, and an exhausted
+// pool. What the blocks hold is tests/model/kv_cache_test.cc's business.
 #include "model/block_pool.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +130,44 @@ TEST(BlockPoolTest, AnEqualBlockPublishedTwiceKeepsTheFirst) {
   ReleaseAll(pool, first);
   ReleaseAll(pool, second);
   ExpectCounts(pool, 0, 1, 7);
+}
+
+TEST(BlockPoolTest, ASaltPartitionsTheCache) {
+  BlockPool pool(8, 4);
+  const std::vector<int> prompt = Iota(9);  // Two full blocks, then one.
+  const std::vector<int> a = TakeN(pool, 2);
+  pool.Publish(a, prompt, "client a");
+  ASSERT_TRUE(pool.published(a[0]) && pool.published(a[1]));
+
+  // The same prefix under the same salt: a hit. Under another salt, or none
+  // (the shared partition): a miss, though the tokens are the same.
+  EXPECT_EQ(pool.Match(prompt, "client a"), a);
+  EXPECT_TRUE(pool.Match(prompt, "client b").empty());
+  EXPECT_TRUE(pool.Match(prompt).empty());
+  EXPECT_TRUE(pool.Match(prompt, "client a ").empty()) << "whole salt";
+
+  // Client b computes the same prefix and publishes its own copy: not an
+  // equal block (another partition), so both stay published, each found
+  // only by its own salt.
+  const std::vector<int> b = TakeN(pool, 2);
+  pool.Publish(b, prompt, "client b");
+  EXPECT_TRUE(pool.published(b[0]) && pool.published(b[1]));
+  EXPECT_EQ(pool.Match(prompt, "client b"), b);
+  EXPECT_EQ(pool.Match(prompt, "client a"), a);
+  // Unsalted blocks are found only unsalted.
+  const std::vector<int> shared = TakeN(pool, 2);
+  pool.Publish(shared, prompt);
+  EXPECT_EQ(pool.Match(prompt), shared);
+  EXPECT_EQ(pool.Match(prompt, "client a"), a);
+
+  ReleaseAll(pool, a);
+  ReleaseAll(pool, b);
+  ReleaseAll(pool, shared);
+  ExpectCounts(pool, 0, 6, 2);
+  // Evicted blocks forget their salt with their prefix.
+  for (int i = 0; i < 8; ++i) pool.Take();
+  EXPECT_TRUE(pool.Match(prompt, "client a").empty());
+  EXPECT_TRUE(pool.Match(prompt, "client b").empty());
 }
 
 TEST(BlockPoolTest, CachedBlocksAreEvictedLeastRecentlyReleasedFirst) {
