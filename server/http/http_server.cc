@@ -167,6 +167,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   });
   const int64_t write_us = absl::ToInt64Microseconds(options.write_timeout);
   server->http_->set_write_timeout(write_us / 1000000, write_us % 1000000);
+  // Whole seconds only (cpp-httplib 0.11's unit), at least one.
+  server->http_->set_keep_alive_timeout(std::max<time_t>(
+      1, absl::ToInt64Seconds(options.keep_alive_idle_timeout)));
   if (options.render_metrics) {
     if (absl::Status s = AddMetricsRoute(*server->http_, options.render_metrics,
                                          options.metrics_token);

@@ -82,6 +82,11 @@ struct HttpServerOptions {
   // its slot kept (engine/request_stream.h) instead of the kernel queueing
   // megabytes of attention rows for it.
   int send_buffer_bytes = 64 << 10;
+  // How long a kept-alive connection may sit idle between requests. Stop()
+  // waits for each connection's thread, and cpp-httplib's thread notices the
+  // stop only when the idle wait ends, so this bounds how long an idle
+  // keep-alive connection delays the drain's exit (its default, 5 s, did).
+  absl::Duration keep_alive_idle_timeout = absl::Seconds(1);
   // Serves GET /metrics with this token rule (see AddMetricsRoute).
   std::function<std::string()> render_metrics;
   std::string metrics_token;
