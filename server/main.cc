@@ -97,6 +97,9 @@ ABSL_FLAG(int, max_concurrent_debug_attention, 2,
           "written); beyond, RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, max_tokenize_bytes, 256 << 10,
           "Longest text Tokenize (and a text prompt) accepts, in bytes");
+ABSL_FLAG(int, max_concurrent_tokenize, 4,
+          "Tokenize calls (gRPC and HTTP /tokenize) running at once; beyond, "
+          "RESOURCE_EXHAUSTED (HTTP 429)");
 ABSL_FLAG(double, stream_idle_timeout, 30,
           "Seconds a Generate stream may go unread (its buffer full) before "
           "it ends with RESOURCE_EXHAUSTED and frees its slot");
@@ -309,6 +312,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
       std::max(1, absl::GetFlag(FLAGS_max_concurrent_debug_attention));
   options.service.max_tokenize_bytes = static_cast<size_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
+  options.service.max_concurrent_tokenize =
+      std::max(1, absl::GetFlag(FLAGS_max_concurrent_tokenize));
   options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
   return options;
 }
