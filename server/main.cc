@@ -153,6 +153,11 @@ ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(30),
           "clients again; 0 = no limit");
 ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(5),
           "How long calls may still run on a connection past its age");
+ABSL_FLAG(int, grpc_max_concurrent_streams, 100,
+          "HTTP/2 streams a client may have open at once on one gRPC "
+          "connection (SETTINGS_MAX_CONCURRENT_STREAMS); 0 leaves gRPC's "
+          "default (no limit). Bounds open streams, not reset ones: see "
+          "server/README.md \"Rapid reset\"");
 ABSL_FLAG(int, max_receive_message_bytes, 4 << 20,
           "Largest request message in bytes (larger: RESOURCE_EXHAUSTED)");
 
@@ -302,6 +307,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
       absl::GetFlag(FLAGS_max_connection_age_grace);
   options.max_receive_message_bytes =
       absl::GetFlag(FLAGS_max_receive_message_bytes);
+  options.max_concurrent_streams =
+      std::max(0, absl::GetFlag(FLAGS_grpc_max_concurrent_streams));
   // The name only: a path would show the server's directory layout.
   options.service.model_name = ModelBaseName(model_path);
   options.service.max_attention_tokens =

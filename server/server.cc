@@ -78,6 +78,10 @@ void SetConnectionOptions(const TextgenServerOptions& options,
                                Milliseconds(options.max_connection_age_grace));
   }
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               options.max_concurrent_streams);
+  }
 }
 
 absl::Status ValidateConnectionOptions(const TextgenServerOptions& options) {

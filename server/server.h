@@ -86,6 +86,11 @@ struct TextgenServerOptions {
   // Largest request message; larger ones are RESOURCE_EXHAUSTED before they
   // are parsed.
   int max_receive_message_bytes = 4 << 20;
+  // HTTP/2 streams one connection may have open at once (SETTINGS_MAX_
+  // CONCURRENT_STREAMS); 0 leaves gRPC's default, no limit. A stream the
+  // client resets no longer counts, so this does not bound rapid reset
+  // (server/README.md "Rapid reset").
+  int max_concurrent_streams = 100;
 };
 
 class TextgenServer {
