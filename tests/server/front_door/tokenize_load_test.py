@@ -9,6 +9,9 @@ limit):
 - HTTP POST /tokenize 500 times from one client, then from 16 at once: every reply 200 or 429,
   and afterwards the server's resident memory is within 100 MB of what it was idle (it used to
   keep ~60 MB per call: ~1 GB after a loop, 1.85 GB after 16 at once).
+In a sanitizer build (--time_scale > 1) the memory is reported, not asserted (AddressSanitizer's
+allocator keeps freed blocks in its quarantine by design, and malloc_trim does not apply), and
+the loop is 100 calls.
 """
 
 import http.client
@@ -110,7 +113,9 @@ class TokenizeLoadTest(unittest.TestCase):
                 statuses[status] = statuses.get(status, 0) + 1
 
         watch = Watch(self.server.target, self.pid)
-        for i in range(HTTP_LOOP_CALLS):
+        sanitized = ARGS.time_scale > 1
+        loop_calls = 100 if sanitized else HTTP_LOOP_CALLS
+        for i in range(loop_calls):
             status, payload = post_tokenize(self.http_port, self.body)
             if i == 0:  # The reply is whole (once: decoding it is the client's time).
                 self.assertEqual(status, 200)
@@ -132,12 +137,14 @@ class TokenizeLoadTest(unittest.TestCase):
         time.sleep(0.5)
         after = rss_mib(self.pid)
         watch.stop()
-        print(f"HTTP /tokenize {HTTP_LOOP_CALLS} in a loop, then {CALLERS} x {HTTP_CALLS_EACH} "
+        print(f"HTTP /tokenize {loop_calls} in a loop, then {CALLERS} x {HTTP_CALLS_EACH} "
               f"at once: {statuses}; resident idle {self.idle_mib:.0f} MiB, after the loop "
               f"{after_loop:.0f} MiB, after all {after:.0f} MiB; {watch.summary()}",
               file=sys.stderr)
         self.assertEqual(set(statuses) - {200, 429}, set(), statuses)
-        self.assertGreaterEqual(statuses.get(200, 0), HTTP_LOOP_CALLS)
+        self.assertGreaterEqual(statuses.get(200, 0), loop_calls)
+        if sanitized:
+            return
         mb = 1024 * 1024 / 1e6  # MiB -> MB
         self.assertLess((after_loop - self.idle_mib) * mb, MEMORY_BOUND_MB)
         self.assertLess((after - self.idle_mib) * mb, MEMORY_BOUND_MB)
