@@ -143,6 +143,14 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
 }
 
+absl::Status CheckFileOrDirectory(const std::string& path, bool directory_ok) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return OpenError(path, errno);
+  if (directory_ok && S_ISDIR(st.st_mode)) return absl::OkStatus();
+  if (!directory_ok) TEXTGEN_RETURN_IF_ERROR(RefuseDirectory(path));
+  return RefuseNonRegular(path, st);
+}
+
 bool IsRegularFile(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_regular_file(path, ec);

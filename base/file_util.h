@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace textgen {
@@ -48,6 +49,13 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 // Whether `path` names a regular file (following symlinks); false on any
 // error. For finding files beside a model; reading still checks (above).
 bool IsRegularFile(const std::string& path);
+
+// OK if `path` names a regular file, or a directory when `directory_ok` (a
+// checkpoint directory); NOT_FOUND if nothing is there; INVALID_ARGUMENT
+// naming the path for anything else (a FIFO, device or socket). Only stat(),
+// so it cannot block: for a caller about to open the path some other way
+// (std::ifstream, which would wait forever on a FIFO without a writer).
+absl::Status CheckFileOrDirectory(const std::string& path, bool directory_ok);
 
 }  // namespace textgen
 

@@ -47,7 +47,8 @@ build_packages=(
 )
 
 test_packages=(
-  # Deployment tests: nginx's grpc_pass in front of two servers on loopback; YAML parsing.
+  # Deployment tests: nginx's grpc_pass in front of two servers on loopback (and in front of
+  # one under an HTTP/2 rapid-reset flood, tests/server/front_door/rapid_reset_test.py); YAML.
   nginx python3-yaml
   # Fuzzing (fuzz/, ctest label fuzz): clang with libFuzzer and the sanitizer runtimes.
   clang libclang-rt-14-dev

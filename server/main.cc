@@ -99,6 +99,9 @@ ABSL_FLAG(int, max_concurrent_debug_attention, 2,
           "written); beyond, RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, max_tokenize_bytes, 256 << 10,
           "Longest text Tokenize (and a text prompt) accepts, in bytes");
+ABSL_FLAG(int, max_concurrent_tokenize, 4,
+          "Tokenize calls (gRPC and HTTP /tokenize) running at once; beyond, "
+          "RESOURCE_EXHAUSTED (HTTP 429)");
 ABSL_FLAG(double, stream_idle_timeout, 30,
           "Seconds a Generate stream may go unread (its buffer full) before "
           "it ends with RESOURCE_EXHAUSTED and frees its slot");
@@ -174,6 +177,11 @@ ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(30),
           "clients again; 0 = no limit");
 ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(5),
           "How long calls may still run on a connection past its age");
+ABSL_FLAG(int, grpc_max_concurrent_streams, 100,
+          "HTTP/2 streams a client may have open at once on one gRPC "
+          "connection (SETTINGS_MAX_CONCURRENT_STREAMS); 0 leaves gRPC's "
+          "default (no limit). Bounds open streams, not reset ones: see "
+          "server/README.md \"Rapid reset\"");
 ABSL_FLAG(int, max_receive_message_bytes, 4 << 20,
           "Largest request message in bytes (larger: RESOURCE_EXHAUSTED)");
 
@@ -333,6 +341,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
       absl::GetFlag(FLAGS_max_connection_age_grace);
   options.max_receive_message_bytes =
       absl::GetFlag(FLAGS_max_receive_message_bytes);
+  options.max_concurrent_streams =
+      std::max(0, absl::GetFlag(FLAGS_grpc_max_concurrent_streams));
   // The name only: a path would show the server's directory layout.
   options.service.model_name = ModelBaseName(model_path);
   options.service.max_attention_tokens =
@@ -343,6 +353,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
       std::max(1, absl::GetFlag(FLAGS_max_concurrent_debug_attention));
   options.service.max_tokenize_bytes = static_cast<size_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
+  options.service.max_concurrent_tokenize =
+      std::max(1, absl::GetFlag(FLAGS_max_concurrent_tokenize));
   options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
   return options;
 }

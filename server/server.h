@@ -11,11 +11,13 @@
 //          (the model is loaded before Start, so SERVING means "can
 //          generate"; before that the port is closed, which a probe reads as
 //          not ready).
-//   Drain: all at once, health says NOT_SERVING (a health Watch hears it),
-//          new calls are refused with UNAVAILABLE, the listening port closes
-//          (new connections are refused) and every connection receives an
-//          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
-//          and balancers move to other replicas. Running and queued streams go
+//   Drain: at once, health says NOT_SERVING (a health Watch hears it) and
+//          new calls are refused with UNAVAILABLE; a moment later (see
+//          kRefuseBeforeShutdown in server.cc: gRPC would end calls caught
+//          mid-arrival with CANCELLED) the listening port closes (new
+//          connections are refused) and every connection receives an HTTP/2
+//          GOAWAY (grpc::Server::Shutdown with a deadline), so clients and
+//          balancers move to other replicas. Running and queued streams go
 //          on for up to `grace`; those still running then end with UNAVAILABLE
 //          and a message saying the drain time ran out. The HTTP API answers
 //          503 to new calls (and GET /health) from the start, and its port
@@ -92,6 +94,11 @@ struct TextgenServerOptions {
   // Largest request message; larger ones are RESOURCE_EXHAUSTED before they
   // are parsed.
   int max_receive_message_bytes = 4 << 20;
+  // HTTP/2 streams one connection may have open at once (SETTINGS_MAX_
+  // CONCURRENT_STREAMS); 0 leaves gRPC's default, no limit. A stream the
+  // client resets no longer counts, so this does not bound rapid reset
+  // (server/README.md "Rapid reset").
+  int max_concurrent_streams = 100;
 };
 
 class TextgenServer {

@@ -28,6 +28,9 @@ fi
 template=$1
 prefix=$2
 : "${LISTEN_PORT:=50051}"
+# New calls a second per client address (and as many again at once), the rapid-reset bound
+# (see the template).
+: "${CALLS_PER_SECOND:=200}"
 : "${MAX_FAILS:=1}"
 : "${FAIL_TIMEOUT:=10s}"
 upstreams=$(printf '%s' "${UPSTREAMS:-}" | tr ',' ' ')
@@ -35,6 +38,9 @@ if [ -z "$(printf '%s' "$upstreams" | tr -d ' ')" ]; then
   echo "$0: UPSTREAMS is empty: name at least one replica address (host:port)" >&2
   exit 2
 fi
+case $CALLS_PER_SECOND in
+  '' | *[!0-9]* | 0) echo "$0: CALLS_PER_SECOND must be a positive number, not '$CALLS_PER_SECOND'" >&2; exit 2 ;;
+esac
 case $LISTEN_PORT in
   '' | *[!0-9]*) echo "$0: LISTEN_PORT must be a port number, not '$LISTEN_PORT'" >&2; exit 2 ;;
 esac
@@ -80,10 +86,10 @@ fi
 mkdir -p "$prefix/logs" "$prefix/tmp"
 # awk rather than envsubst (gettext-base is not in every image) and rather than sed (the
 # replacements hold newlines); only these placeholders are replaced, nginx's own $vars stay.
-CONFIG=$config PASS=$pass awk -v port="$LISTEN_PORT" '
+CONFIG=$config PASS=$pass awk -v port="$LISTEN_PORT" -v rate="$CALLS_PER_SECOND" '
   /^\$\{UPSTREAMS_CONFIG\}$/ { print ENVIRON["CONFIG"]; next }
   /^\$\{GRPC_PASS\}$/ { print ENVIRON["PASS"]; next }
-  { gsub(/\$\{LISTEN_PORT\}/, port); print }
+  { gsub(/\$\{LISTEN_PORT\}/, port); gsub(/\$\{CALLS_PER_SECOND\}/, rate); print }
 ' "$template" > "$prefix/nginx.conf"
 if grep -n '^[^#]*\${' "$prefix/nginx.conf" >&2; then
   echo "$0: placeholders left unreplaced in $prefix/nginx.conf" >&2

@@ -52,6 +52,12 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
   LoadedModel model;
   std::error_code ec;
   std::string found_tokenizer = tokenizer_path;
+  // Before anything opens it: IsGgufFile's read would wait forever on a FIFO
+  // without a writer, and a device never ends.
+  if (absl::Status s = CheckFileOrDirectory(model_path, /*directory_ok=*/true);
+      !s.ok() && !absl::IsNotFound(s)) {
+    return s;
+  }
   if (fs::is_directory(model_path, ec)) {
     {
       TEXTGEN_ASSIGN_OR_RETURN(const HfCheckpointFiles files,

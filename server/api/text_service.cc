@@ -1,5 +1,11 @@
 #include "server/api/text_service.h"
 
+#include <malloc.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +16,13 @@
 namespace textgen {
 
 namespace pb = ::textgen::v1;
+
+namespace {
+
+// The Tokenize threads' nice value, as DebugAttention's worker's.
+constexpr int kTokenizeNice = 10;
+
+}  // namespace
 
 TextService::TextService(const TextServiceOptions& options, Engine* engine,
                          std::unique_ptr<Decoder> attention_decoder,
@@ -29,7 +42,16 @@ TextService::TextService(const TextServiceOptions& options, Engine* engine,
                            std::move(attention_decoder), tokenizer_)
                      : nullptr) {}
 
-TextService::~TextService() = default;
+TextService::~TextService() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(tokenize_mu_);
+    tokenize_stopping_ = true;
+    threads.swap(tokenize_threads_);
+  }
+  tokenize_cv_.notify_all();
+  for (std::thread& thread : threads) thread.join();
+}
 
 absl::Status TextService::CheckTextSize(absl::string_view text,
                                         absl::string_view field) const {
@@ -84,11 +106,73 @@ pb::ModelInfo TextService::DescribeServer() const {
 }
 
 absl::StatusOr<pb::TokenizeResponse> TextService::TokenizeText(
-    const pb::TokenizeRequest& request) const {
+    const pb::TokenizeRequest& request) {
+  std::promise<absl::StatusOr<pb::TokenizeResponse>> reply;
+  std::future<absl::StatusOr<pb::TokenizeResponse>> result = reply.get_future();
+  TokenizeLater(request, [&reply](absl::StatusOr<pb::TokenizeResponse> r) {
+    reply.set_value(std::move(r));
+  });
+  return result.get();
+}
+
+void TextService::TokenizeLater(pb::TokenizeRequest request,
+                                TokenizeDone done) {
   if (tokenizer_ == nullptr) {
-    return absl::FailedPreconditionError("this model has no tokenizer");
+    return done(absl::FailedPreconditionError("this model has no tokenizer"));
   }
-  TEXTGEN_RETURN_IF_ERROR(CheckTextSize(request.text(), "text"));
+  if (absl::Status s = CheckTextSize(request.text(), "text"); !s.ok()) {
+    return done(s);
+  }
+  if (tokenizing_.fetch_add(1) >= options_.max_concurrent_tokenize) {
+    tokenizing_.fetch_sub(1);
+    return done(absl::ResourceExhaustedError(
+        absl::StrCat(options_.max_concurrent_tokenize,
+                     " Tokenize calls are already running (at most ",
+                     options_.max_concurrent_tokenize,
+                     ", --max_concurrent_tokenize); retry later")));
+  }
+  {
+    std::lock_guard<std::mutex> lock(tokenize_mu_);
+    tokenize_jobs_.push_back(TokenizeJob{std::move(request), std::move(done)});
+    // One thread per admitted call at most: none waits behind another.
+    if (static_cast<int>(tokenize_threads_.size()) <
+        options_.max_concurrent_tokenize) {
+      tokenize_threads_.emplace_back([this] { TokenizeWork(); });
+    }
+  }
+  tokenize_cv_.notify_one();
+}
+
+void TextService::TokenizeWork() {
+  // On Linux a thread's nice value is its own: only this thread yields.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+              kTokenizeNice);
+  while (true) {
+    TokenizeJob job;
+    {
+      std::unique_lock<std::mutex> lock(tokenize_mu_);
+      tokenize_cv_.wait(lock, [this] {
+        return tokenize_stopping_ || !tokenize_jobs_.empty();
+      });
+      if (tokenize_jobs_.empty()) return;  // Stopping, and nothing left.
+      job = std::move(tokenize_jobs_.front());
+      tokenize_jobs_.pop_front();
+    }
+    absl::StatusOr<pb::TokenizeResponse> reply = Tokenize(job.request);
+    job.request.Clear();
+    // Counted out before the reply is handed on: a caller that calls again
+    // as soon as it has its reply is not refused for its own last call.
+    tokenizing_.fetch_sub(1);
+    job.done(std::move(reply));
+    // A reply at the text limit is ~256 Ki small blocks; a caller that is
+    // done with it when `done` returns (gRPC serializes it there) has freed
+    // them into this thread's malloc arena, which glibc would keep.
+    malloc_trim(0);
+  }
+}
+
+absl::StatusOr<pb::TokenizeResponse> TextService::Tokenize(
+    const pb::TokenizeRequest& request) const {
   absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(request.text());
   if (!ids.ok()) {
     return absl::InvalidArgumentError(

@@ -15,9 +15,9 @@
 //                        over max_tokenize_bytes, a prompt the tokenizer
 //                        refuses, whatever Engine::Submit refuses)
 //   FAILED_PRECONDITION  no tokenizer (Tokenize), DebugAttention off
-//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's calls at once, a
-//                        request larger than its client's KV share
-//                        (--client_max_kv_fraction)
+//   RESOURCE_EXHAUSTED   the engine's queue, DebugAttention's or Tokenize's
+//                        calls at once, a request larger than its client's
+//                        KV share (--client_max_kv_fraction)
 //   UNAVAILABLE          the engine is shutting down
 //
 // Thread rules: every method may be called from any thread at once. Submitted
@@ -26,10 +26,15 @@
 #ifndef TEXTGEN_SERVER_API_TEXT_SERVICE_H_
 #define TEXTGEN_SERVER_API_TEXT_SERVICE_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -62,6 +67,10 @@ struct TextServiceOptions {
   int max_concurrent_debug_attention = 2;
   // Longest Tokenize text, in bytes (its reply is several times larger).
   size_t max_tokenize_bytes = 256 << 10;
+  // Tokenize calls (either port) running at once; beyond, RESOURCE_EXHAUSTED.
+  // A 256 KiB text is ~10 ms to ~1 s of one core, on the transport's thread:
+  // unbounded, 16 of them at once starved gRPC's health service for seconds.
+  int max_concurrent_tokenize = 4;
 };
 
 class TextService {
@@ -102,9 +111,20 @@ class TextService {
   textgen::v1::ModelInfo DescribeServer() const;
 
   // Tokenize's reply, or FAILED_PRECONDITION (no tokenizer),
-  // INVALID_ARGUMENT (too long, or text the tokenizer refuses).
+  // INVALID_ARGUMENT (too long, or text the tokenizer refuses),
+  // RESOURCE_EXHAUSTED (max_concurrent_tokenize calls are running).
+  // Admitted calls run on the service's Tokenize threads (below), at a lower
+  // priority than serving; the calling thread waits for the reply.
   absl::StatusOr<textgen::v1::TokenizeResponse> TokenizeText(
-      const textgen::v1::TokenizeRequest& request) const;
+      const textgen::v1::TokenizeRequest& request);
+
+  // TokenizeText for a caller whose thread must not wait on it (gRPC's
+  // callback threads, which also answer health checks): done(its result) on
+  // one of the service's Tokenize threads, or on the calling thread at once
+  // when the call is refused before any work.
+  using TokenizeDone =
+      std::function<void(absl::StatusOr<textgen::v1::TokenizeResponse>)>;
+  void TokenizeLater(textgen::v1::TokenizeRequest request, TokenizeDone done);
 
   // DebugAttention's admission ticket, to keep until the reply is written:
   // FAILED_PRECONDITION when it is off, INVALID_ARGUMENT (text too long),
@@ -142,6 +162,24 @@ class TextService {
   const Tokenizer* const tokenizer_;  // May be null.
   // Null when DebugAttention is off.
   const std::unique_ptr<AttentionDebugger> attention_;
+  // Tokenize: the calls admitted and not yet done (up to
+  // options_.max_concurrent_tokenize), which is also the most jobs ever
+  // queued; as many threads as that, started on first use, niced like the
+  // DebugAttention worker so that tokenizing a long text yields the CPU to
+  // the engine and to gRPC's threads (health checks).
+  struct TokenizeJob {
+    textgen::v1::TokenizeRequest request;
+    TokenizeDone done;
+  };
+  void TokenizeWork();
+  absl::StatusOr<textgen::v1::TokenizeResponse> Tokenize(
+      const textgen::v1::TokenizeRequest& request) const;
+  std::atomic<int> tokenizing_{0};
+  std::mutex tokenize_mu_;
+  std::condition_variable tokenize_cv_;
+  std::deque<TokenizeJob> tokenize_jobs_;      // Guarded by tokenize_mu_.
+  std::vector<std::thread> tokenize_threads_;  // Guarded by tokenize_mu_.
+  bool tokenize_stopping_ = false;             // Guarded by tokenize_mu_.
 };
 
 }  // namespace textgen

@@ -308,11 +308,20 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(
     status =
         Admit(*context, Need::kGenerate, FrontDoor::CallKind::kUnary).status();
   }
-  absl::StatusOr<pb::TokenizeResponse> reply =
-      status.ok() ? text_.TokenizeText(request)
-                  : absl::StatusOr<pb::TokenizeResponse>(status);
-  return FinishUnary(context, reply.status(), reply.ok() ? &*reply : nullptr,
-                     response);
+  if (!status.ok()) return FinishUnary(context, status, nullptr, response);
+  // Tokenizing a long text takes a core for a while: it runs on the text
+  // service's Tokenize threads, and this one (gRPC's) goes back to serving
+  // other calls, health checks among them. `response` lives until OnDone,
+  // which comes only after Finish.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  text_.TokenizeLater(
+      std::move(request),
+      [reactor, response](absl::StatusOr<pb::TokenizeResponse> reply) {
+        absl::Status done = reply.status();
+        if (done.ok()) done = SerializeMessage(*reply, *response);
+        reactor->Finish(ToGrpcStatus(done));
+      });
+  return reactor;
 }
 
 }  // namespace textgen

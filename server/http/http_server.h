@@ -103,6 +103,11 @@ struct HttpServerOptions {
   // that may call cross-origin (--allowed_origins); see BrowserGuard.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
+  // How long a kept-alive connection may sit idle between requests. Stop()
+  // waits for each connection's thread, and cpp-httplib's thread notices the
+  // stop only when the idle wait ends, so this bounds how long an idle
+  // keep-alive connection delays the drain's exit (its default, 5 s, did).
+  absl::Duration keep_alive_idle_timeout = absl::Seconds(1);
   // Serves GET /metrics (if set) for callers MetricsAccess allows: with this
   // token and, when the front door has tokens, any of them.
   std::function<std::string()> render_metrics;

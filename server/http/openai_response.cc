@@ -1,5 +1,6 @@
 #include "server/http/openai_response.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -16,6 +17,47 @@ using Json = nlohmann::json;
 
 std::string DataEvent(const Json& json) {
   return absl::StrCat("data: ", DumpJson(json), "\n\n");
+}
+
+// `text` as a JSON string, as DumpJson would write it: printable ASCII as
+// is (quote and backslash escaped, control characters as \u00XX) without a
+// JSON value per token; anything else through DumpJson, for its replacement
+// of invalid UTF-8.
+void AppendJsonString(absl::string_view text, std::string& out) {
+  const bool ascii = std::all_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x80;
+  });
+  if (!ascii) {
+    out += DumpJson(Json(std::string(text)));
+    return;
+  }
+  out += '"';
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
 }
 
 }  // namespace
@@ -287,17 +329,24 @@ std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
 
 std::string TokenizeJson(const pb::TokenizeResponse& response,
                          int max_model_len) {
-  Json ids = Json::array();
-  Json texts = Json::array();
-  for (const pb::PromptToken& token : response.tokens()) {
-    ids.push_back(token.id());
-    texts.push_back(token.text());
+  // Written out directly: as a JSON tree, each of up to 256 Ki tokens was two
+  // nlohmann values (and a string), ~60 MB for a reply of a few MB, which
+  // the HTTP threads' malloc arenas then kept.
+  std::string out;
+  out.reserve(64 + static_cast<size_t>(response.tokens_size()) * 16);
+  absl::StrAppend(&out, "{\"count\":", response.tokens_size(),
+                  ",\"max_model_len\":", max_model_len, ",\"tokens\":[");
+  for (int i = 0; i < response.tokens_size(); ++i) {
+    if (i > 0) out += ',';
+    absl::StrAppend(&out, response.tokens(i).id());
   }
-  Json out = {{"count", response.tokens_size()},
-              {"max_model_len", max_model_len},
-              {"tokens", std::move(ids)},
-              {"token_strs", std::move(texts)}};
-  return DumpJson(out);
+  out += "],\"token_strs\":[";
+  for (int i = 0; i < response.tokens_size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(response.tokens(i).text(), out);
+  }
+  out += "]}";
+  return out;
 }
 
 }  // namespace textgen

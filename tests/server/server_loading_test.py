@@ -5,6 +5,8 @@ Each case is a model a hostile or careless operator could point the server at;
 each must end in exit code 1 with a message naming the problem, promptly and
 without allocating what the file claims:
   - /dev/zero as the model (it never ends: reading it exhausted memory);
+  - a FIFO as the model (opening it to look for GGUF's magic waited forever
+    for a writer): refused from stat() alone, before any open();
   - a checkpoint with a NaN weight (it used to load and generate garbage);
   - a sinusoidal config with n_positions 10,000,000 (the table and KV caches it
     implies are refused against the memory budget before any allocation);
@@ -56,6 +58,16 @@ def peak_rss_mb_of_children():
 # /dev/zero as the model.
 rc, log, _ = run(["--model", "/dev/zero"])
 expect("dev_zero_refused", rc == 1 and "not a regular file" in log, log)
+
+# A FIFO as the model: no writer ever comes, so an open() or read() would block.
+fifo = os.path.join(work, "model.fifo")
+os.mkfifo(fifo)
+try:
+    rc, log, seconds = run(["--model", fifo], timeout=30)
+    expect("fifo_refused", rc == 1 and "not a regular file" in log and fifo in log, log)
+    expect("fifo_refused_promptly", seconds < 10, f"{seconds:.1f} s")
+except subprocess.TimeoutExpired:
+    expect("fifo_refused", False, "the server blocked on the FIFO for 30 s")
 
 # A NaN in one weight, in the shipped checkpoint (F32).
 d = copy_shipped("nan")
