@@ -24,19 +24,6 @@ namespace {
 // is left.
 constexpr absl::Duration kFinalStatusMargin = absl::Milliseconds(500);
 
-// How long the drain refuses new calls itself (the front door's UNAVAILABLE)
-// before it shuts gRPC down. Debian's gRPC 1.51 ends a call that has reached
-// the server but not yet its handler when Shutdown begins with CANCELLED
-// (core's Server::CallData::FailCallCreation unrefs the unstarted call, which
-// cancels it: grpc/grpc#41785, still so upstream), and the documented retry
-// policy does not retry CANCELLED. Calls on a connection keep arriving until
-// its client has read the GOAWAY that Shutdown sends, so that window cannot be
-// closed from outside gRPC; refusing first means the callers that were
-// mid-call when SIGTERM landed hear UNAVAILABLE from us, and are not still
-// sending when it opens. Within the grace (the engine drains meanwhile), so it
-// delays no exit; only the port closes this much later.
-constexpr absl::Duration kRefuseBeforeShutdown = absl::Milliseconds(250);
-
 int Milliseconds(absl::Duration d) {
   return static_cast<int>(
       std::min<int64_t>(absl::ToInt64Milliseconds(d), INT32_MAX));
@@ -247,9 +234,7 @@ void TextgenServer::Drain(absl::Duration grace) {
   if (server_ != nullptr) {
     const auto deadline =
         absl::ToChronoTime(absl::Now() + grace + kFinalStatusMargin);
-    const absl::Duration refuse_first = std::min(grace, kRefuseBeforeShutdown);
-    grpc_shutdown = std::thread([this, deadline, refuse_first] {
-      absl::SleepFor(refuse_first);
+    grpc_shutdown = std::thread([this, deadline] {
       server_->Shutdown(deadline);
       server_->Wait();
     });

@@ -11,13 +11,11 @@
 //          (the model is loaded before Start, so SERVING means "can
 //          generate"; before that the port is closed, which a probe reads as
 //          not ready).
-//   Drain: at once, health says NOT_SERVING (a health Watch hears it) and
-//          new calls are refused with UNAVAILABLE; a moment later (see
-//          kRefuseBeforeShutdown in server.cc: gRPC would end calls caught
-//          mid-arrival with CANCELLED) the listening port closes (new
-//          connections are refused) and every connection receives an HTTP/2
-//          GOAWAY (grpc::Server::Shutdown with a deadline), so clients and
-//          balancers move to other replicas. Running and queued streams go
+//   Drain: all at once, health says NOT_SERVING (a health Watch hears it),
+//          new calls are refused with UNAVAILABLE, the listening port closes
+//          (new connections are refused) and every connection receives an
+//          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
+//          and balancers move to other replicas. Running and queued streams go
 //          on for up to `grace`; those still running then end with UNAVAILABLE
 //          and a message saying the drain time ran out. The HTTP API answers
 //          503 to new calls (and GET /health) from the start, and its port
