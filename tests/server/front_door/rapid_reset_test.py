@@ -11,7 +11,8 @@ image's entrypoint), floods nginx, and asserts the issue's two bounds on the ser
 memory < 300 MB above idle, and gRPC health, checked on the server's own port from a process of
 its own (health_watch.py) as a Kubernetes probe would, within 100 ms at the 99th percentile
 (--health_bound_ms: 300 in a sanitizer build). And afterwards a legitimate call through nginx
-still succeeds.
+still succeeds. In a sanitizer build (--time_scale > 1) the memory is reported, not asserted
+(AddressSanitizer's quarantine keeps freed blocks), as in tokenize_load_test.py.
 
 --direct floods the server itself instead and only prints what it measured (no assertion):
 for measuring what Debian's gRPC does on its own.
@@ -91,7 +92,12 @@ class RapidResetTest(unittest.TestCase):
                 return
             self.assertGreater(streams, 10000, "the attacker hardly ran")
             mb = 1024 * 1024 / 1e6
-            self.assertLess((watch.peak_rss_mib - idle) * mb, MEMORY_BOUND_MB, summary)
+            # In a sanitizer build (--time_scale > 1) the memory is reported, not asserted:
+            # AddressSanitizer keeps freed blocks in its quarantine and shadow, so the calls
+            # that nginx does let through (~200 a second) grow it by hundreds of MB whatever
+            # the server does (measured: 107 -> 602 MiB, against 32 -> 36 in Release).
+            if ARGS.time_scale <= 1:
+                self.assertLess((watch.peak_rss_mib - idle) * mb, MEMORY_BOUND_MB, summary)
             self.assertEqual(watch.failures, 0, summary)
             self.assertLess(watch.p99_ms, ARGS.health_bound_ms, summary)
             with TextgenClient(f"127.0.0.1:{target_port}", timeout=WAIT) as client:
