@@ -2,7 +2,7 @@
 
 Watch(target, pid) starts a process that calls grpc.health.v1 Check every 20 ms (5 s deadline)
 and reads the server's VmRSS, until stop(); then its figures are on the object: p99_ms, max_ms,
-failures, checks, peak_rss_mib. The process is separate (as in tests/server/amplification_test.py)
+failures, checks, peak_rss_mib (tests/server/amplification_test.py uses it too). The process is separate
 because attacking threads in the test's own process hold Python's interpreter lock, and a check
 timed there would measure that wait, not the server.
 """
