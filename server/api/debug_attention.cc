@@ -1,9 +1,5 @@
 #include "server/api/debug_attention.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -17,6 +13,7 @@ namespace {
 
 namespace pb = ::textgen::v1;
 
+// A debugging pass yields the CPU to serving (base/background_queue.h).
 constexpr int kWorkerNice = 10;
 
 // `given`, checked against 0..count-1 (`what` names the range in errors),
@@ -49,45 +46,14 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
     : options_(options),
       tokenizer_(tokenizer),
       decoder_(std::move(decoder)),
-      cache_(decoder_->config(), 1, options.kv_dtype) {}
-
-AttentionDebugger::~AttentionDebugger() {
-  {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
-    stopping_ = true;
-  }
-  jobs_cv_.notify_one();
-  if (worker_.joinable()) worker_.join();
-}
+      cache_(decoder_->config(), 1, options.kv_dtype),
+      worker_(/*max_threads=*/1, kWorkerNice) {}
 
 void AttentionDebugger::RunLater(pb::DebugAttentionRequest request,
                                  std::function<absl::Status()> check,
                                  Done done) {
-  {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
-    jobs_.push_back(Job{std::move(request), std::move(check), std::move(done)});
-    if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
-  }
-  jobs_cv_.notify_one();
-}
-
-void AttentionDebugger::Work() {
-  // A debugging pass yields the CPU to serving: on Linux a thread's nice
-  // value is its own, so this lowers only this thread's priority (the
-  // engine's steps and gRPC's threads, health checks among them, go first).
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
-              kWorkerNice);
-  while (true) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(jobs_mu_);
-      jobs_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // Stopping, and nothing left.
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    job.done(Run(job.request, job.check));
-  }
+  worker_.Post([this, request = std::move(request), check = std::move(check),
+                done = std::move(done)] { done(Run(request, check)); });
 }
 
 absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>>

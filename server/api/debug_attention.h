@@ -22,18 +22,16 @@
 #define TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/background_queue.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/text/tokenizer.h"
@@ -106,16 +104,7 @@ class AttentionDebugger {
   void RunLater(textgen::v1::DebugAttentionRequest request,
                 std::function<absl::Status()> check, Done done);
 
-  ~AttentionDebugger();
-
  private:
-  struct Job {
-    textgen::v1::DebugAttentionRequest request;
-    std::function<absl::Status()> check;
-    Done done;
-  };
-  void Work();  // The thread's loop: jobs_ until stopping_ and empty.
-
   std::atomic<int> admitted_{0};
   const DebugAttentionOptions options_;
   const Tokenizer* const tokenizer_;  // May be null.
@@ -126,13 +115,9 @@ class AttentionDebugger {
   ForwardResult result_;
   EncodeResult encoded_;
 
-  // std::mutex rather than absl::Mutex: ThreadSanitizer sees the former's
-  // synchronization, not that of Debian's (uninstrumented) Abseil.
-  std::mutex jobs_mu_;
-  std::condition_variable jobs_cv_;  // A job queued, or stopping_.
-  std::deque<Job> jobs_;             // Under jobs_mu_.
-  bool stopping_ = false;            // Under jobs_mu_.
-  std::thread worker_;  // Started by the first RunLater; under jobs_mu_.
+  // RunLater's thread, niced; last, so that it is destroyed first, running
+  // what is still queued while the decoder is there.
+  BackgroundQueue worker_;
 };
 
 // The maps of one kind to send, and which of their layers.

@@ -1,9 +1,6 @@
 #include "server/api/text_service.h"
 
 #include <malloc.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <future>
 #include <utility>
@@ -19,7 +16,8 @@ namespace pb = ::textgen::v1;
 
 namespace {
 
-// The Tokenize threads' nice value, as DebugAttention's worker's.
+// The Tokenize threads' nice value, as DebugAttention's worker's: tokenizing
+// a long text yields the CPU to the engine and to gRPC's threads.
 constexpr int kTokenizeNice = 10;
 
 }  // namespace
@@ -40,18 +38,10 @@ TextService::TextService(const TextServiceOptions& options, Engine* engine,
                                options.max_concurrent_debug_attention,
                                engine->options().kv_dtype},
                            std::move(attention_decoder), tokenizer_)
-                     : nullptr) {}
+                     : nullptr),
+      tokenize_threads_(options.max_concurrent_tokenize, kTokenizeNice) {}
 
-TextService::~TextService() {
-  std::vector<std::thread> threads;
-  {
-    std::lock_guard<std::mutex> lock(tokenize_mu_);
-    tokenize_stopping_ = true;
-    threads.swap(tokenize_threads_);
-  }
-  tokenize_cv_.notify_all();
-  for (std::thread& thread : threads) thread.join();
-}
+TextService::~TextService() = default;
 
 absl::Status TextService::CheckTextSize(absl::string_view text,
                                         absl::string_view field) const {
@@ -131,44 +121,20 @@ void TextService::TokenizeLater(pb::TokenizeRequest request,
                      options_.max_concurrent_tokenize,
                      ", --max_concurrent_tokenize); retry later")));
   }
-  {
-    std::lock_guard<std::mutex> lock(tokenize_mu_);
-    tokenize_jobs_.push_back(TokenizeJob{std::move(request), std::move(done)});
-    // One thread per admitted call at most: none waits behind another.
-    if (static_cast<int>(tokenize_threads_.size()) <
-        options_.max_concurrent_tokenize) {
-      tokenize_threads_.emplace_back([this] { TokenizeWork(); });
-    }
-  }
-  tokenize_cv_.notify_one();
-}
-
-void TextService::TokenizeWork() {
-  // On Linux a thread's nice value is its own: only this thread yields.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
-              kTokenizeNice);
-  while (true) {
-    TokenizeJob job;
-    {
-      std::unique_lock<std::mutex> lock(tokenize_mu_);
-      tokenize_cv_.wait(lock, [this] {
-        return tokenize_stopping_ || !tokenize_jobs_.empty();
+  // As many threads as calls admitted at once: none waits behind another.
+  tokenize_threads_.Post(
+      [this, request = std::move(request), done = std::move(done)]() mutable {
+        absl::StatusOr<pb::TokenizeResponse> reply = Tokenize(request);
+        request.Clear();
+        // Counted out before the reply is handed on: a caller that calls again
+        // as soon as it has its reply is not refused for its own last call.
+        tokenizing_.fetch_sub(1);
+        done(std::move(reply));
+        // A reply at the text limit is ~256 Ki small blocks; a caller that is
+        // done with it when `done` returns (gRPC serializes it there) has freed
+        // them into this thread's malloc arena, which glibc would keep.
+        malloc_trim(0);
       });
-      if (tokenize_jobs_.empty()) return;  // Stopping, and nothing left.
-      job = std::move(tokenize_jobs_.front());
-      tokenize_jobs_.pop_front();
-    }
-    absl::StatusOr<pb::TokenizeResponse> reply = Tokenize(job.request);
-    job.request.Clear();
-    // Counted out before the reply is handed on: a caller that calls again
-    // as soon as it has its reply is not refused for its own last call.
-    tokenizing_.fetch_sub(1);
-    job.done(std::move(reply));
-    // A reply at the text limit is ~256 Ki small blocks; a caller that is
-    // done with it when `done` returns (gRPC serializes it there) has freed
-    // them into this thread's malloc arena, which glibc would keep.
-    malloc_trim(0);
-  }
 }
 
 absl::StatusOr<pb::TokenizeResponse> TextService::Tokenize(

@@ -27,14 +27,10 @@
 #define TEXTGEN_SERVER_API_TEXT_SERVICE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -42,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/background_queue.h"
 #include "engine/engine.h"
 #include "model/decoder.h"
 #include "model/text/tokenizer.h"
@@ -167,19 +164,12 @@ class TextService {
   // queued; as many threads as that, started on first use, niced like the
   // DebugAttention worker so that tokenizing a long text yields the CPU to
   // the engine and to gRPC's threads (health checks).
-  struct TokenizeJob {
-    textgen::v1::TokenizeRequest request;
-    TokenizeDone done;
-  };
-  void TokenizeWork();
   absl::StatusOr<textgen::v1::TokenizeResponse> Tokenize(
       const textgen::v1::TokenizeRequest& request) const;
   std::atomic<int> tokenizing_{0};
-  std::mutex tokenize_mu_;
-  std::condition_variable tokenize_cv_;
-  std::deque<TokenizeJob> tokenize_jobs_;      // Guarded by tokenize_mu_.
-  std::vector<std::thread> tokenize_threads_;  // Guarded by tokenize_mu_.
-  bool tokenize_stopping_ = false;             // Guarded by tokenize_mu_.
+  // Last, so that it is destroyed first: the jobs still queued run while
+  // everything they use is there.
+  BackgroundQueue tokenize_threads_;
 };
 
 }  // namespace textgen
