@@ -29,8 +29,9 @@ build_packages=(
   # C++ libraries (see README "Dependencies").
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev nlohmann-json3-dev libspdlog-dev
-  # The server's HTTP API and Prometheus metrics over HTTP (built with OpenSSL: HTTPS).
-  libcpp-httplib-dev
+  # The server's HTTP API and Prometheus metrics over HTTP: Boost.Beast over Asio, header-only
+  # (with OpenSSL for HTTPS); the tests' and load generator's HTTP client: cpp-httplib.
+  libboost1.81-dev libssl-dev libcpp-httplib-dev
   # The metrics' Prometheus exposition format (server/api/metrics.h), core library only.
   prometheus-cpp-dev
   # gRPC's standard protos: server reflection v1 (gRPC 1.51's library serves only v1alpha)

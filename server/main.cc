@@ -114,6 +114,25 @@ ABSL_FLAG(int, http_port, 0,
           "/v1/models, /tokenize, /v1/attention, /health, /metrics; "
           "server/README.md \"HTTP API\"), on --host with the same tokens, "
           "limits and TLS as gRPC; 0 = off");
+ABSL_FLAG(absl::Duration, http_head_timeout, absl::Seconds(10),
+          "HTTP API: time a request's line and headers may take to arrive, "
+          "from the connection's start or, on a kept-alive connection, from "
+          "the request's first byte; the connection is closed after it "
+          "(slowloris: a byte now and then does not extend it)");
+ABSL_FLAG(absl::Duration, http_body_timeout, absl::Seconds(30),
+          "HTTP API: time a request body may take to arrive, in whatever "
+          "transfer encoding; the connection is closed after it");
+ABSL_FLAG(absl::Duration, http_keep_alive_timeout, absl::Seconds(5),
+          "HTTP API: time a kept-alive connection may sit idle between "
+          "requests");
+ABSL_FLAG(int64_t, http_max_head_bytes, 16 << 10,
+          "HTTP API: bytes a request line and headers may take (431 beyond)");
+ABSL_FLAG(int, http_max_connections, 1024,
+          "HTTP API: connections open at once (beyond: 503 and close); keep "
+          "it under the process's file-descriptor limit");
+ABSL_FLAG(int, http_max_connections_per_peer, 256,
+          "HTTP API: connections open at once from one address (beyond: 503 "
+          "and close)");
 ABSL_FLAG(int, max_json_depth, 64,
           "HTTP API: arrays and objects a JSON body may nest (the body is "
           "1); deeper is a 400 before the body is built");
@@ -308,6 +327,16 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   options.http_port =
       absl::GetFlag(FLAGS_http_port) > 0 ? absl::GetFlag(FLAGS_http_port) : -1;
   options.http_host = absl::GetFlag(FLAGS_host);
+  options.http_limits.head_timeout = absl::GetFlag(FLAGS_http_head_timeout);
+  options.http_limits.body_timeout = absl::GetFlag(FLAGS_http_body_timeout);
+  options.http_limits.keep_alive_idle_timeout =
+      absl::GetFlag(FLAGS_http_keep_alive_timeout);
+  options.http_limits.max_head_bytes = static_cast<size_t>(
+      std::max<int64_t>(1024, absl::GetFlag(FLAGS_http_max_head_bytes)));
+  options.http_limits.max_connections =
+      std::max(1, absl::GetFlag(FLAGS_http_max_connections));
+  options.http_limits.max_connections_per_peer =
+      std::max(1, absl::GetFlag(FLAGS_http_max_connections_per_peer));
   options.http_json_limits.max_depth =
       std::max(1, absl::GetFlag(FLAGS_max_json_depth));
   options.http_json_limits.max_elements =

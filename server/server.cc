@@ -158,16 +158,19 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
   }
   if (options.http_port >= 0) {
     HttpServerOptions http_options;
-    http_options.host = options.http_host;
-    http_options.port = options.http_port;
-    http_options.tls = options.tls;
-    // Each streamed completion holds a thread: enough for every slot and
-    // queue place, and a few for quick calls beside them.
-    http_options.threads =
+    HttpListenerOptions& listener = http_options.listener;
+    listener = options.http_limits;
+    listener.name = "HTTP";
+    listener.host = options.http_host;
+    listener.port = options.http_port;
+    listener.tls = options.tls;
+    // Each non-streamed completion holds a thread while it runs: enough for
+    // every slot and queue place, and a few for quick calls beside them.
+    listener.handler_threads =
         options.engine.num_slots + options.engine.max_queue + 4;
-    http_options.max_body_bytes =
+    listener.max_body_bytes =
         static_cast<size_t>(options.max_receive_message_bytes);
-    http_options.write_timeout = options.engine.stream_idle_timeout;
+    listener.write_timeout = options.engine.stream_idle_timeout;
     TextgenServer* self = server.get();
     http_options.render_metrics = [self] {
       return self->metrics_.Render(self->engine_->stats());
@@ -221,6 +224,9 @@ void TextgenServer::Drain(absl::Duration grace) {
   if (drained_) return;
   drained_ = true;
   if (front_door_ != nullptr) front_door_->StartDrain();
+  // Idle keep-alive connections close now; responses from here on close
+  // theirs.
+  if (http_ != nullptr) http_->BeginDrain();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
   }

@@ -75,6 +75,13 @@ struct TextgenServerOptions {
   JsonLimits http_json_limits;
   std::vector<std::string> http_allowed_hosts;
   std::vector<std::string> http_allowed_origins;
+  // The HTTP port's deadlines and connection limits (--http_head_timeout,
+  // --http_body_timeout, --http_keep_alive_timeout, --http_max_head_bytes,
+  // --http_max_connections, --http_max_connections_per_peer). Its host,
+  // port, TLS, threads, body limit and write timeout come from the fields
+  // above and below (http_host, http_port, tls, the engine's slots,
+  // max_receive_message_bytes, the engine's stream_idle_timeout).
+  HttpListenerOptions http_limits;
 
   FrontDoorOptions front_door;
   TlsOptions tls;

@@ -1,8 +1,6 @@
 #include "server/http/http_server.h"
 
-#include <httplib.h>
 #include <malloc.h>
-#include <sys/socket.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -27,19 +25,27 @@ namespace {
 namespace pb = ::textgen::v1;
 
 constexpr char kJson[] = "application/json";
-// How often a stream waiting for its next token checks that its client is
-// still there (a dead peer shows at once only when a write fails).
-constexpr absl::Duration kClientCheckInterval = absl::Milliseconds(200);
+// A streamed piece gathers the events buffered when the client took the
+// last one, up to this size: one write for a burst instead of one each.
+constexpr size_t kMaxPieceBytes = 64 << 10;
 
-void SendError(httplib::Response& response, const absl::Status& status) {
+HttpResponse ErrorResponse(const absl::Status& status) {
+  HttpResponse response;
   response.status = HttpStatusOf(status.code());
-  if (response.status == 401) {
-    response.set_header("WWW-Authenticate", "Bearer");
-  }
+  if (response.status == 401) response.SetHeader("WWW-Authenticate", "Bearer");
   if (response.status == 429 || response.status == 503) {
-    response.set_header("Retry-After", "1");
+    response.SetHeader("Retry-After", "1");
   }
-  response.set_content(ErrorJson(status), kJson);
+  response.SetContent(ErrorJson(status), kJson);
+  return response;
+}
+
+HttpResponse RefusalResponse(const HttpRefusal& refusal) {
+  HttpResponse response;
+  response.status = refusal.status;
+  response.SetContent(
+      ErrorJson(refusal.status, refusal.message, refusal.code), kJson);
+  return response;
 }
 
 // `body`, gzip-compressed (level 6, what httplib itself uses for gzip), or
@@ -63,62 +69,98 @@ std::optional<std::string> Gzip(absl::string_view body) {
   return out;
 }
 
-// A large JSON body, gzip-compressed here when the client accepts gzip.
-// httplib would compress it too, but it prefers brotli whenever a client
-// accepts it (every browser does) at brotli's default quality, 11, which
-// takes seconds per megabyte: 2.6 s of the explorer's 2.9 s wait for the maps
-// of a 256-token prompt. gzip at level 6 takes tens of milliseconds and is
-// within 30% of brotli's size here. The "charset" in the type keeps httplib
-// from compressing the body again (it compresses "application/json" only).
-void SetLargeJson(const httplib::Request& request, httplib::Response& response,
-                  std::string body) {
-  constexpr char kJsonUtf8[] = "application/json; charset=utf-8";
-  response.set_header("Vary", "Accept-Encoding");
-  if (absl::StrContains(request.get_header_value("Accept-Encoding"), "gzip")) {
+// A large body (the explorer page, attention JSON), gzip-compressed when the
+// client accepts gzip (level 6: tens of milliseconds for the maps of a
+// 256-token prompt, within 30% of brotli's size, where brotli's default
+// quality took seconds).
+HttpResponse LargeBody(const HttpRequest& request, std::string body,
+                       absl::string_view content_type) {
+  HttpResponse response;
+  response.SetHeader("Vary", "Accept-Encoding");
+  if (absl::StrContains(request.Header("Accept-Encoding"), "gzip")) {
     if (std::optional<std::string> gzipped = Gzip(body)) {
-      response.set_header("Content-Encoding", "gzip");
-      response.set_content(*std::move(gzipped), kJsonUtf8);
-      return;
+      response.SetHeader("Content-Encoding", "gzip");
+      response.SetContent(*std::move(gzipped), content_type);
+      return response;
     }
   }
-  response.set_content(std::move(body), kJsonUtf8);
+  response.SetContent(std::move(body), content_type);
+  return response;
 }
 
-// The peer in gRPC's form ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"), so that
-// per-client limits count an address once over both ports.
-std::string PeerOf(const httplib::Request& request) {
-  if (request.remote_addr.find(':') != std::string::npos) {
-    return absl::StrCat("ipv6:[", request.remote_addr,
-                        "]:", request.remote_port);
-  }
-  return absl::StrCat("ipv4:", request.remote_addr, ":", request.remote_port);
-}
+// A streamed completion as server-sent events: the engine's events, pulled
+// by the listener as the client takes them (server/http/http_listener.h).
+// Pull and Abandon run on the connection's strand; the engine's on_ready
+// only wakes it.
+class CompletionEvents : public BodySource {
+ public:
+  CompletionEvents(std::shared_ptr<RequestStream> events,
+                   ClientLimiter::StreamPermit permit,
+                   CompletionBuilder builder, Metrics* metrics)
+      : events_(std::move(events)),
+        permit_(std::move(permit)),
+        builder_(std::move(builder)),
+        metrics_(metrics) {}
 
-// One streamed completion, shared by httplib's content provider (which may
-// be copied) and its releaser.
-struct Stream {
-  std::shared_ptr<RequestStream> events;
-  ClientLimiter::StreamPermit permit;  // Until the response is done.
-  CompletionBuilder builder;
-  Metrics* metrics = nullptr;  // May be null.
-  bool done = false;           // The request's end is recorded.
-
-  // The client is gone: cancel (the engine frees the slot at its next
-  // step) and count the request as cancelled, as gRPC's reactor does.
-  void Abandon() {
-    if (done) return;
-    done = true;
-    events->Cancel();
-    if (metrics != nullptr)
-      metrics->RecordRequest(absl::StatusCode::kCancelled);
+  void Start(std::function<void()> wake) override {
+    events_->set_on_ready(wake);
+    wake();  // Events made before on_ready was set are not announced.
   }
+
+  Next Pull(std::string* piece) override {
+    if (done_) return Next::kEnd;
+    while (piece->size() < kMaxPieceBytes) {
+      std::optional<StreamEvent> event = events_->Poll();
+      if (!event) break;
+      if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+        absl::StrAppend(piece, builder_.Event(*token));
+        continue;
+      }
+      const FinishEvent& finish = std::get<FinishEvent>(*event);
+      bool last = false;
+      if (finish.status.ok()) {
+        absl::StrAppend(piece, builder_.FinishEvents(finish));
+        last = builder_.done();
+      } else {
+        // The status line went out with the first event: an error after it
+        // is an event of its own, as vLLM and OpenAI send it. It ends every
+        // choice.
+        events_->Cancel();
+        absl::StrAppend(piece, "data: ", ErrorJson(finish.status),
+                        "\n\ndata: [DONE]\n\n");
+        last = true;
+      }
+      Finish(finish, last);
+      if (last) break;
+    }
+    return piece->empty() ? (done_ ? Next::kEnd : Next::kWait) : Next::kPiece;
+  }
+
+  // The client is gone: cancel (the engine frees the slot at its next step)
+  // and count the request as cancelled, as gRPC's reactor does.
+  void Abandon() override {
+    if (done_) return;
+    done_ = true;
+    events_->Cancel();
+    if (metrics_ != nullptr) {
+      metrics_->RecordRequest(absl::StatusCode::kCancelled);
+    }
+  }
+
+ private:
   // One choice ended (`last`: the request too).
   void Finish(const FinishEvent& finish, bool last) {
-    done = last;
-    if (metrics == nullptr) return;
-    if (finish.status.ok()) metrics->RecordFinish(finish);
-    if (last) metrics->RecordRequest(finish.status.code());
+    done_ = last;
+    if (metrics_ == nullptr) return;
+    if (finish.status.ok()) metrics_->RecordFinish(finish);
+    if (last) metrics_->RecordRequest(finish.status.code());
   }
+
+  const std::shared_ptr<RequestStream> events_;
+  ClientLimiter::StreamPermit permit_;  // Until the response is done.
+  CompletionBuilder builder_;
+  Metrics* const metrics_;  // May be null.
+  bool done_ = false;       // The request's end is recorded.
 };
 
 }  // namespace
@@ -129,352 +171,245 @@ HttpServer::HttpServer(const HttpServerOptions& options, TextService& service,
       service_(service),
       front_door_(front_door),
       started_(absl::ToUnixSeconds(absl::Now())),
-      guard_(BrowserGuardOptions{options.host, options.allowed_hosts,
-                                 options.allowed_origins}) {}
+      guard_(BrowserGuardOptions{options.listener.host, options.allowed_hosts,
+                                 options.allowed_origins}),
+      listener_(options.listener) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const HttpServerOptions& options, TextService& service,
     FrontDoor& front_door) {
   std::unique_ptr<HttpServer> server(
       new HttpServer(options, service, front_door));
-  if (options.tls.enabled()) {
-    // The files were checked by CheckTlsFiles (server/front_door/tls.h)
-    // first.
-    auto ssl = std::make_unique<httplib::SSLServer>(
-        options.tls.cert_file.c_str(), options.tls.key_file.c_str(),
-        options.tls.client_ca_file.empty()
-            ? nullptr
-            : options.tls.client_ca_file.c_str());
-    if (!ssl->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "HTTP port: OpenSSL refused --tls_cert=", options.tls.cert_file,
-          " / --tls_key=", options.tls.key_file));
-    }
-    server->http_ = std::move(ssl);
-  } else {
-    server->http_ = std::make_unique<httplib::Server>();
-  }
-  const int threads = std::max(1, options.threads);
-  server->http_->new_task_queue = [threads] {
-    return new httplib::ThreadPool(threads);
-  };
-  server->http_->set_payload_max_length(options.max_body_bytes);
-  // On the listening socket; accepted connections inherit the buffer size.
-  const int send_buffer = options.send_buffer_bytes;
-  server->http_->set_socket_options([send_buffer](int sock) {
-    httplib::default_socket_options(sock);
-    if (send_buffer > 0) {
-      setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &send_buffer,
-                 sizeof(send_buffer));
-    }
-  });
-  const int64_t write_us = absl::ToInt64Microseconds(options.write_timeout);
-  server->http_->set_write_timeout(write_us / 1000000, write_us % 1000000);
-  // Whole seconds only (cpp-httplib 0.11's unit), at least one.
-  server->http_->set_keep_alive_timeout(std::max<time_t>(
-      1, absl::ToInt64Seconds(options.keep_alive_idle_timeout)));
   absl::StatusOr<MetricsAccess> metrics_access =
       MetricsAccess::Create(options.metrics_token, &front_door.auth());
   if (!metrics_access.ok()) return metrics_access.status();
   server->metrics_access_ = *std::move(metrics_access);
   server->AddRoutes();
-
-  if (options.port == 0) {
-    server->port_ = server->http_->bind_to_any_port(options.host);
-  } else if (server->http_->bind_to_port(options.host, options.port)) {
-    server->port_ = options.port;
-  } else {
-    server->port_ = -1;
+  if (absl::Status started = server->listener_.Start(); !started.ok()) {
+    return started;
   }
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "HTTP: cannot listen on ", options.host, ":", options.port));
-  }
-  httplib::Server* http = server->http_.get();
-  server->thread_ = std::thread([http] { http->listen_after_bind(); });
-  // stop() does nothing before the listen loop runs, and Stop relies on it.
-  while (!http->is_running()) std::this_thread::yield();
   return server;
 }
 
-HttpServer::~HttpServer() { Stop(); }
-
-void HttpServer::Stop() {
-  if (http_ != nullptr) http_->stop();
-  if (thread_.joinable()) thread_.join();
-}
-
-bool HttpServer::Guard(const httplib::Request& request,
-                       httplib::Response& response) const {
+std::optional<HttpResponse> HttpServer::Refusal(
+    const HttpRequest& request) const {
   std::optional<HttpRefusal> refusal =
-      guard_.CheckHost(request.get_header_value("Host"), request.local_addr);
+      guard_.CheckHost(request.Header("Host"), request.local_address);
   if (!refusal) {
     refusal = guard_.CheckContentType(request.method,
-                                      request.get_header_value("Content-Type"));
+                                      request.Header("Content-Type"));
   }
-  if (refusal) {
-    response.status = refusal->status;
-    response.set_content(
-        ErrorJson(refusal->status, refusal->message, refusal->code), kJson);
-    return false;
-  }
-  const std::string origin = request.get_header_value("Origin");
+  if (refusal) return RefusalResponse(*refusal);
+  return std::nullopt;
+}
+
+void HttpServer::AddCors(const HttpRequest& request,
+                         HttpResponse& response) const {
+  const std::string origin = request.Header("Origin");
   if (!origin.empty() && guard_.OriginAllowed(origin)) {
-    response.set_header("Access-Control-Allow-Origin", origin);
-    response.set_header("Vary", "Origin");
+    response.SetHeader("Access-Control-Allow-Origin", origin);
+    response.SetHeader("Vary", "Origin");
   }
-  return true;
 }
 
 void HttpServer::AddRoutes() {
+  using Handler = HttpListener::Handler;
+  using Runs = HttpListener::Runs;
   const std::string model = service_.options().model_name;
   const JsonLimits limits = options_.json_limits;
-  // Every route's handler runs only for requests the BrowserGuard lets in.
-  // (Checked here rather than in a pre-routing handler, which runs before
-  // httplib reads the body: refusing there would leave the body unread on a
-  // keep-alive connection, to be parsed as the next request.)
-  auto guarded = [this](httplib::Server::Handler handler) {
-    return [this, handler = std::move(handler)](const httplib::Request& request,
-                                                httplib::Response& response) {
-      if (Guard(request, response)) handler(request, response);
-    };
+  // Every route's handler runs only for requests the BrowserGuard lets in;
+  // an unknown path is the listener's 404 without it (it shows nothing).
+  auto route = [this](const char* method, const char* path, Handler handler,
+                      Runs runs) {
+    listener_.Route(
+        method, path,
+        [this, handler = std::move(handler)](const HttpRequest& request) {
+          if (std::optional<HttpResponse> refused = Refusal(request)) {
+            return *std::move(refused);
+          }
+          HttpResponse response = handler(request);
+          AddCors(request, response);
+          return response;
+        },
+        runs);
   };
-  auto get = [&](const char* path, httplib::Server::Handler handler) {
-    http_->Get(path, guarded(std::move(handler)));
-  };
-  auto post = [&](const char* path, httplib::Server::Handler handler) {
-    http_->Post(path, guarded(std::move(handler)));
-  };
-  auto options = [&](const char* path, httplib::Server::Handler handler) {
-    http_->Options(path, guarded(std::move(handler)));
-  };
-  auto admit = [this](const httplib::Request& request, Need need,
+  auto admit = [this](const HttpRequest& request, Need need,
                       FrontDoor::CallKind kind, int streams = 1) {
-    return front_door_.Admit(request.get_header_value("Authorization"),
-                             PeerOf(request), need, kind, streams);
+    return front_door_.Admit(request.Header("Authorization"), request.peer,
+                             need, kind, streams);
   };
-
-  http_->set_error_handler([this](const httplib::Request& request,
-                                  httplib::Response& response) {
-    if (!response.body.empty()) return;  // A handler's own error.
-    std::string message;
-    std::string code;
-    switch (response.status) {
-      case 404:
-        message = absl::StrCat("no such endpoint: ", request.method, " ",
-                               request.path);
-        code = "not_found";
-        break;
-      case 413:
-        message =
-            absl::StrCat("the request body is over ", options_.max_body_bytes,
-                         " bytes (--max_receive_message_bytes)");
-        code = "request_too_large";
-        break;
-      default:
-        message = absl::StrCat("HTTP ", response.status);
-        code = "http_error";
-    }
-    response.set_content(ErrorJson(response.status, message, code), kJson);
-  });
 
   // The attention explorer (explorer/explorer_page.h): static, so no token; its
   // API calls send one.
-  get("/", [](const httplib::Request&, httplib::Response& response) {
-    const absl::string_view page = ExplorerPage();
-    response.set_content(page.data(), page.size(), "text/html; charset=utf-8");
-  });
+  route("GET", "/",
+        [](const HttpRequest& request) {
+          return LargeBody(request, std::string(ExplorerPage()),
+                           "text/html; charset=utf-8");
+        },
+        Runs::kInline);
 
   // CORS preflight: answered for --allowed_origins, refused for the rest.
-  options(".*", [this](const httplib::Request& request,
-                       httplib::Response& response) {
-    const std::string origin = request.get_header_value("Origin");
-    if (origin.empty() || !guard_.OriginAllowed(origin)) {
-      const HttpRefusal refusal = BrowserGuard::OriginRefused(origin);
-      response.status = refusal.status;
-      response.set_content(
-          ErrorJson(refusal.status, refusal.message, refusal.code), kJson);
-      return;
-    }
-    response.status = 204;
-    response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    response.set_header("Access-Control-Allow-Headers",
-                        "Authorization, Content-Type");
-    response.set_header("Access-Control-Max-Age", "600");
-  });
+  route("OPTIONS", "*",
+        [this](const HttpRequest& request) {
+          const std::string origin = request.Header("Origin");
+          if (origin.empty() || !guard_.OriginAllowed(origin)) {
+            return RefusalResponse(BrowserGuard::OriginRefused(origin));
+          }
+          HttpResponse response;
+          response.status = 204;
+          response.SetHeader("Access-Control-Allow-Methods",
+                             "GET, POST, OPTIONS");
+          response.SetHeader("Access-Control-Allow-Headers",
+                             "Authorization, Content-Type");
+          response.SetHeader("Access-Control-Max-Age", "600");
+          return response;
+        },
+        Runs::kInline);
 
   if (options_.render_metrics) {
-    get("/metrics", [this](const httplib::Request& request,
-                           httplib::Response& response) {
-      if (!metrics_access_.Allows(request.get_header_value("Authorization"))) {
-        return SendError(response,
-                         absl::UnauthenticatedError(
-                             "GET /metrics needs `Authorization: Bearer "
-                             "<token>`: a token from --auth_tokens_file or "
-                             "--metrics_token_file"));
-      }
-      response.set_content(options_.render_metrics(),
-                           "text/plain; version=0.0.4");
-    });
+    route("GET", "/metrics",
+          MetricsHandler(options_.render_metrics, metrics_access_),
+          Runs::kOnPool);
   }
 
-  get("/health", [this](const httplib::Request&, httplib::Response& response) {
-    const bool serving = !front_door_.draining();
-    response.status = serving ? 200 : 503;
-    response.set_content(
-        serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})",
-        kJson);
-  });
-
-  get("/v1/models", [this, admit](const httplib::Request& request,
-                                  httplib::Response& response) {
-    absl::StatusOr<FrontDoor::Pass> pass =
-        admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
-    if (!pass.ok()) return SendError(response, pass.status());
-    response.set_content(ModelsJson(service_.DescribeServer(), started_),
-                         kJson);
-  });
-
-  post("/tokenize", [this, admit, model, limits](
-                        const httplib::Request& request,
-                        httplib::Response& response) {
-    absl::StatusOr<FrontDoor::Pass> pass =
-        admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
-    if (!pass.ok()) return SendError(response, pass.status());
-    absl::StatusOr<pb::TokenizeRequest> parsed =
-        ParseTokenizeRequest(request.body, model, limits);
-    if (!parsed.ok()) return SendError(response, parsed.status());
-    absl::StatusOr<pb::TokenizeResponse> reply = service_.TokenizeText(*parsed);
-    if (!reply.ok()) return SendError(response, reply.status());
-    response.set_content(
-        TokenizeJson(*reply, service_.engine().config().context_length), kJson);
-    // A reply at the text limit is ~256 Ki small blocks, freed here, in this
-    // thread's malloc arena, which glibc keeps as they are (uncoalesced, not
-    // at the arena's top): ~60 MB kept per call, and per HTTP thread. Give
-    // them back now (a few ms against the call's ~100 ms).
-    reply = absl::StatusOr<pb::TokenizeResponse>();
-    parsed = absl::StatusOr<pb::TokenizeRequest>();
-    malloc_trim(0);
-  });
-
-  post("/v1/attention",
-       [this, admit, model, limits](const httplib::Request& request,
-                                    httplib::Response& response) {
-         absl::StatusOr<FrontDoor::Pass> pass =
-             admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
-         if (!pass.ok()) return SendError(response, pass.status());
-         absl::StatusOr<AttentionRequest> parsed =
-             ParseAttentionRequest(request.body, model, limits);
-         if (!parsed.ok()) return SendError(response, parsed.status());
-         absl::StatusOr<TextService::AttentionReply> reply =
-             service_.RunDebugAttention(parsed->debug_attention,
-                                        [] { return absl::OkStatus(); });
-         if (!reply.ok()) return SendError(response, reply.status());
-         SetLargeJson(request, response,
-                      AttentionJson(reply->responses, service_.DescribeServer(),
-                                    parsed->encoding));
-       });
-
-  post("/v1/completions", [this, admit, model, limits](
-                              const httplib::Request& request,
-                              httplib::Response& response) {
-    Metrics* metrics = service_.metrics();
-    absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
-        request.body, model, service_.engine().config().is_encoder_decoder(),
-        limits);
-    // Who is calling comes before what they ask: a caller without a token
-    // learns nothing from validation. An unparsable request needs no more
-    // than `generate`.
-    const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
-    absl::StatusOr<FrontDoor::Pass> pass =
-        admit(request, tap ? Need::kDebug : Need::kGenerate,
-              FrontDoor::CallKind::kStream,
-              parsed.ok() ? CompletionsOf(parsed->generate) : 1);
-    absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
-    if (!refused.ok()) {
-      if (metrics != nullptr) metrics->RecordRequest(refused.code());
-      return SendError(response, refused);
-    }
-    absl::StatusOr<std::shared_ptr<RequestStream>> events =
-        service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
-                                pass->caller);
-    if (!events.ok()) return SendError(response, events.status());
-    CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
-                              absl::ToUnixSeconds(absl::Now()),
-                              parsed->logprobs, parsed->include_usage,
-                              CompletionsOf(parsed->generate));
-
-    if (!parsed->stream) {
-      // The events, then one response. The engine bounds the wait
-      // (max_tokens, the stream's idle timeout does not apply: we read).
-      for (;;) {
-        std::optional<StreamEvent> event =
-            (*events)->WaitNext(absl::Seconds(1));
-        if (!event) continue;
-        if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-          builder.Add(*token);
-          continue;
-        }
-        const FinishEvent& finish = std::get<FinishEvent>(*event);
-        if (!finish.status.ok()) {
-          // One failed choice fails the request; the others stop too.
-          (*events)->Cancel();
-          if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
-          return SendError(response, finish.status);
-        }
-        if (metrics != nullptr) metrics->RecordFinish(finish);
-        if (!builder.Finish(finish)) continue;
-        if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
-        response.set_content(builder.Response(), kJson);
-        return;
-      }
-    }
-
-    auto stream = std::make_shared<Stream>(Stream{*std::move(events),
-                                                  std::move(pass->stream),
-                                                  std::move(builder), metrics});
-    response.set_header("Cache-Control", "no-cache");
-    // Tells nginx not to buffer the events.
-    response.set_header("X-Accel-Buffering", "no");
-    response.set_chunked_content_provider(
-        "text/event-stream",
-        [stream](size_t /*offset*/, httplib::DataSink& sink) {
-          std::optional<StreamEvent> event;
-          while (!(event = stream->events->WaitNext(kClientCheckInterval))) {
-            if (!sink.is_writable()) {
-              stream->Abandon();
-              return false;
-            }
-          }
-          std::string data;
-          bool last = false;
-          if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-            data = stream->builder.Event(*token);
-          } else {
-            const FinishEvent& finish = std::get<FinishEvent>(*event);
-            if (finish.status.ok()) {
-              data = stream->builder.FinishEvents(finish);
-              last = stream->builder.done();
-            } else {
-              // The status line went out with the first event: an error
-              // after it is an event of its own, as vLLM and OpenAI send
-              // it. It ends every choice.
-              stream->events->Cancel();
-              data = absl::StrCat("data: ", ErrorJson(finish.status),
-                                  "\n\ndata: [DONE]\n\n");
-              last = true;
-            }
-            stream->Finish(finish, last);
-          }
-          if (!sink.write(data.data(), data.size())) {
-            stream->Abandon();
-            return false;
-          }
-          if (last) sink.done();
-          return true;
+  route("GET", "/health",
+        [this](const HttpRequest&) {
+          const bool serving = !front_door_.draining();
+          HttpResponse response;
+          response.status = serving ? 200 : 503;
+          response.SetContent(serving ? R"({"status":"SERVING"})"
+                                      : R"({"status":"NOT_SERVING"})",
+                              kJson);
+          return response;
         },
-        [stream](bool /*success*/) { stream->Abandon(); });
-  });
+        Runs::kInline);
+
+  route("GET", "/v1/models",
+        [this, admit](const HttpRequest& request) {
+          absl::StatusOr<FrontDoor::Pass> pass =
+              admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+          if (!pass.ok()) return ErrorResponse(pass.status());
+          HttpResponse response;
+          response.SetContent(ModelsJson(service_.DescribeServer(), started_),
+                              kJson);
+          return response;
+        },
+        Runs::kOnPool);
+
+  route("POST", "/tokenize",
+        [this, admit, model, limits](const HttpRequest& request) {
+          absl::StatusOr<FrontDoor::Pass> pass =
+              admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+          if (!pass.ok()) return ErrorResponse(pass.status());
+          absl::StatusOr<pb::TokenizeRequest> parsed =
+              ParseTokenizeRequest(request.body, model, limits);
+          if (!parsed.ok()) return ErrorResponse(parsed.status());
+          absl::StatusOr<pb::TokenizeResponse> reply =
+              service_.TokenizeText(*parsed);
+          if (!reply.ok()) return ErrorResponse(reply.status());
+          HttpResponse response;
+          response.SetContent(
+              TokenizeJson(*reply, service_.engine().config().context_length),
+              kJson);
+          // A reply at the text limit is ~256 Ki small blocks, freed here, in
+          // this thread's malloc arena, which glibc keeps as they are
+          // (uncoalesced, not at the arena's top): ~60 MB kept per call, and
+          // per HTTP thread. Give them back now (a few ms against the call's
+          // ~100 ms).
+          reply = absl::StatusOr<pb::TokenizeResponse>();
+          parsed = absl::StatusOr<pb::TokenizeRequest>();
+          malloc_trim(0);
+          return response;
+        },
+        Runs::kOnPool);
+
+  route("POST", "/v1/attention",
+        [this, admit, model, limits](const HttpRequest& request) {
+          absl::StatusOr<FrontDoor::Pass> pass =
+              admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
+          if (!pass.ok()) return ErrorResponse(pass.status());
+          absl::StatusOr<AttentionRequest> parsed =
+              ParseAttentionRequest(request.body, model, limits);
+          if (!parsed.ok()) return ErrorResponse(parsed.status());
+          absl::StatusOr<TextService::AttentionReply> reply =
+              service_.RunDebugAttention(parsed->debug_attention,
+                                         [] { return absl::OkStatus(); });
+          if (!reply.ok()) return ErrorResponse(reply.status());
+          return LargeBody(request,
+                           AttentionJson(reply->responses,
+                                         service_.DescribeServer(),
+                                         parsed->encoding),
+                           "application/json; charset=utf-8");
+        },
+        Runs::kOnPool);
+
+  route("POST", "/v1/completions",
+        [this, admit, model, limits](const HttpRequest& request) {
+          Metrics* metrics = service_.metrics();
+          absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
+              request.body, model,
+              service_.engine().config().is_encoder_decoder(), limits);
+          // Who is calling comes before what they ask: a caller without a
+          // token learns nothing from validation. An unparsable request needs
+          // no more than `generate`.
+          const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
+          absl::StatusOr<FrontDoor::Pass> pass =
+              admit(request, tap ? Need::kDebug : Need::kGenerate,
+                    FrontDoor::CallKind::kStream,
+                    parsed.ok() ? CompletionsOf(parsed->generate) : 1);
+          absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
+          if (!refused.ok()) {
+            if (metrics != nullptr) metrics->RecordRequest(refused.code());
+            return ErrorResponse(refused);
+          }
+          absl::StatusOr<std::shared_ptr<RequestStream>> events =
+              service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
+                                      pass->caller);
+          if (!events.ok()) return ErrorResponse(events.status());
+          CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()),
+                                    model, absl::ToUnixSeconds(absl::Now()),
+                                    parsed->logprobs, parsed->include_usage,
+                                    CompletionsOf(parsed->generate));
+          HttpResponse response;
+          if (parsed->stream) {
+            response.SetHeader("Content-Type", "text/event-stream");
+            response.SetHeader("Cache-Control", "no-cache");
+            // Tells nginx not to buffer the events.
+            response.SetHeader("X-Accel-Buffering", "no");
+            response.stream = std::make_shared<CompletionEvents>(
+                *std::move(events), std::move(pass->stream),
+                std::move(builder), metrics);
+            return response;
+          }
+          // The events, then one response. The engine bounds the wait
+          // (max_tokens; the stream's idle timeout does not apply: we read).
+          for (;;) {
+            std::optional<StreamEvent> event =
+                (*events)->WaitNext(absl::Seconds(1));
+            if (!event) continue;
+            if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+              builder.Add(*token);
+              continue;
+            }
+            const FinishEvent& finish = std::get<FinishEvent>(*event);
+            if (!finish.status.ok()) {
+              // One failed choice fails the request; the others stop too.
+              (*events)->Cancel();
+              if (metrics != nullptr) {
+                metrics->RecordRequest(finish.status.code());
+              }
+              return ErrorResponse(finish.status);
+            }
+            if (metrics != nullptr) metrics->RecordFinish(finish);
+            if (!builder.Finish(finish)) continue;
+            if (metrics != nullptr) {
+              metrics->RecordRequest(finish.status.code());
+            }
+            response.SetContent(builder.Response(), kJson);
+            return response;
+          }
+        },
+        Runs::kOnPool);
 }
 
 }  // namespace textgen

@@ -1,6 +1,7 @@
 // The HTTP API beside gRPC (--http_port): OpenAI-compatible completions and
-// textgen's own small endpoints, served with cpp-httplib on a thread pool of
-// its own, through the same front door (server/front_door/front_door.h) and the
+// textgen's own small endpoints, served by an event-driven HttpListener
+// (server/http/http_listener.h: deadlines, body and connection limits),
+// through the same front door (server/front_door/front_door.h) and the
 // same transport-neutral TextService (server/api/text_service.h) as the gRPC
 // port: the JSON becomes textgen.v1 messages (server/http/openai_request.h),
 // the replies become JSON (server/http/openai_response.h), and errors become
@@ -35,29 +36,32 @@
 // status (see HttpStatusOf); 401 adds `WWW-Authenticate: Bearer`, 429 and 503
 // add `Retry-After: 1`.
 //
-// A streamed completion holds a pool thread, which waits for the engine's
-// events and writes each at once. When a write fails (the client went away)
-// or, between tokens, the socket is no longer writable, the request is
-// cancelled and the engine frees its slot at the next step, as for a
-// cancelled gRPC call. A non-streamed completion is written when it ends; a
-// client that leaves before then is noticed only at that write (its tokens
-// are bounded by max_tokens).
+// A streamed completion is a BodySource on the engine's RequestStream: the
+// engine announces its events, the listener writes them one at a time as the
+// client takes them, and a client that leaves or stops reading for
+// --stream_idle_timeout abandons the stream, which cancels the request (the
+// engine frees its slot at the next step), as for a cancelled gRPC call. A
+// non-streamed completion waits on a handler thread and is written when it
+// ends; a client that leaves before then is noticed only at that write (its
+// tokens are bounded by max_tokens).
 //
-// TLS: with TlsOptions set, httplib's SSLServer (OpenSSL) with the same
-// certificate, key and client CA as gRPC (checked first by CheckTlsFiles,
-// server/front_door/tls.h). Unlike gRPC's credentials it reads the files
-// once, at start: rotating them needs a restart.
+// /health, /metrics, / and OPTIONS run on the network thread (cheap, never
+// blocking), so they answer while every handler thread waits on the engine.
 //
-// Threads: httplib's listener runs on a thread of its own and each request on
-// a pool thread; Start, Stop and the destructor are for the owner's thread.
+// TLS: with TlsOptions set, the same certificate, key and client CA as gRPC
+// (checked first by CheckTlsFiles, server/front_door/tls.h). Unlike gRPC's
+// credentials they are read once, at start: rotating them needs a restart.
+//
+// Threads: Start, BeginDrain, Stop and the destructor are for the owner's
+// thread.
 #ifndef TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
 #define TEXTGEN_SERVER_HTTP_HTTP_SERVER_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -66,48 +70,22 @@
 #include "server/front_door/front_door.h"
 #include "server/front_door/tls.h"
 #include "server/http/browser_guard.h"
+#include "server/http/http_listener.h"
 #include "server/http/json_body.h"
 #include "server/http/metrics_http.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace textgen {
 
 struct HttpServerOptions {
-  std::string host = "127.0.0.1";
-  // 0 picks a free port (see HttpServer::port()).
-  int port = 0;
-  TlsOptions tls;
-  // Requests served at once (each streamed completion holds one).
-  int threads = 16;
-  // Larger request bodies are refused with 413 before they are parsed.
-  size_t max_body_bytes = 4 << 20;
-  // A write that cannot proceed this long (the client reads nothing) fails,
-  // which cancels the request: as the engine's stream_idle_timeout does for
-  // a gRPC stream nobody reads.
-  absl::Duration write_timeout = absl::Seconds(30);
-  // Each connection's kernel send buffer (SO_SNDBUF; 0 leaves the kernel's
-  // autotuning, up to megabytes). Bounded, it plays the part of gRPC's
-  // HTTP/2 flow-control window: a client that reads slowly soon blocks the
-  // writer, the engine's stream buffer fills, and its sequence waits with
-  // its slot kept (engine/request_stream.h) instead of the kernel queueing
-  // megabytes of attention rows for it.
-  int send_buffer_bytes = 64 << 10;
+  // The transport: address, TLS, threads, deadlines, body and connection
+  // limits (server/http/http_listener.h).
+  HttpListenerOptions listener;
   // The shape a JSON body may have (--max_json_depth, --max_json_elements).
   JsonLimits json_limits;
   // Further Host names served, "*" any (--allowed_hosts), and the origins
   // that may call cross-origin (--allowed_origins); see BrowserGuard.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
-  // How long a kept-alive connection may sit idle between requests. Stop()
-  // waits for each connection's thread, and cpp-httplib's thread notices the
-  // stop only when the idle wait ends, so this bounds how long an idle
-  // keep-alive connection delays the drain's exit (its default, 5 s, did).
-  absl::Duration keep_alive_idle_timeout = absl::Seconds(1);
   // Serves GET /metrics (if set) for callers MetricsAccess allows: with this
   // token and, when the front door has tokens, any of them.
   std::function<std::string()> render_metrics;
@@ -126,22 +104,26 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   // Stop().
-  ~HttpServer();
+  ~HttpServer() = default;
 
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
+
+  // The drain begins: idle keep-alive connections are closed at once, and
+  // each response from now on closes its connection.
+  void BeginDrain() { listener_.BeginDrain(); }
 
   // Closes the port and waits for the requests being served (streams end
   // when the engine ends them). Idempotent.
-  void Stop();
+  void Stop() { listener_.Stop(); }
 
  private:
   HttpServer(const HttpServerOptions& options, TextService& service,
              FrontDoor& front_door);
   void AddRoutes();
-  // Applies the BrowserGuard to a request: false if it answered `response`
-  // with a refusal; else sets the CORS headers an allowed Origin gets.
-  bool Guard(const httplib::Request& request,
-             httplib::Response& response) const;
+  // The BrowserGuard's refusal of a request (421, 415), or nothing.
+  std::optional<HttpResponse> Refusal(const HttpRequest& request) const;
+  // The CORS headers an allowed Origin gets.
+  void AddCors(const HttpRequest& request, HttpResponse& response) const;
 
   const HttpServerOptions options_;
   TextService& service_;
@@ -149,9 +131,7 @@ class HttpServer {
   const int64_t started_;  // Unix seconds, for `created` fields.
   const BrowserGuard guard_;
   MetricsAccess metrics_access_;
-  std::unique_ptr<httplib::Server> http_;
-  int port_ = 0;
-  std::thread thread_;
+  HttpListener listener_;
 };
 
 }  // namespace textgen

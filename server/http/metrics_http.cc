@@ -1,17 +1,13 @@
 #include "server/http/metrics_http.h"
 
-#include <httplib.h>
-
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "server/http/errors.h"
 
 namespace textgen {
-
-MetricsHttpServer::MetricsHttpServer()
-    : http_(std::make_unique<httplib::Server>()) {}
 
 absl::StatusOr<MetricsAccess> MetricsAccess::Create(
     const std::string& bearer_token, const Authorizer* authorizer) {
@@ -40,58 +36,48 @@ bool MetricsAccess::Allows(absl::string_view authorization) const {
          token_->Find(token) != nullptr;
 }
 
-absl::Status AddMetricsRoute(httplib::Server& http,
-                             std::function<std::string()> render,
-                             const std::string& bearer_token) {
-  absl::StatusOr<MetricsAccess> access = MetricsAccess::Create(bearer_token);
-  if (!access.ok()) return access.status();
-  http.Get("/metrics",
-           [render = std::move(render), access = *std::move(access)](
-               const httplib::Request& request, httplib::Response& response) {
-             if (!access.Allows(request.get_header_value("Authorization"))) {
-               response.status = 401;
-               response.set_header("WWW-Authenticate", "Bearer");
-               response.set_content(
-                   "metrics need Authorization: Bearer <token>\n",
-                   "text/plain");
-               return;
-             }
-             response.set_content(render(), "text/plain; version=0.0.4");
-           });
-  return absl::OkStatus();
+HttpListener::Handler MetricsHandler(std::function<std::string()> render,
+                                     MetricsAccess access) {
+  return [render = std::move(render),
+          access = std::move(access)](const HttpRequest& request) {
+    HttpResponse response;
+    if (!access.Allows(request.Header("Authorization"))) {
+      response.status = 401;
+      response.SetHeader("WWW-Authenticate", "Bearer");
+      response.SetContent(
+          ErrorJson(401,
+                    "GET /metrics needs `Authorization: Bearer <token>`: a "
+                    "token from --auth_tokens_file or --metrics_token_file",
+                    "unauthenticated"),
+          "application/json");
+      return response;
+    }
+    response.SetContent(render(), "text/plain; version=0.0.4");
+    return response;
+  };
 }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& host, int port, std::function<std::string()> render,
     const std::string& bearer_token) {
-  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
-  if (absl::Status s =
-          AddMetricsRoute(*server->http_, std::move(render), bearer_token);
-      !s.ok()) {
-    return s;
+  absl::StatusOr<MetricsAccess> access = MetricsAccess::Create(bearer_token);
+  if (!access.ok()) return access.status();
+  HttpListenerOptions options;
+  options.name = "metrics";
+  options.host = host;
+  options.port = port;
+  options.handler_threads = 1;
+  options.max_body_bytes = 64 << 10;
+  options.max_connections = 64;
+  options.max_connections_per_peer = 16;
+  auto listener = std::make_unique<HttpListener>(options);
+  listener->Route("GET", "/metrics",
+                  MetricsHandler(std::move(render), *std::move(access)));
+  if (absl::Status started = listener->Start(); !started.ok()) {
+    return started;
   }
-  if (port == 0) {
-    server->port_ = server->http_->bind_to_any_port(host);
-  } else if (server->http_->bind_to_port(host, port)) {
-    server->port_ = port;
-  } else {
-    server->port_ = -1;
-  }
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics: cannot listen on ", host, ":", port));
-  }
-  httplib::Server* http = server->http_.get();
-  server->thread_ = std::thread([http] { http->listen_after_bind(); });
-  // stop() does nothing before the listen loop runs, and the destructor
-  // relies on it.
-  while (!http->is_running()) std::this_thread::yield();
-  return server;
-}
-
-MetricsHttpServer::~MetricsHttpServer() {
-  http_->stop();
-  if (thread_.joinable()) thread_.join();
+  return std::unique_ptr<MetricsHttpServer>(
+      new MetricsHttpServer(std::move(listener)));
 }
 
 }  // namespace textgen

@@ -1,6 +1,7 @@
 // Serves Metrics over HTTP for Prometheus to scrape: GET /metrics on its own
-// port (plain HTTP, as scrapers expect), on a thread of its own, so that a
-// slow scraper never touches the gRPC threads or the engine.
+// port (plain HTTP, as scrapers expect), on an HttpListener of its own
+// (server/http/http_listener.h), so that a slow scraper never touches the
+// gRPC threads or the engine.
 #ifndef TEXTGEN_SERVER_HTTP_METRICS_HTTP_H_
 #define TEXTGEN_SERVER_HTTP_METRICS_HTTP_H_
 
@@ -8,16 +9,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/front_door/auth.h"
-
-namespace httplib {
-class Server;
-}
+#include "server/http/http_listener.h"
 
 namespace textgen {
 
@@ -42,13 +39,11 @@ class MetricsAccess {
   const Authorizer* authorizer_ = nullptr;  // Null or enabled.
 };
 
-// Adds GET /metrics to `http`, answered with `render()`; with a
-// `bearer_token`, only for requests that send `Authorization: Bearer
-// <bearer_token>` (others get 401). Shared by the metrics port and the HTTP
-// API's port (server/http/http_server.h).
-absl::Status AddMetricsRoute(httplib::Server& http,
-                             std::function<std::string()> render,
-                             const std::string& bearer_token);
+// GET /metrics answered with `render()` for the callers `access` allows
+// (others get 401 with `WWW-Authenticate: Bearer`). Shared by the metrics
+// port and the HTTP API's port (server/http/http_server.h).
+HttpListener::Handler MetricsHandler(std::function<std::string()> render,
+                                     MetricsAccess access);
 
 class MetricsHttpServer {
  public:
@@ -62,17 +57,16 @@ class MetricsHttpServer {
 
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
-  // Stops listening and joins the thread.
-  ~MetricsHttpServer();
+  // Stops listening and joins the threads.
+  ~MetricsHttpServer() = default;
 
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
 
  private:
-  MetricsHttpServer();
+  explicit MetricsHttpServer(std::unique_ptr<HttpListener> listener)
+      : listener_(std::move(listener)) {}
 
-  std::unique_ptr<httplib::Server> http_;
-  int port_ = 0;
-  std::thread thread_;
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace textgen
