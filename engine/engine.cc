@@ -271,10 +271,14 @@ void Engine::Run() {
     }
     const absl::Time now = absl::Now();
     if (!Admit(now)) break;
-    Reap(now);
+    // Reaping frees slots that requests Admit left waiting may take: then
+    // admit again before sleeping, or a queued request would wait, with free
+    // slots, for whatever wakes the engine next (nothing, on an idle
+    // server: a request queued behind a cancelled n=8 stream waited forever).
+    const bool freed = Reap(now);
     if (scheduler_.Schedule(absl::Now(), batch_)) {
       Step();
-    } else {
+    } else if (!freed) {
       WaitForWork();
     }
   }
@@ -341,13 +345,15 @@ void Engine::EncodeAdmitted(absl::Time now) {
   admission_.to_encode.clear();
 }
 
-void Engine::Reap(absl::Time now) {
+bool Engine::Reap(absl::Time now) {
   reaped_.clear();
   scheduler_.Reap(now, reaped_);
+  const bool freed = !reaped_.empty();
   for (auto& [seq, status] : reaped_) {
     End(seq, seq->Abort(std::move(status), now));
   }
   reaped_.clear();
+  return freed;
 }
 
 void Engine::Step() {

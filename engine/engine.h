@@ -197,8 +197,9 @@ class Engine {
   // encoder–decoder model's), in one batch, into their slots; ends those it
   // cannot encode.
   void EncodeAdmitted(absl::Time now);
-  // Ends the running sequences the scheduler reaps.
-  void Reap(absl::Time now);
+  // Ends the running sequences the scheduler reaps; true if there were any
+  // (their slots are free for the requests waiting).
+  bool Reap(absl::Time now);
   // Runs batch_ (one Decoder::Forward), hands each sequence its logits, and
   // sends the events; ends the sequences that finished.
   void Step();

@@ -472,6 +472,32 @@ TEST(EngineTest, CancellingARequestEndsAllItsCompletions) {
   }));
 }
 
+// A request that waits for slots gets them when a request holding them all is
+// cancelled while nothing else runs: the engine admits it after reaping the
+// cancelled one instead of sleeping (it once slept, the request queued with
+// every slot free, until something else woke the engine).
+TEST(EngineTest, ARequestQueuedBehindACancelledOneRunsOnAnIdleEngine) {
+  EngineOptions options;
+  options.num_slots = 2;
+  options.stream_buffer_events = 4;
+  std::unique_ptr<Engine> engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  const int vocab = engine->config().vocab_size;
+  // Both slots, held: nobody reads its two completions.
+  GenerationRequest holder_request = Request(Prompt(5, vocab, 1), 100);
+  holder_request.n = 2;
+  std::shared_ptr<RequestStream> holder = MustSubmit(*engine, holder_request);
+  ASSERT_TRUE(Eventually([&] { return holder->buffered() >= 4; }));
+  std::shared_ptr<RequestStream> queued =
+      MustSubmit(*engine, Request(Prompt(5, vocab, 2), 3));
+  ASSERT_TRUE(Eventually([&] { return engine->stats().queue_depth == 1; }));
+  holder->Cancel();
+  const Output out = Collect(*queued);
+  ASSERT_TRUE(out.finish);
+  EXPECT_TRUE(out.finish->status.ok()) << out.finish->status;
+  EXPECT_EQ(out.generated.size(), 3u);
+}
+
 TEST(EngineTest, SameSeedSameTokensDifferentSeedsDiffer) {
   std::unique_ptr<Engine> engine = MakeEngine({});
   ASSERT_NE(engine, nullptr);
