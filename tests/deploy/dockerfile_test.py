@@ -4,7 +4,9 @@
   dockerfile_test.py --repo . --build_dir build --server build/server/textgen_server
       --cli build/client/textgen
 
-- the stages are build first and runtime last (the default target); the build stage is Debian
+- the stages are build first and runtime last (the default target); every RUN that installs
+  packages cleans apt's lists and caches (apt-get clean, /var/lib/apt/lists/*,
+  /var/cache/apt/*.bin) in the same RUN; the build stage is Debian
   bookworm and installs its dependencies with `scripts/setup.sh build` alone (the list the
   README's set-up and scripts/test.sh, i.e. CI, install from), so the image
   cannot drift from what CI tests; it passes TEXTGEN_NATIVE from a build argument whose
@@ -107,6 +109,20 @@ def main() -> int:
     runtime = by_name["runtime-root"] + by_name["runtime"]
     check(all(dict(inst)["FROM"] in ("${DEBIAN_IMAGE}", "scratch") for _, inst in stages[1:]),
           "every other stage starts from that image")
+
+    # --- apt leaves nothing in a layer: each RUN that installs packages (apt-get install,
+    # or setup.sh, which runs it) cleans apt's caches in the same RUN, after the install. ---
+    cleaning = ("apt-get clean", "rm -rf", "/var/lib/apt/lists/*", "/var/cache/apt/*.bin")
+    for name, instructions in stages[1:]:
+        for i, rest in instructions:
+            install = re.search(r"apt-get install|apt install|setup\.sh", rest)
+            if i != "RUN" or not install:
+                continue
+            tail = rest[install.start():]
+            check(all(c in tail for c in cleaning),
+                  f"stage {name}: the RUN that installs packages then runs apt-get clean "
+                  "(/var/cache/apt/archives/*.deb) and removes /var/lib/apt/lists/* and "
+                  f"/var/cache/apt/*.bin: {rest[:70]}...")
 
     # --- Build stage: scripts/setup.sh is the only source of packages. ---
     runs = [rest for i, rest in build if i == "RUN"]
