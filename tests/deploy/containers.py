@@ -8,6 +8,7 @@ these machines runs. ../shared is $TEXTGEN_SHARED_DIR, else beside the repositor
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,7 +89,8 @@ class Podman:
         step, step_start = None, time.monotonic()
         for line in proc.stdout:
             tail = (tail + [line])[-80:]
-            if line.startswith("STEP ") or line.startswith("COMMIT "):
+            # A multi-stage build prefixes its stage: "[5/7] STEP 3/3: RUN ...".
+            if re.match(r"(\[\d+/\d+\] )?(STEP|COMMIT) ", line):
                 now = time.monotonic()
                 if step:
                     steps.append((step, now - step_start))
