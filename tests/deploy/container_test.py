@@ -7,7 +7,9 @@
 images   make-base-image.sh, then the Dockerfile's DEFAULT target (no --target: it must be the
          server) and its nginx stage; reports seconds and sizes; the default image's
          entrypoint is textgen_server, its user numeric non-root, and it carries no compiler,
-         no Python and no npm/node. The other three reuse these images (ctest fixture).
+         no Python and no npm/node; both images are more than one layer, Debian's first (no
+         application file in it), and no layer holds apt's lists or caches (podman save).
+         The other three reuse these images (ctest fixture).
 server   the server image with --network=host on free loopback ports, flags after the image
          name (the baked-in model stays), read-only root, no capabilities: the CLI and the
          Python client stream generations and read health through it; `podman healthcheck
@@ -127,6 +129,34 @@ def test_images(args, podman: Podman) -> None:
                                     f"{out.stdout.split()}")
     out = podman.run("run", "--rm", "--network=none", "--entrypoint", "id", SERVER_IMAGE)
     check(out.stdout.startswith("uid=10001"), f"it runs as {out.stdout.strip()}")
+
+    # Layers: the Debian one (packages, user) first, the application's after it, so that new
+    # code reuses the base layer; apt's lists and caches in none of them (a file deleted by a
+    # later layer would still be shipped in its own).
+    for image, app_file in ((SERVER_IMAGE, "usr/local/bin/textgen_server"),
+                            (NGINX_IMAGE, "etc/textgen-nginx/entrypoint.sh")):
+        print(podman.run("image", "history", image).stdout, end="")
+        layers = podman.layers(image)
+        check(len(layers) == len(podman.inspect("image", image)["RootFS"]["Layers"]) > 1,
+              f"{image} has {len(layers)} layers (MB: "
+              f"{', '.join(f'{size / 1e6:.1f}' for size, _ in layers)})")
+        base_size, base_files = layers[0]
+        app = [i for i, (_, files) in enumerate(layers) if app_file in files]
+        check("usr/bin/dpkg" in base_files and app and app[0] > 0
+              and not any(f.startswith(("usr/local/bin/", "opt/textgen/", "etc/textgen-nginx/"))
+                          for f in base_files),
+              f"its first layer is Debian's ({base_size / 1e6:.0f} MB, no application file); "
+              f"{app_file} is in layer {app[0] + 1 if app else None} of its own")
+        leftovers = [(i + 1, f) for i, (_, files) in enumerate(layers) for f in files
+                     if f.startswith(("var/lib/apt/lists/", "var/cache/apt/"))
+                     and os.path.basename(f) != "lock"
+                     and not os.path.basename(f).startswith(".wh.")]
+        check(not leftovers, f"no layer of {image} holds apt's lists or caches (.deb, .bin): "
+                             f"{leftovers[:5]}{' ...' if len(leftovers) > 5 else ''}")
+        out = podman.run("run", "--rm", "--network=none", "--entrypoint", "stat", image,
+                         "-c", "%a", "/")
+        check(int(out.stdout.strip(), 8) & 0o001, f"/ is traversable for the non-root user: "
+                                                  f"mode {out.stdout.strip()}")
 
 
 # --- server -----------------------------------------------------------------------------------

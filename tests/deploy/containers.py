@@ -8,11 +8,14 @@ these machines runs. ../shared is $TEXTGEN_SHARED_DIR, else beside the repositor
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests (tests/deploy/CMakeLists.txt).
 
@@ -86,7 +89,8 @@ class Podman:
         step, step_start = None, time.monotonic()
         for line in proc.stdout:
             tail = (tail + [line])[-80:]
-            if line.startswith("STEP ") or line.startswith("COMMIT "):
+            # A multi-stage build prefixes its stage: "[5/7] STEP 3/3: RUN ...".
+            if re.match(r"(\[\d+/\d+\] )?(STEP|COMMIT) ", line):
                 now = time.monotonic()
                 if step:
                     steps.append((step, now - step_start))
@@ -97,6 +101,30 @@ class Podman:
 
     def inspect(self, what: str, name: str) -> dict:
         return json.loads(self.run(what, "inspect", name, quiet=True).stdout)[0]
+
+    def layers(self, image: str) -> List[Tuple[int, List[str]]]:
+        """The image's layers, bottom first, as podman saves them: (bytes, [the paths of the
+        files in it, directories left out, without the leading ./ or /])."""
+        with tempfile.TemporaryDirectory(prefix="textgen-layers-") as tmp:
+            out = os.path.join(tmp, "image")
+            # Uncompressed: seconds instead of half a minute, and sizes as `history` gives them.
+            self.run("save", "--uncompressed", "--format", "oci-dir", "-o", out, image,
+                     timeout=600, quiet=True)
+
+            def blob(digest):
+                return os.path.join(out, "blobs", *digest.split(":", 1))
+
+            with open(os.path.join(out, "index.json")) as f:
+                manifest_digest = json.load(f)["manifests"][0]["digest"]
+            with open(blob(manifest_digest)) as f:
+                manifest = json.load(f)
+            layers = []
+            for layer in manifest["layers"]:
+                with tarfile.open(blob(layer["digest"])) as tar:
+                    files = [m.name[2:] if m.name.startswith("./") else m.name.lstrip("/")
+                             for m in tar if not m.isdir()]
+                layers.append((layer["size"], files))
+            return layers
 
     def image_exists(self, image: str) -> bool:
         return self.run("image", "exists", image, check=False, quiet=True).returncode == 0

@@ -4,7 +4,11 @@
   dockerfile_test.py --repo . --build_dir build --server build/server/textgen_server
       --cli build/client/textgen
 
-- the stages are build first and runtime last (the default target); the build stage is Debian
+- the stages are build first and runtime last (the default target); runtime and nginx are a
+  Debian layer (FINAL-root copied onto scratch as FINAL-base) with the application added in
+  layers of its own, not one squashed layer; every RUN that installs packages cleans apt's
+  lists and caches (apt-get clean, /var/lib/apt/lists/*, /var/cache/apt/*.bin) in the same
+  RUN; the build stage is Debian
   bookworm and installs its dependencies with `scripts/setup.sh build` alone (the list the
   README's set-up and scripts/test.sh, i.e. CI, install from), so the image
   cannot drift from what CI tests; it passes TEXTGEN_NATIVE from a build argument whose
@@ -100,13 +104,43 @@ def main() -> int:
     by_name = dict(stages)
     build = by_name["build"]
     for final in ("runtime", "nginx"):
-        # Assembled on the Debian base in FINAL-root, copied whole onto scratch (so that / is
-        # traversable whatever the base's root mode).
-        check(by_name[final][:2] == [("FROM", "scratch"), ("COPY", f"--from={final}-root / /")],
-              f"stage {final} is {final}-root copied onto scratch")
-    runtime = by_name["runtime-root"] + by_name["runtime"]
-    check(all(dict(inst)["FROM"] in ("${DEBIAN_IMAGE}", "scratch") for _, inst in stages[1:]),
-          "every other stage starts from that image")
+        # The Debian layer: packages installed on the Debian base in FINAL-root, copied whole
+        # onto scratch in FINAL-base (so that / is traversable whatever the base's root mode).
+        # FINAL adds the application on top in layers of its own, so that new code reuses the
+        # base layer: not one squashed layer.
+        root, base_stage = by_name[f"{final}-root"], by_name[f"{final}-base"]
+        check(base_stage[:2] == [("FROM", "scratch"), ("COPY", f"--from={final}-root / /")]
+              and not any(i in ("COPY", "ADD", "RUN") for i, _ in base_stage[2:]),
+              f"stage {final}-base is {final}-root copied onto scratch, nothing else")
+        app_copies = [rest for i, rest in by_name[final] if i in ("COPY", "ADD")]
+        check(by_name[final][0] == ("FROM", f"{final}-base") and app_copies
+              and not any(rest.endswith(" / /") for rest in app_copies),
+              f"stage {final} adds the application to {final}-base in layers of its own: "
+              f"{app_copies}")
+        root_copies = [rest for i, rest in root if i in ("COPY", "ADD")]
+        check(not any("/out/bin" in c or "models/" in c or "deploy/nginx" in c
+                      for c in root_copies),
+              f"{final}-root (the base layer) holds no application files: {root_copies}")
+    runtime = by_name["runtime-root"] + by_name["runtime-base"] + by_name["runtime"]
+    earlier = {"${DEBIAN_IMAGE}", "scratch"}
+    for name, instructions in stages[1:]:
+        check(dict(instructions)["FROM"] in earlier,
+              f"stage {name} starts from that image, scratch or an earlier stage")
+        earlier.add(name)
+
+    # --- apt leaves nothing in a layer: each RUN that installs packages (apt-get install,
+    # or setup.sh, which runs it) cleans apt's caches in the same RUN, after the install. ---
+    cleaning = ("apt-get clean", "rm -rf", "/var/lib/apt/lists/*", "/var/cache/apt/*.bin")
+    for name, instructions in stages[1:]:
+        for i, rest in instructions:
+            install = re.search(r"apt-get install|apt install|setup\.sh", rest)
+            if i != "RUN" or not install:
+                continue
+            tail = rest[install.start():]
+            check(all(c in tail for c in cleaning),
+                  f"stage {name}: the RUN that installs packages then runs apt-get clean "
+                  "(/var/cache/apt/archives/*.deb) and removes /var/lib/apt/lists/* and "
+                  f"/var/cache/apt/*.bin: {rest[:70]}...")
 
     # --- Build stage: scripts/setup.sh is the only source of packages. ---
     runs = [rest for i, rest in build if i == "RUN"]
@@ -228,7 +262,7 @@ def main() -> int:
     for script in ("deploy/docker/runtime-packages.sh", "deploy/nginx/render.sh",
                    "deploy/nginx/entrypoint.sh", "scripts/setup.sh"):
         check(os.access(os.path.join(args.repo, script), os.X_OK), f"{script} is executable")
-    nginx_stage = by_name["nginx-root"] + by_name["nginx"]
+    nginx_stage = by_name["nginx-root"] + by_name["nginx-base"] + by_name["nginx"]
     nginx_entry = exec_form(next(rest for i, rest in nginx_stage if i == "ENTRYPOINT"))
     check(nginx_entry == ["/etc/textgen-nginx/entrypoint.sh"]
           and any("deploy/nginx/entrypoint.sh" in rest for i, rest in nginx_stage if i == "COPY"),
