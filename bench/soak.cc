@@ -625,6 +625,25 @@ double Gauge(const std::string& page, const std::string& name) {
   return -1;
 }
 
+// The server's Generate calls by final status, gRPC and HTTP alike
+// (textgen_requests_total{code="..."} in a Prometheus text page).
+std::map<std::string, double> RequestsByCode(const std::string& page) {
+  constexpr absl::string_view kPrefix = "textgen_requests_total{code=\"";
+  std::map<std::string, double> counts;
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (!absl::ConsumePrefix(&line, kPrefix)) continue;
+    const size_t quote = line.find('"');
+    const size_t space = line.rfind(' ');
+    double value = 0;
+    if (quote == absl::string_view::npos || space == absl::string_view::npos ||
+        !absl::SimpleAtod(line.substr(space + 1), &value)) {
+      continue;
+    }
+    counts[std::string(line.substr(0, quote))] += value;
+  }
+  return counts;
+}
+
 // The model's id as GET /v1/models gives it (what an OpenAI client sends as
 // `model`); "" if the HTTP API does not answer with one.
 std::string HttpModelName(const std::string& http_target) {
@@ -767,11 +786,13 @@ int RunSoak(const SoakOptions& o) {
     // Every stream has finished (or been cancelled) on the client; the server
     // frees a cancelled request's slot at its next step: allow it a moment.
     double in_use = -1, queue = -1;
+    std::string last_page;
     for (int attempt = 0; attempt < 50; ++attempt) {
       httplib::Client http("http://" + o.metrics_target);
       http.set_connection_timeout(5);
       auto page = http.Get("/metrics");
       if (page && page->status == 200) {
+        last_page = page->body;
         in_use = Gauge(page->body, "textgen_kv_slots_in_use");
         queue = Gauge(page->body, "textgen_queue_depth");
         if (in_use == 0 && queue == 0) break;
@@ -783,6 +804,24 @@ int RunSoak(const SoakOptions& o) {
     if (in_use != 0 || queue != 0) {
       ok = false;
       std::printf("soak: FAIL slots or queue not free at the end\n");
+    }
+    // What the server says it ended its calls with: only what the soak
+    // sends for (an abandoned HTTP stream is CANCELLED there, as a cancelled
+    // gRPC call; an unknown model NOT_FOUND). Anything else is an error on
+    // the server's side, even one no client saw (a stream already closed).
+    std::string codes;
+    std::vector<std::string> bad;
+    for (const auto& [code, n] : RequestsByCode(last_page)) {
+      absl::StrAppend(&codes, " ", code, "=", static_cast<int64_t>(n));
+      if (n > 0 && code != "OK" && code != "CANCELLED" &&
+          code != "INVALID_ARGUMENT" && code != "NOT_FOUND") {
+        bad.push_back(code);
+      }
+    }
+    std::printf("soak: server requests_total by code:%s\n", codes.c_str());
+    for (const std::string& code : bad) {
+      ok = false;
+      std::printf("soak: FAIL the server ended calls with %s\n", code.c_str());
     }
   }
   if (o.server_pid > 0) {

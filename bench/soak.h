@@ -29,10 +29,11 @@
 //                       with OpenAI's error JSON
 // Anything else is "unexpected". Every --soak_report_seconds a line gives the
 // counts so far and the server's resident memory. At the end (all streams
-// idle) /metrics must show no slot in use and an empty queue, every kind
-// with a share must have been sent, and resident memory must be within
-// --soak_rss_growth of what it was after the warm-up (the first
-// --soak_warmup_seconds). Exit status 1 if any check fails.
+// idle) /metrics must show no slot in use, an empty queue and no request the
+// server ended with a status other than those above, every kind with a share
+// must have been sent, and resident memory must be within --soak_rss_growth
+// of what it was after the warm-up (the first --soak_warmup_seconds). Exit
+// status 1 if any check fails.
 #ifndef TEXTGEN_BENCH_SOAK_H_
 #define TEXTGEN_BENCH_SOAK_H_
 
