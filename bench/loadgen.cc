@@ -35,8 +35,10 @@
 // --soak_seconds=N switches to the soak mode (bench/soak.h): --streams
 // streams against --target for N seconds with random prompts (up to
 // --prompt_tokens), lengths (up to --max_new_tokens) and sampling settings,
-// a share cancelled and a share invalid; every outcome checked, and at the end
-// the server's slots and queue (--metrics_target) and resident memory
+// a share cancelled and a share invalid; with --http_target, a share
+// (--soak_http_fraction) over the HTTP API instead (plain, streamed, streams
+// abandoned, invalid); every outcome checked, and at the end the server's
+// slots, queue and final statuses (--metrics_target) and resident memory
 // (--server_pid).
 #include <grpcpp/grpcpp.h>
 
@@ -128,6 +130,13 @@ ABSL_FLAG(uint32_t, soak_seed, 1, "Soak: seed of the random requests");
 ABSL_FLAG(std::string, metrics_target, "",
           "Soak: host:port of the server's /metrics, checked at the end for "
           "free slots and an empty queue; empty = not checked");
+ABSL_FLAG(std::string, http_target, "",
+          "Soak: host:port of the server's HTTP API (its --http_port), for "
+          "the HTTP share of the requests; empty = gRPC only");
+ABSL_FLAG(double, soak_http_fraction, 0.25,
+          "Soak, with --http_target: share of requests sent to POST "
+          "/v1/completions instead of gRPC, cancelled and invalid in the same "
+          "shares as gRPC's, the rest half plain, half streamed (SSE)");
 
 namespace textgen {
 namespace {
@@ -414,6 +423,8 @@ int Soak() {
   SoakOptions o;
   o.target = absl::GetFlag(FLAGS_target);
   o.metrics_target = absl::GetFlag(FLAGS_metrics_target);
+  o.http_target = absl::GetFlag(FLAGS_http_target);
+  o.http_fraction = absl::GetFlag(FLAGS_soak_http_fraction);
   o.server_pid = absl::GetFlag(FLAGS_server_pid);
   o.streams = absl::GetFlag(FLAGS_streams);
   o.seconds = absl::GetFlag(FLAGS_soak_seconds);
@@ -428,7 +439,8 @@ int Soak() {
   if (o.target.empty() || o.streams < 1 || o.streams > 1024 ||
       o.max_prompt_tokens < 1 || o.max_new_tokens < 1 ||
       o.cancel_fraction < 0 || o.invalid_fraction < 0 ||
-      o.cancel_fraction + o.invalid_fraction > 1 || o.report_seconds <= 0 ||
+      o.cancel_fraction + o.invalid_fraction > 1 || o.http_fraction < 0 ||
+      o.http_fraction > 1 || o.report_seconds <= 0 ||
       o.warmup_seconds >= o.seconds) {
     std::fprintf(stderr,
                  "loadgen: --soak_seconds needs --target, 1 <= --streams <= "

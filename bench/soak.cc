@@ -15,12 +15,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/resident_memory.h"
+#include "nlohmann/json.hpp"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
@@ -28,8 +31,20 @@ namespace {
 
 namespace pb = ::textgen::v1;
 using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
 
-enum class Kind { kValid, kCancelled, kInvalid };
+// The gRPC kinds keep their names from before the HTTP share (the report's
+// keys, e.g. "valid:OK", stay comparable across runs).
+enum class Kind {
+  kValid,
+  kCancelled,
+  kInvalid,
+  kHttpPlain,
+  kHttpSse,
+  kHttpAbortedSse,
+  kHttpInvalid,
+};
+constexpr int kNumKinds = 7;
 
 const char* KindName(Kind kind) {
   switch (kind) {
@@ -39,24 +54,33 @@ const char* KindName(Kind kind) {
       return "cancelled";
     case Kind::kInvalid:
       return "invalid";
+    case Kind::kHttpPlain:
+      return "http_plain";
+    case Kind::kHttpSse:
+      return "http_sse";
+    case Kind::kHttpAbortedSse:
+      return "http_aborted_sse";
+    case Kind::kHttpInvalid:
+      return "http_invalid";
   }
   return "?";
 }
 
-// Outcome counts, keyed "<kind> <status code name>", plus the unexpected ones'
-// first messages.
+// Outcome counts, keyed "<kind>:<status>" (a gRPC code name; an HTTP status,
+// "aborted" or a transport error), plus the unexpected ones' first messages.
 class Tally {
  public:
-  void Add(Kind kind, grpc::StatusCode code, bool expected,
+  void Add(Kind kind, const std::string& status, bool expected,
            const std::string& detail) {
     std::lock_guard<std::mutex> lock(mu_);
-    ++counts_[absl::StrCat(KindName(kind), ":", CodeName(code))];
+    ++counts_[absl::StrCat(KindName(kind), ":", status)];
+    ++sent_[static_cast<int>(kind)];
     ++total_;
     if (!expected) {
       ++unexpected_;
       if (examples_.size() < 10) {
         examples_.push_back(
-            absl::StrCat(KindName(kind), " -> ", CodeName(code), ": ", detail));
+            absl::StrCat(KindName(kind), " -> ", status, ": ", detail));
       }
     }
   }
@@ -71,6 +95,10 @@ class Tally {
   int64_t unexpected() const {
     std::lock_guard<std::mutex> lock(mu_);
     return unexpected_;
+  }
+  int64_t sent(Kind kind) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_[static_cast<int>(kind)];
   }
   std::vector<std::string> examples() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -102,6 +130,7 @@ class Tally {
  private:
   mutable std::mutex mu_;
   std::map<std::string, int64_t> counts_;
+  std::array<int64_t, kNumKinds> sent_{};
   int64_t total_ = 0;
   int64_t unexpected_ = 0;
   std::vector<std::string> examples_;
@@ -111,6 +140,7 @@ struct ModelLimits {
   int vocab_size = 0;
   int context_length = 0;
   int max_new_tokens_limit = 0;
+  std::string http_model;  // The id GET /v1/models gives (HTTP share only).
 };
 
 // One way to make a request invalid; each must get INVALID_ARGUMENT.
@@ -142,7 +172,207 @@ void MakeInvalid(int which, const ModelLimits& limits, pb::GenerateRequest& r) {
   }
 }
 
-// A stream: one channel (its own connection) sending requests back to back.
+// Text prompts of the HTTP share are slices of this. ASCII, so a character or
+// byte-level vocabulary makes at most about a token of a byte: a slice of n
+// bytes stays within the prompt's n tokens. Every character is in the
+// shipped model's vocabulary (models/shakespeare-char).
+constexpr absl::string_view kPassage =
+    "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
+    "It is the east, and Juliet is the sun.\n"
+    "Arise, fair sun, and kill the envious moon,\n"
+    "Who is already sick and pale with grief,\n"
+    "That thou her maid art far more fair than she:\n";
+
+// `json`'s member `key`, or null if `json` is no object or has none (a
+// const nlohmann::json's operator[] must not be given a missing key).
+const Json* Field(const Json& json, const char* key) {
+  if (!json.is_object()) return nullptr;
+  const auto it = json.find(key);
+  return it == json.end() ? nullptr : &*it;
+}
+
+bool IsFinishReason(const Json* reason) {
+  return reason != nullptr && reason->is_string() &&
+         (*reason == "length" || *reason == "stop");
+}
+
+// "" if `body` is a non-streamed completion of one choice with 1..max_tokens
+// generated tokens; else what is wrong with it.
+std::string CompletionProblem(const std::string& body, int max_tokens) {
+  const Json response = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (response.is_discarded()) return "not JSON";
+  const Json* choices = Field(response, "choices");
+  if (choices == nullptr || !choices->is_array() || choices->size() != 1) {
+    return "not one choice";
+  }
+  const Json* text = Field((*choices)[0], "text");
+  if (text == nullptr || !text->is_string()) {
+    return "choices[0].text is not a string";
+  }
+  if (!IsFinishReason(Field((*choices)[0], "finish_reason"))) {
+    return "choices[0].finish_reason is not length or stop";
+  }
+  const Json* usage = Field(response, "usage");
+  const Json* generated =
+      usage != nullptr ? Field(*usage, "completion_tokens") : nullptr;
+  if (generated == nullptr || !generated->is_number_integer() ||
+      *generated < 1 || *generated > max_tokens) {
+    return absl::StrCat("usage.completion_tokens ",
+                        generated != nullptr ? generated->dump() : "missing",
+                        " for max_tokens ", max_tokens);
+  }
+  return "";
+}
+
+// "" if `body` is OpenAI's error JSON ({"error": {"message": ...}}).
+std::string ErrorBodyProblem(const std::string& body) {
+  const Json response = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const Json* error = Field(response, "error");
+  const Json* message = error != nullptr ? Field(*error, "message") : nullptr;
+  return message != nullptr && message->is_string() ? ""
+                                                    : "not OpenAI's error JSON";
+}
+
+// A streamed completion's server-sent events, checked as their bytes arrive
+// (httplib hands them over in pieces of any size): `data: {chunk}` events
+// separated by blank lines, a token's chunk (finish_reason null) each, one
+// finish chunk, the usage chunk if asked for, then `data: [DONE]`.
+class SseReader {
+ public:
+  void Feed(absl::string_view bytes) {
+    if (head_.size() < 300) {
+      const absl::string_view more = bytes.substr(0, 300 - head_.size());
+      head_.append(more.data(), more.size());
+    }
+    buffer_.append(bytes.data(), bytes.size());
+    size_t end;
+    while ((end = buffer_.find("\n\n")) != std::string::npos) {
+      OnEvent(absl::string_view(buffer_).substr(0, end));
+      buffer_.erase(0, end + 2);
+    }
+  }
+
+  int events() const { return events_; }
+  bool done() const { return done_; }
+  // The stream's first bytes, for a report.
+  const std::string& head() const { return head_; }
+
+  // "" if the events so far are as they should be and, if `complete`, the
+  // stream ended as it should with 1..max_tokens tokens.
+  std::string Problem(bool complete, int max_tokens) const {
+    if (!problem_.empty()) return problem_;
+    if (!complete) return "";
+    if (!done_) return "no data: [DONE]";
+    if (!buffer_.empty()) return "bytes after the last event";
+    if (finishes_ != 1) return absl::StrCat(finishes_, " finish chunks");
+    if (tokens_ < 1 || tokens_ > max_tokens) {
+      return absl::StrCat(tokens_, " token chunks for max_tokens ", max_tokens);
+    }
+    if (usage_tokens_ >= 0 && usage_tokens_ != tokens_) {
+      return absl::StrCat("usage.completion_tokens ", usage_tokens_, " for ",
+                          tokens_, " token chunks");
+    }
+    return "";
+  }
+
+ private:
+  void OnEvent(absl::string_view event) {
+    ++events_;
+    if (!problem_.empty()) return;  // The first problem is the one reported.
+    if (done_) {
+      problem_ = "an event after data: [DONE]";
+      return;
+    }
+    if (!absl::ConsumePrefix(&event, "data: ")) {
+      problem_ = absl::StrCat("not a data event: ", event.substr(0, 200));
+      return;
+    }
+    if (event == "[DONE]") {
+      done_ = true;
+      return;
+    }
+    const Json chunk = Json::parse(event, nullptr, /*allow_exceptions=*/false);
+    if (const Json* error = Field(chunk, "error")) {
+      // An error after the 200 went out comes as an event of its own.
+      problem_ = absl::StrCat("an error event: ", error->dump());
+      return;
+    }
+    const Json* choices = Field(chunk, "choices");
+    if (choices == nullptr || !choices->is_array()) {
+      problem_ = absl::StrCat("not a completion chunk: ", event.substr(0, 200));
+      return;
+    }
+    if (choices->empty()) {  // The usage chunk (stream_options).
+      const Json* usage = Field(chunk, "usage");
+      const Json* generated =
+          usage != nullptr ? Field(*usage, "completion_tokens") : nullptr;
+      if (generated == nullptr || !generated->is_number_integer()) {
+        problem_ = "a chunk without choices or usage";
+        return;
+      }
+      usage_tokens_ = generated->get<int>();
+      return;
+    }
+    const Json* text = Field((*choices)[0], "text");
+    const Json* reason = Field((*choices)[0], "finish_reason");
+    if (text == nullptr || !text->is_string() || reason == nullptr) {
+      problem_ = absl::StrCat("a malformed choice: ", event.substr(0, 200));
+    } else if (reason->is_null()) {
+      ++tokens_;
+    } else if (IsFinishReason(reason)) {
+      ++finishes_;
+    } else {
+      problem_ = absl::StrCat("finish_reason ", reason->dump());
+    }
+  }
+
+  std::string buffer_;  // Bytes of an event not yet complete.
+  std::string head_;
+  std::string problem_;
+  int events_ = 0;
+  int tokens_ = 0;
+  int finishes_ = 0;
+  int usage_tokens_ = -1;  // -1: no usage chunk.
+  bool done_ = false;
+};
+
+// One way to make an HTTP completion request invalid: the body sent and the
+// status it must get.
+struct HttpInvalid {
+  std::string body;
+  int status = 400;
+};
+HttpInvalid MakeHttpInvalid(int which, const ModelLimits& limits, Json body) {
+  switch (which % 7) {
+    case 0: {
+      // Cut short: a prefix of an object is never JSON.
+      const std::string whole = body.dump();
+      return {whole.substr(0, whole.size() / 2), 400};
+    }
+    case 1:
+      body["temperature"] = -1;
+      break;
+    case 2:
+      body["top_p"] = 1.5;
+      break;
+    case 3:
+      body["max_tokens"] = limits.max_new_tokens_limit + 1;
+      break;
+    case 4:
+      body["prompt"] = Json::array({0, limits.vocab_size});
+      break;
+    case 5:
+      body.erase("prompt");
+      break;
+    case 6:
+      body["model"] = "no-such-model";
+      return {body.dump(), 404};
+  }
+  return {body.dump(), 400};
+}
+
+// A stream: one channel (its own connection) sending requests back to back,
+// and with an HTTP target a share of them over HTTP instead.
 class SoakStream {
  public:
   SoakStream(const SoakOptions& options, const ModelLimits& limits, int index,
@@ -156,6 +386,19 @@ class SoakStream {
     args.SetInt("textgen.soak.stream", index);
     stub_ = pb::TextGeneration::NewStub(grpc::CreateCustomChannel(
         options.target, grpc::InsecureChannelCredentials(), args));
+    if (!options.http_target.empty()) {
+      // A connection per request (httplib's default, no keep-alive): the
+      // server closes a connection idle for a second, which a gRPC request in
+      // between can outlast, and a POST sent as it closes would fail in a way
+      // no client retries: an unexpected status that is the soak's own.
+      http_ =
+          std::make_unique<httplib::Client>("http://" + options.http_target);
+      http_->set_connection_timeout(30);
+      http_->set_write_timeout(30);
+      // As the gRPC deadline: a non-streamed completion is written only when
+      // it ends, after any time in the queue.
+      http_->set_read_timeout(300);
+    }
   }
 
   void RunUntil(Clock::time_point end) {
@@ -169,18 +412,37 @@ class SoakStream {
   int Between(int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng_);
   }
-
-  void OneRequest() {
-    const double u = Uniform();
-    const Kind kind = u < options_.invalid_fraction ? Kind::kInvalid
-                      : u < options_.invalid_fraction + options_.cancel_fraction
-                          ? Kind::kCancelled
-                          : Kind::kValid;
-    const int max_prompt = std::max(
+  int MaxPromptTokens() const {
+    return std::max(
         1, std::min(options_.max_prompt_tokens,
                     limits_.context_length - options_.max_new_tokens - 1));
+  }
+
+  void OneRequest() {
+    // Drawn only with an HTTP target, so that a gRPC-only soak sends the
+    // same requests for the same seed as before there was an HTTP share.
+    const bool http = http_ != nullptr && Uniform() < options_.http_fraction;
+    const double u = Uniform();
+    Kind kind;
+    if (u < options_.invalid_fraction) {
+      kind = http ? Kind::kHttpInvalid : Kind::kInvalid;
+    } else if (u < options_.invalid_fraction + options_.cancel_fraction) {
+      kind = http ? Kind::kHttpAbortedSse : Kind::kCancelled;
+    } else if (!http) {
+      kind = Kind::kValid;
+    } else {
+      kind = Uniform() < 0.5 ? Kind::kHttpPlain : Kind::kHttpSse;
+    }
+    if (http) {
+      HttpRequest(kind);
+    } else {
+      GrpcRequest(kind);
+    }
+  }
+
+  void GrpcRequest(Kind kind) {
     pb::GenerateRequest request;
-    const int prompt_tokens = Between(1, max_prompt);
+    const int prompt_tokens = Between(1, MaxPromptTokens());
     for (int i = 0; i < prompt_tokens; ++i) {
       request.mutable_prompt()->mutable_token_ids()->add_ids(
           Between(0, limits_.vocab_size - 1));
@@ -235,9 +497,108 @@ class SoakStream {
       case Kind::kInvalid:
         expected = status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
         break;
+      default:  // HttpRequest's.
+        break;
     }
-    tally_.Add(kind, status.error_code(), expected,
+    tally_.Add(kind, Tally::CodeName(status.error_code()), expected,
                absl::StrCat(status.error_message(), " (", tokens, " tokens)"));
+  }
+
+  // POST /v1/completions as an OpenAI client sends it.
+  void HttpRequest(Kind kind) {
+    const int max_new = Between(1, options_.max_new_tokens);
+    Json body = {{"model", limits_.http_model}, {"max_tokens", max_new}};
+    const int prompt_tokens = Between(1, MaxPromptTokens());
+    if (Uniform() < 0.5) {  // Text, through the server's tokenizer.
+      const int length =
+          std::min(prompt_tokens, static_cast<int>(kPassage.size()));
+      const int start = Between(0, static_cast<int>(kPassage.size()) - length);
+      body["prompt"] = std::string(kPassage.substr(start, length));
+    } else {
+      Json ids = Json::array();
+      for (int i = 0; i < prompt_tokens; ++i) {
+        ids.push_back(Between(0, limits_.vocab_size - 1));
+      }
+      body["prompt"] = std::move(ids);
+    }
+    // Random sampling settings, all valid, as the gRPC share's. OpenAI's
+    // temperature defaults to 1, so greedy (a quarter) is asked for.
+    body["temperature"] = Uniform() < 0.25 ? 0.0 : 0.1 + Uniform();
+    if (Uniform() < 0.5) body["top_k"] = Between(1, 50);
+    if (Uniform() < 0.5) body["top_p"] = 0.5 + 0.5 * Uniform();
+    if (Uniform() < 0.3) body["repetition_penalty"] = 1.0 + 0.5 * Uniform();
+    if (Uniform() < 0.5) body["seed"] = Between(0, 1 << 30);
+    if (Uniform() < 0.2) body["logprobs"] = Between(1, 5);
+    const bool stream = kind == Kind::kHttpSse ||
+                        kind == Kind::kHttpAbortedSse ||
+                        (kind == Kind::kHttpInvalid && Uniform() < 0.5);
+    if (stream) {
+      body["stream"] = true;
+      if (Uniform() < 0.3) body["stream_options"] = {{"include_usage", true}};
+    } else if (Uniform() < 0.1) {
+      // Not when streamed: the echoed prompt's chunks would read as tokens.
+      body["echo"] = true;
+    }
+    int want_status = 200;
+    std::string text;
+    if (kind == Kind::kHttpInvalid) {
+      HttpInvalid invalid =
+          MakeHttpInvalid(Between(0, 6), limits_, std::move(body));
+      text = std::move(invalid.body);
+      want_status = invalid.status;
+    } else {
+      text = body.dump();
+    }
+    const int abort_after = kind == Kind::kHttpAbortedSse ? Between(1, 2) : 0;
+
+    httplib::Request request;
+    request.method = "POST";
+    request.path = "/v1/completions";
+    request.set_header("Content-Type", "application/json");
+    request.body = std::move(text);
+    SseReader sse;
+    const bool read_events = stream && kind != Kind::kHttpInvalid;
+    if (read_events) {
+      request.content_receiver = [&sse, abort_after](
+                                     const char* data, size_t size,
+                                     uint64_t /*offset*/, uint64_t /*total*/) {
+        sse.Feed(absl::string_view(data, size));
+        // false: httplib stops reading and closes the connection, as a
+        // closed browser tab or a killed client does.
+        return abort_after == 0 || sse.done() || sse.events() < abort_after;
+      };
+    }
+    httplib::Response response;
+    httplib::Error error = httplib::Error::Success;
+    const bool completed = http_->send(request, response, error);
+    const bool aborted = kind == Kind::kHttpAbortedSse && !completed &&
+                         error == httplib::Error::Canceled;
+
+    std::string status = aborted     ? "aborted"
+                         : completed ? absl::StrCat(response.status)
+                                     : httplib::to_string(error);
+    std::string problem;
+    if (!completed && !aborted) {
+      problem = "no response";
+    } else if (completed && response.status != want_status) {
+      problem = absl::StrCat("HTTP status ", response.status, ", expected ",
+                             want_status);
+    } else if (kind == Kind::kHttpPlain) {
+      problem = CompletionProblem(response.body, max_new);
+    } else if (kind == Kind::kHttpInvalid) {
+      problem = ErrorBodyProblem(response.body);
+    } else if (completed &&
+               !absl::StartsWith(response.get_header_value("Content-Type"),
+                                 "text/event-stream")) {
+      problem = "not text/event-stream";
+    } else {
+      // Aborted: the events read until then must have been right.
+      problem = sse.Problem(/*complete=*/completed, max_new);
+    }
+    const std::string& shown = read_events ? sse.head() : response.body;
+    tally_.Add(kind, status, problem.empty(),
+               absl::StrCat(problem, " (", max_new,
+                            " max_tokens; body: ", shown.substr(0, 200), ")"));
   }
 
   const SoakOptions& options_;
@@ -245,6 +606,7 @@ class SoakStream {
   std::mt19937_64 rng_;
   Tally& tally_;
   std::unique_ptr<pb::TextGeneration::Stub> stub_;
+  std::unique_ptr<httplib::Client> http_;  // With an HTTP target only.
 };
 
 // VmRSS of `pid` in MiB; 0 if unreadable.
@@ -263,13 +625,59 @@ double Gauge(const std::string& page, const std::string& name) {
   return -1;
 }
 
+// The server's Generate calls by final status, gRPC and HTTP alike
+// (textgen_requests_total{code="..."} in a Prometheus text page).
+std::map<std::string, double> RequestsByCode(const std::string& page) {
+  constexpr absl::string_view kPrefix = "textgen_requests_total{code=\"";
+  std::map<std::string, double> counts;
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (!absl::ConsumePrefix(&line, kPrefix)) continue;
+    const size_t quote = line.find('"');
+    const size_t space = line.rfind(' ');
+    double value = 0;
+    if (quote == absl::string_view::npos || space == absl::string_view::npos ||
+        !absl::SimpleAtod(line.substr(space + 1), &value)) {
+      continue;
+    }
+    counts[std::string(line.substr(0, quote))] += value;
+  }
+  return counts;
+}
+
+// The model's id as GET /v1/models gives it (what an OpenAI client sends as
+// `model`); "" if the HTTP API does not answer with one.
+std::string HttpModelName(const std::string& http_target) {
+  httplib::Client http("http://" + http_target);
+  http.set_connection_timeout(5);
+  // The server may still be starting: as the gRPC call waits for ready.
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    auto page = http.Get("/v1/models");
+    if (page && page->status == 200) {
+      const Json models =
+          Json::parse(page->body, nullptr, /*allow_exceptions=*/false);
+      const Json* data = Field(models, "data");
+      const Json* id = data != nullptr && data->is_array() && !data->empty()
+                           ? Field((*data)[0], "id")
+                           : nullptr;
+      return id != nullptr && id->is_string() ? id->get<std::string>() : "";
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return "";
+}
+
 }  // namespace
 
 int RunSoak(const SoakOptions& o) {
+  const double http_fraction = o.http_target.empty() ? 0 : o.http_fraction;
   std::printf(
       "soak: target=%s streams=%d seconds=%.0f cancel=%.2f invalid=%.2f\n",
       o.target.c_str(), o.streams, o.seconds, o.cancel_fraction,
       o.invalid_fraction);
+  if (!o.http_target.empty()) {
+    std::printf("soak: http_target=%s http=%.2f of the requests\n",
+                o.http_target.c_str(), http_fraction);
+  }
   ModelLimits limits;
   {
     auto stub = pb::TextGeneration::NewStub(
@@ -289,6 +697,14 @@ int RunSoak(const SoakOptions& o) {
     limits.max_new_tokens_limit = info.limits().max_new_tokens();
   }
   if (limits.max_new_tokens_limit <= 0) limits.max_new_tokens_limit = 1024;
+  if (!o.http_target.empty()) {
+    limits.http_model = HttpModelName(o.http_target);
+    if (limits.http_model.empty()) {
+      std::fprintf(stderr, "soak: no model from http://%s/v1/models\n",
+                   o.http_target.c_str());
+      return 1;
+    }
+  }
 
   Tally tally;
   std::vector<std::unique_ptr<SoakStream>> streams;
@@ -342,15 +758,41 @@ int RunSoak(const SoakOptions& o) {
       std::printf("soak: FAIL unexpected outcome: %s\n", e.c_str());
     }
   }
+  // A kind that had a share but was never sent is a soak that did not test
+  // it (an HTTP target nobody reached, fractions that left no room). Only
+  // when its share of the requests made was at least 20: then a kind never
+  // drawn by chance is less likely than e^-20.
+  {
+    const double rest = 1 - o.cancel_fraction - o.invalid_fraction;
+    const std::array<std::pair<Kind, double>, kNumKinds> shares = {{
+        {Kind::kValid, (1 - http_fraction) * rest},
+        {Kind::kCancelled, (1 - http_fraction) * o.cancel_fraction},
+        {Kind::kInvalid, (1 - http_fraction) * o.invalid_fraction},
+        {Kind::kHttpPlain, http_fraction * rest / 2},
+        {Kind::kHttpSse, http_fraction * rest / 2},
+        {Kind::kHttpAbortedSse, http_fraction * o.cancel_fraction},
+        {Kind::kHttpInvalid, http_fraction * o.invalid_fraction},
+    }};
+    int64_t total = 0;
+    for (const auto& [kind, share] : shares) total += tally.sent(kind);
+    for (const auto& [kind, share] : shares) {
+      if (share * total >= 20 && tally.sent(kind) == 0) {
+        ok = false;
+        std::printf("soak: FAIL no %s request was sent\n", KindName(kind));
+      }
+    }
+  }
   if (!o.metrics_target.empty()) {
     // Every stream has finished (or been cancelled) on the client; the server
     // frees a cancelled request's slot at its next step: allow it a moment.
     double in_use = -1, queue = -1;
+    std::string last_page;
     for (int attempt = 0; attempt < 50; ++attempt) {
       httplib::Client http("http://" + o.metrics_target);
       http.set_connection_timeout(5);
       auto page = http.Get("/metrics");
       if (page && page->status == 200) {
+        last_page = page->body;
         in_use = Gauge(page->body, "textgen_kv_slots_in_use");
         queue = Gauge(page->body, "textgen_queue_depth");
         if (in_use == 0 && queue == 0) break;
@@ -362,6 +804,24 @@ int RunSoak(const SoakOptions& o) {
     if (in_use != 0 || queue != 0) {
       ok = false;
       std::printf("soak: FAIL slots or queue not free at the end\n");
+    }
+    // What the server says it ended its calls with: only what the soak
+    // sends for (an abandoned HTTP stream is CANCELLED there, as a cancelled
+    // gRPC call; an unknown model NOT_FOUND). Anything else is an error on
+    // the server's side, even one no client saw (a stream already closed).
+    std::string codes;
+    std::vector<std::string> bad;
+    for (const auto& [code, n] : RequestsByCode(last_page)) {
+      absl::StrAppend(&codes, " ", code, "=", static_cast<int64_t>(n));
+      if (n > 0 && code != "OK" && code != "CANCELLED" &&
+          code != "INVALID_ARGUMENT" && code != "NOT_FOUND") {
+        bad.push_back(code);
+      }
+    }
+    std::printf("soak: server requests_total by code:%s\n", codes.c_str());
+    for (const std::string& code : bad) {
+      ok = false;
+      std::printf("soak: FAIL the server ended calls with %s\n", code.c_str());
     }
   }
   if (o.server_pid > 0) {

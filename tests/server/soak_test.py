@@ -3,9 +3,12 @@
 (bench/soak.h) against textgen_server built with AddressSanitizer.
 
 Runs --seconds (180 in CI) of --streams concurrent streams, 20 % of requests cancelled
-mid-stream and 10 % invalid, with random sampling settings, and asserts:
+mid-stream and 10 % invalid, with random sampling settings; --http (25 %) of them go to
+the HTTP API's POST /v1/completions instead of gRPC (plain, server-sent events, and
+streams the client abandons after an event or two in the cancelled share), and asserts:
   - no unexpected status (loadgen checks each outcome against what was sent);
-  - every KV slot free and the queue empty afterwards (from /metrics);
+  - every KV slot free and the queue empty afterwards, and no call the server ended with
+    a status the soak does not send for (from /metrics);
   - the server's resident memory at the end within 10 % of after the warm-up;
   - the server drains and exits 0 on SIGTERM, with no AddressSanitizer, LeakSanitizer
     or UndefinedBehaviorSanitizer report in its log.
@@ -33,6 +36,8 @@ parser.add_argument("--warmup", type=float, default=60)
 parser.add_argument("--streams", type=int, default=16)
 parser.add_argument("--cancel", type=float, default=0.2)
 parser.add_argument("--invalid", type=float, default=0.1)
+parser.add_argument("--http", type=float, default=0.25,
+                    help="share of requests over HTTP; 0 = gRPC only")
 args = parser.parse_args()
 
 
@@ -48,10 +53,15 @@ env = dict(os.environ)
 env["ASAN_OPTIONS"] = "detect_leaks=1:quarantine_size_mb=16:malloc_context_size=8"
 env["UBSAN_OPTIONS"] = "print_stacktrace=1"
 metrics_port = free_port()
+# --http_port takes no 0 (0 is "off"): a free port, as for the metrics.
+http_port = free_port()
+while http_port == metrics_port:
+    http_port = free_port()
 log = tempfile.NamedTemporaryFile("w+", prefix="soak_server_", suffix=".log", delete=False)
 server = subprocess.Popen(
     [args.server, "--model", args.model, "--host", "127.0.0.1", "--port", "0",
-     "--metrics_port", str(metrics_port), "--drain_seconds", "10"],
+     "--metrics_port", str(metrics_port), "--http_port", str(http_port),
+     "--drain_seconds", "10"],
     stdout=log, stderr=subprocess.STDOUT, env=env)
 port = None
 for _ in range(1200):  # Bounded wait for the port (an ASan build starts slowly).
@@ -73,7 +83,8 @@ loadgen = subprocess.run(
      f"--server_pid={server.pid}", f"--streams={args.streams}",
      f"--soak_seconds={args.seconds}", f"--soak_warmup_seconds={args.warmup}",
      "--soak_report_seconds=30", f"--soak_cancel_fraction={args.cancel}",
-     f"--soak_invalid_fraction={args.invalid}", "--prompt_tokens=48",
+     f"--soak_invalid_fraction={args.invalid}", f"--http_target=127.0.0.1:{http_port}",
+     f"--soak_http_fraction={args.http}", "--prompt_tokens=48",
      "--max_new_tokens=48"], env=env)
 server.send_signal(signal.SIGTERM)
 try:
