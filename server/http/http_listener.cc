@@ -705,6 +705,12 @@ void HttpListener::Impl::Stop() {
   io.stop();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
+  // Completions still queued (the aborted accept, timers of closed streams)
+  // hold this Impl: run them, on this thread, so that the cycle Impl -> io
+  // -> handler -> Impl is broken and the listener is freed. Each returns at
+  // once, seeing the stop.
+  io.restart();
+  io.poll();
   pool.reset();
 }
 

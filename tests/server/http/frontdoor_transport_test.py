@@ -284,7 +284,9 @@ class StreamBackpressureTest(unittest.TestCase):
                   f"(--stream_idle_timeout={idle_timeout:g})", flush=True)
             self.assertEqual(status, 200, text)
             self.assertLess(waited, idle_timeout + 10 * ARGS.time_scale)
-            # And the stalled stream was cut, not finished: it never gets its [DONE].
+            # And the stalled stream was cut, not finished: either the listener gave up its
+            # write (no [DONE] ever comes) or the engine's own unread-stream timeout ended
+            # it first (an error event, RESOURCE_EXHAUSTED, then [DONE]).
             s.settimeout(WAIT)
             received = b""
             while True:
@@ -297,7 +299,8 @@ class StreamBackpressureTest(unittest.TestCase):
                 received += chunk
             s.close()
             self.assertIn(b"200 OK", received[:100])
-            self.assertNotIn(b"[DONE]", received)
+            if b"[DONE]" in received:
+                self.assertIn(b"resource_exhausted", received)
         finally:
             server.stop()
 
