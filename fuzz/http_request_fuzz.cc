@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const textgen::BrowserGuard guard(textgen::BrowserGuardOptions{
       "127.0.0.1", {"textgen.internal"}, {"https://app.example"}});
   (void)guard.CheckHost(request->Header("Host"), request->local_address);
-  (void)guard.CheckContentType(request->method, request->Header("Content-Type"));
+  (void)guard.CheckContentType(request->method,
+                               request->Header("Content-Type"));
   const std::string origin = request->Header("Origin");
   if (!origin.empty()) (void)guard.OriginAllowed(origin);
 
@@ -63,12 +64,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                   false, json_limits);
     FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
   } else if (request->path == "/v1/attention") {
-    auto parsed = textgen::ParseAttentionRequest(request->body, kModelName,
-                                                 json_limits);
+    auto parsed =
+        textgen::ParseAttentionRequest(request->body, kModelName, json_limits);
     FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
   } else if (request->path == "/tokenize") {
-    auto parsed = textgen::ParseTokenizeRequest(request->body, kModelName,
-                                                json_limits);
+    auto parsed =
+        textgen::ParseTokenizeRequest(request->body, kModelName, json_limits);
     FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
   }
   return 0;

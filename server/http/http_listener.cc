@@ -1,11 +1,12 @@
 #include "server/http/http_listener.h"
 
+#include <malloc.h>
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <malloc.h>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -126,10 +127,10 @@ class HttpListener::Impl : public std::enable_shared_from_this<Impl> {
   }
   HttpResponse NotFound(const HttpRequest& request) const {
     if (not_found) return not_found(request);
-    return ErrorResponse(404,
-                         absl::StrCat("no such endpoint: ", request.method, " ",
-                                      request.path),
-                         "not_found");
+    return ErrorResponse(
+        404,
+        absl::StrCat("no such endpoint: ", request.method, " ", request.path),
+        "not_found");
   }
 
   // The registry of open connections.
@@ -164,11 +165,11 @@ class HttpListener::Impl : public std::enable_shared_from_this<Impl> {
   net::steady_timer accept_retry_{io};
   std::vector<std::thread> threads_;
   mutable std::mutex mu;
-  std::condition_variable closed_;  // open_ fell.
-  bool draining_ = false;           // Under mu.
-  bool stopping_ = false;           // Under mu.
-  bool stopped_ = false;            // Under mu.
-  int open_ = 0;                    // Under mu.
+  std::condition_variable closed_;       // open_ fell.
+  bool draining_ = false;                // Under mu.
+  bool stopping_ = false;                // Under mu.
+  bool stopped_ = false;                 // Under mu.
+  int open_ = 0;                         // Under mu.
   std::map<std::string, int> per_peer_;  // Under mu.
   std::map<HttpSessionBase*, std::weak_ptr<HttpSessionBase>> sessions_;  // mu.
 
@@ -204,16 +205,16 @@ class Session : public HttpSessionBase,
 
   void Run() {
     net::dispatch(Executor(), [self = this->shared_from_this()] {
-      self->head_deadline_ = Now() + ToChrono(self->owner_->options.head_timeout);
+      self->head_deadline_ =
+          Now() + ToChrono(self->owner_->options.head_timeout);
       if constexpr (kTls) {
         self->phase_ = Phase::kHead;
         self->Lowest().expires_at(self->head_deadline_);
-        self->stream_.async_handshake(
-            net::ssl::stream_base::server,
-            [self](beast::error_code ec) {
-              if (ec) return self->Close();
-              self->ReadHead();
-            });
+        self->stream_.async_handshake(net::ssl::stream_base::server,
+                                      [self](beast::error_code ec) {
+                                        if (ec) return self->Close();
+                                        self->ReadHead();
+                                      });
       } else {
         self->ReadHead();
       }
@@ -277,38 +278,36 @@ class Session : public HttpSessionBase,
     if (parser_->is_done()) return Dispatch();
     phase_ = Phase::kBody;
     Lowest().expires_after(ToChrono(owner_->options.body_timeout));
-    if (absl::EqualsIgnoreCase(
-            std::string(parser_->get()[http::field::expect]), "100-continue")) {
+    if (absl::EqualsIgnoreCase(std::string(parser_->get()[http::field::expect]),
+                               "100-continue")) {
       // curl and others wait (a second) for this before sending a body.
       continue_ = std::make_unique<http::response<http::empty_body>>(
           http::status::continue_, 11);
-      return http::async_write(
-          stream_, *continue_,
-          [self = Self()](beast::error_code ec, size_t) {
-            self->continue_.reset();
-            if (ec || self->phase_ == Phase::kClosed) return self->Close();
-            self->ReadBody();
-          });
+      return http::async_write(stream_, *continue_,
+                               [self = Self()](beast::error_code ec, size_t) {
+                                 self->continue_.reset();
+                                 if (ec || self->phase_ == Phase::kClosed)
+                                   return self->Close();
+                                 self->ReadBody();
+                               });
     }
     ReadBody();
   }
 
   void ReadBody() {
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = Self()](beast::error_code ec, size_t) {
-          if (self->phase_ == Phase::kClosed) return;
-          if (ec) return self->Fail(ec);
-          self->Dispatch();
-        });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code ec, size_t) {
+                       if (self->phase_ == Phase::kClosed) return;
+                       if (ec) return self->Fail(ec);
+                       self->Dispatch();
+                     });
   }
 
   // A read that failed: answered when there is someone to answer (a limit
   // passed, a malformed request), else closed (the peer left; a deadline
   // passed, which Beast's stream has already closed the socket for).
   void Fail(beast::error_code ec) {
-    const int status =
-        ec == beast::error::timeout ? 0 : StatusOfReadError(ec);
+    const int status = ec == beast::error::timeout ? 0 : StatusOfReadError(ec);
     if (status == 0) return Close();
     keep_alive_ = false;
     WriteWhole(ErrorResponse(status, MessageOfReadError(ec, owner_->limits),
@@ -319,8 +318,8 @@ class Session : public HttpSessionBase,
     phase_ = Phase::kHandling;
     Lowest().expires_never();
     keep_alive_ = parser_->keep_alive();
-    auto request = std::make_shared<HttpRequest>(
-        ToHttpRequest(*parser_, peer_, local_));
+    auto request =
+        std::make_shared<HttpRequest>(ToHttpRequest(*parser_, peer_, local_));
     parser_.reset();
     const HttpListener::Impl::RouteEntry* route = owner_->Find(*request);
     if (route == nullptr) return Respond(owner_->NotFound(*request));
@@ -335,9 +334,10 @@ class Session : public HttpSessionBase,
       const bool large = request->body.capacity() >= kTrimAfterBodyBytes;
       request.reset();
       if (large) malloc_trim(0);
-      net::post(self->Executor(), [self, response = std::move(response)]() mutable {
-        self->Respond(std::move(response));
-      });
+      net::post(self->Executor(),
+                [self, response = std::move(response)]() mutable {
+                  self->Respond(std::move(response));
+                });
     });
   }
 
@@ -381,9 +381,8 @@ class Session : public HttpSessionBase,
     CopyHeaders(response, *stream_head_);
     stream_head_->chunked(true);
     stream_head_->keep_alive(false);
-    serializer_ =
-        std::make_unique<http::response_serializer<http::empty_body>>(
-            *stream_head_);
+    serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(
+        *stream_head_);
     phase_ = Phase::kWriting;
     writing_ = true;
     Lowest().expires_after(ToChrono(owner_->options.write_timeout));
@@ -406,18 +405,18 @@ class Session : public HttpSessionBase,
   // A read pending while the stream runs: the client sends nothing more on
   // this connection, so its completion means the client left.
   void WatchPeer() {
-    stream_.async_read_some(
-        buffer_.prepare(512), [self = Self()](beast::error_code ec, size_t) {
-          if (self->phase_ == Phase::kClosed) return;
-          if (ec) return self->Abandon();
-          // Bytes (a pipelined request): not served; the stream goes on and
-          // the connection closes after it.
-        });
+    stream_.async_read_some(buffer_.prepare(512),
+                            [self = Self()](beast::error_code ec, size_t) {
+                              if (self->phase_ == Phase::kClosed) return;
+                              if (ec) return self->Abandon();
+                              // Bytes (a pipelined request): not served; the
+                              // stream goes on and the connection closes after
+                              // it.
+                            });
   }
 
   void Pump() {
-    if (source_ == nullptr || writing_ || ended_ ||
-        phase_ == Phase::kClosed) {
+    if (source_ == nullptr || writing_ || ended_ || phase_ == Phase::kClosed) {
       return;
     }
     std::string piece;
@@ -561,9 +560,9 @@ absl::Status HttpListener::Impl::Start() {
   if (!ec) acceptor_->bind(endpoint, ec);
   if (!ec) acceptor_->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    return absl::UnavailableError(absl::StrCat(options.name, ": cannot listen on ",
-                                               options.host, ":", options.port,
-                                               ": ", ec.message()));
+    return absl::UnavailableError(
+        absl::StrCat(options.name, ": cannot listen on ", options.host, ":",
+                     options.port, ": ", ec.message()));
   }
   port = acceptor_->local_endpoint().port();
   pool.emplace(std::max(1, options.handler_threads), /*nice=*/0);
@@ -575,59 +574,60 @@ absl::Status HttpListener::Impl::Start() {
 }
 
 void HttpListener::Impl::Accept() {
-  acceptor_->async_accept(
-      net::make_strand(io),
-      [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-        if (ec) {
-          if (self->stopping() || ec == net::error::operation_aborted) return;
-          // Out of file descriptors, say: try again in a moment rather than
-          // spin.
-          spdlog::warn("{}: accept failed: {}", self->options.name,
-                       ec.message());
-          self->accept_retry_.expires_after(std::chrono::milliseconds(100));
-          self->accept_retry_.async_wait(
-              [self](beast::error_code) { self->Accept(); });
-          return;
-        }
-        beast::error_code ignored;
-        const std::string address =
-            Unmapped(socket.remote_endpoint(ignored).address()).to_string();
-        std::string refusal;
-        if (!self->Admit(address, &refusal)) {
-          if (!self->ssl) {
-            // The socket is new, its send buffer empty: this fits at once.
-            const std::string body = ErrorJson(503, refusal, "too_many_connections");
-            const std::string reply = absl::StrCat(
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
-                "application/json\r\nRetry-After: 1\r\nConnection: "
-                "close\r\nContent-Length: ",
-                body.size(), "\r\n\r\n", body);
-            socket.non_blocking(true, ignored);
-            socket.write_some(net::buffer(reply), ignored);
-          }
-          socket.shutdown(tcp::socket::shutdown_both, ignored);
-          socket.close(ignored);
-        } else {
-          socket.set_option(tcp::no_delay(true), ignored);
-          if (self->options.send_buffer_bytes > 0) {
-            socket.set_option(net::socket_base::send_buffer_size(
-                                  self->options.send_buffer_bytes),
-                              ignored);
-          }
-          if (self->ssl) {
-            auto session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+  acceptor_->async_accept(net::make_strand(io), [self = shared_from_this()](
+                                                    beast::error_code ec,
+                                                    tcp::socket socket) {
+    if (ec) {
+      if (self->stopping() || ec == net::error::operation_aborted) return;
+      // Out of file descriptors, say: try again in a moment rather than
+      // spin.
+      spdlog::warn("{}: accept failed: {}", self->options.name, ec.message());
+      self->accept_retry_.expires_after(std::chrono::milliseconds(100));
+      self->accept_retry_.async_wait(
+          [self](beast::error_code) { self->Accept(); });
+      return;
+    }
+    beast::error_code ignored;
+    const std::string address =
+        Unmapped(socket.remote_endpoint(ignored).address()).to_string();
+    std::string refusal;
+    if (!self->Admit(address, &refusal)) {
+      if (!self->ssl) {
+        // The socket is new, its send buffer empty: this fits at once.
+        const std::string body =
+            ErrorJson(503, refusal, "too_many_connections");
+        const std::string reply = absl::StrCat(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+            "application/json\r\nRetry-After: 1\r\nConnection: "
+            "close\r\nContent-Length: ",
+            body.size(), "\r\n\r\n", body);
+        socket.non_blocking(true, ignored);
+        socket.write_some(net::buffer(reply), ignored);
+      }
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+    } else {
+      socket.set_option(tcp::no_delay(true), ignored);
+      if (self->options.send_buffer_bytes > 0) {
+        socket.set_option(
+            net::socket_base::send_buffer_size(self->options.send_buffer_bytes),
+            ignored);
+      }
+      if (self->ssl) {
+        auto session =
+            std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
                 self, address, std::move(socket), *self->ssl);
-            self->Register(session);
-            session->Run();
-          } else {
-            auto session = std::make_shared<Session<beast::tcp_stream>>(
-                self, address, std::move(socket));
-            self->Register(session);
-            session->Run();
-          }
-        }
-        self->Accept();
-      });
+        self->Register(session);
+        session->Run();
+      } else {
+        auto session = std::make_shared<Session<beast::tcp_stream>>(
+            self, address, std::move(socket));
+        self->Register(session);
+        session->Run();
+      }
+    }
+    self->Accept();
+  });
 }
 
 bool HttpListener::Impl::Admit(const std::string& address,

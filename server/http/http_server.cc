@@ -43,8 +43,8 @@ HttpResponse ErrorResponse(const absl::Status& status) {
 HttpResponse RefusalResponse(const HttpRefusal& refusal) {
   HttpResponse response;
   response.status = refusal.status;
-  response.SetContent(
-      ErrorJson(refusal.status, refusal.message, refusal.code), kJson);
+  response.SetContent(ErrorJson(refusal.status, refusal.message, refusal.code),
+                      kJson);
   return response;
 }
 
@@ -196,8 +196,8 @@ std::optional<HttpResponse> HttpServer::Refusal(
   std::optional<HttpRefusal> refusal =
       guard_.CheckHost(request.Header("Host"), request.local_address);
   if (!refusal) {
-    refusal = guard_.CheckContentType(request.method,
-                                      request.Header("Content-Type"));
+    refusal =
+        guard_.CheckContentType(request.method, request.Header("Content-Type"));
   }
   if (refusal) return RefusalResponse(*refusal);
   return std::nullopt;
@@ -241,30 +241,32 @@ void HttpServer::AddRoutes() {
 
   // The attention explorer (explorer/explorer_page.h): static, so no token; its
   // API calls send one.
-  route("GET", "/",
-        [](const HttpRequest& request) {
-          return LargeBody(request, std::string(ExplorerPage()),
-                           "text/html; charset=utf-8");
-        },
-        Runs::kInline);
+  route(
+      "GET", "/",
+      [](const HttpRequest& request) {
+        return LargeBody(request, std::string(ExplorerPage()),
+                         "text/html; charset=utf-8");
+      },
+      Runs::kInline);
 
   // CORS preflight: answered for --allowed_origins, refused for the rest.
-  route("OPTIONS", "*",
-        [this](const HttpRequest& request) {
-          const std::string origin = request.Header("Origin");
-          if (origin.empty() || !guard_.OriginAllowed(origin)) {
-            return RefusalResponse(BrowserGuard::OriginRefused(origin));
-          }
-          HttpResponse response;
-          response.status = 204;
-          response.SetHeader("Access-Control-Allow-Methods",
-                             "GET, POST, OPTIONS");
-          response.SetHeader("Access-Control-Allow-Headers",
-                             "Authorization, Content-Type");
-          response.SetHeader("Access-Control-Max-Age", "600");
-          return response;
-        },
-        Runs::kInline);
+  route(
+      "OPTIONS", "*",
+      [this](const HttpRequest& request) {
+        const std::string origin = request.Header("Origin");
+        if (origin.empty() || !guard_.OriginAllowed(origin)) {
+          return RefusalResponse(BrowserGuard::OriginRefused(origin));
+        }
+        HttpResponse response;
+        response.status = 204;
+        response.SetHeader("Access-Control-Allow-Methods",
+                           "GET, POST, OPTIONS");
+        response.SetHeader("Access-Control-Allow-Headers",
+                           "Authorization, Content-Type");
+        response.SetHeader("Access-Control-Max-Age", "600");
+        return response;
+      },
+      Runs::kInline);
 
   if (options_.render_metrics) {
     route("GET", "/metrics",
@@ -272,144 +274,149 @@ void HttpServer::AddRoutes() {
           Runs::kOnPool);
   }
 
-  route("GET", "/health",
-        [this](const HttpRequest&) {
-          const bool serving = !front_door_.draining();
-          HttpResponse response;
-          response.status = serving ? 200 : 503;
-          response.SetContent(serving ? R"({"status":"SERVING"})"
-                                      : R"({"status":"NOT_SERVING"})",
-                              kJson);
+  route(
+      "GET", "/health",
+      [this](const HttpRequest&) {
+        const bool serving = !front_door_.draining();
+        HttpResponse response;
+        response.status = serving ? 200 : 503;
+        response.SetContent(
+            serving ? R"({"status":"SERVING"})" : R"({"status":"NOT_SERVING"})",
+            kJson);
+        return response;
+      },
+      Runs::kInline);
+
+  route(
+      "GET", "/v1/models",
+      [this, admit](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        HttpResponse response;
+        response.SetContent(ModelsJson(service_.DescribeServer(), started_),
+                            kJson);
+        return response;
+      },
+      Runs::kOnPool);
+
+  route(
+      "POST", "/tokenize",
+      [this, admit, model, limits](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        absl::StatusOr<pb::TokenizeRequest> parsed =
+            ParseTokenizeRequest(request.body, model, limits);
+        if (!parsed.ok()) return ErrorResponse(parsed.status());
+        absl::StatusOr<pb::TokenizeResponse> reply =
+            service_.TokenizeText(*parsed);
+        if (!reply.ok()) return ErrorResponse(reply.status());
+        HttpResponse response;
+        response.SetContent(
+            TokenizeJson(*reply, service_.engine().config().context_length),
+            kJson);
+        // A reply at the text limit is ~256 Ki small blocks, freed here, in
+        // this thread's malloc arena, which glibc keeps as they are
+        // (uncoalesced, not at the arena's top): ~60 MB kept per call, and
+        // per HTTP thread. Give them back now (a few ms against the call's
+        // ~100 ms).
+        reply = absl::StatusOr<pb::TokenizeResponse>();
+        parsed = absl::StatusOr<pb::TokenizeRequest>();
+        malloc_trim(0);
+        return response;
+      },
+      Runs::kOnPool);
+
+  route(
+      "POST", "/v1/attention",
+      [this, admit, model, limits](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        absl::StatusOr<AttentionRequest> parsed =
+            ParseAttentionRequest(request.body, model, limits);
+        if (!parsed.ok()) return ErrorResponse(parsed.status());
+        absl::StatusOr<TextService::AttentionReply> reply =
+            service_.RunDebugAttention(parsed->debug_attention,
+                                       [] { return absl::OkStatus(); });
+        if (!reply.ok()) return ErrorResponse(reply.status());
+        return LargeBody(
+            request,
+            AttentionJson(reply->responses, service_.DescribeServer(),
+                          parsed->encoding),
+            "application/json; charset=utf-8");
+      },
+      Runs::kOnPool);
+
+  route(
+      "POST", "/v1/completions",
+      [this, admit, model, limits](const HttpRequest& request) {
+        Metrics* metrics = service_.metrics();
+        absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
+            request.body, model,
+            service_.engine().config().is_encoder_decoder(), limits);
+        // Who is calling comes before what they ask: a caller without a
+        // token learns nothing from validation. An unparsable request needs
+        // no more than `generate`.
+        const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, tap ? Need::kDebug : Need::kGenerate,
+                  FrontDoor::CallKind::kStream,
+                  parsed.ok() ? CompletionsOf(parsed->generate) : 1);
+        absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
+        if (!refused.ok()) {
+          if (metrics != nullptr) metrics->RecordRequest(refused.code());
+          return ErrorResponse(refused);
+        }
+        absl::StatusOr<std::shared_ptr<RequestStream>> events =
+            service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
+                                    pass->caller);
+        if (!events.ok()) return ErrorResponse(events.status());
+        CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
+                                  absl::ToUnixSeconds(absl::Now()),
+                                  parsed->logprobs, parsed->include_usage,
+                                  CompletionsOf(parsed->generate));
+        HttpResponse response;
+        if (parsed->stream) {
+          response.SetHeader("Content-Type", "text/event-stream");
+          response.SetHeader("Cache-Control", "no-cache");
+          // Tells nginx not to buffer the events.
+          response.SetHeader("X-Accel-Buffering", "no");
+          response.stream = std::make_shared<CompletionEvents>(
+              *std::move(events), std::move(pass->stream), std::move(builder),
+              metrics);
           return response;
-        },
-        Runs::kInline);
-
-  route("GET", "/v1/models",
-        [this, admit](const HttpRequest& request) {
-          absl::StatusOr<FrontDoor::Pass> pass =
-              admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
-          if (!pass.ok()) return ErrorResponse(pass.status());
-          HttpResponse response;
-          response.SetContent(ModelsJson(service_.DescribeServer(), started_),
-                              kJson);
-          return response;
-        },
-        Runs::kOnPool);
-
-  route("POST", "/tokenize",
-        [this, admit, model, limits](const HttpRequest& request) {
-          absl::StatusOr<FrontDoor::Pass> pass =
-              admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
-          if (!pass.ok()) return ErrorResponse(pass.status());
-          absl::StatusOr<pb::TokenizeRequest> parsed =
-              ParseTokenizeRequest(request.body, model, limits);
-          if (!parsed.ok()) return ErrorResponse(parsed.status());
-          absl::StatusOr<pb::TokenizeResponse> reply =
-              service_.TokenizeText(*parsed);
-          if (!reply.ok()) return ErrorResponse(reply.status());
-          HttpResponse response;
-          response.SetContent(
-              TokenizeJson(*reply, service_.engine().config().context_length),
-              kJson);
-          // A reply at the text limit is ~256 Ki small blocks, freed here, in
-          // this thread's malloc arena, which glibc keeps as they are
-          // (uncoalesced, not at the arena's top): ~60 MB kept per call, and
-          // per HTTP thread. Give them back now (a few ms against the call's
-          // ~100 ms).
-          reply = absl::StatusOr<pb::TokenizeResponse>();
-          parsed = absl::StatusOr<pb::TokenizeRequest>();
-          malloc_trim(0);
-          return response;
-        },
-        Runs::kOnPool);
-
-  route("POST", "/v1/attention",
-        [this, admit, model, limits](const HttpRequest& request) {
-          absl::StatusOr<FrontDoor::Pass> pass =
-              admit(request, Need::kDebug, FrontDoor::CallKind::kStream);
-          if (!pass.ok()) return ErrorResponse(pass.status());
-          absl::StatusOr<AttentionRequest> parsed =
-              ParseAttentionRequest(request.body, model, limits);
-          if (!parsed.ok()) return ErrorResponse(parsed.status());
-          absl::StatusOr<TextService::AttentionReply> reply =
-              service_.RunDebugAttention(parsed->debug_attention,
-                                         [] { return absl::OkStatus(); });
-          if (!reply.ok()) return ErrorResponse(reply.status());
-          return LargeBody(request,
-                           AttentionJson(reply->responses,
-                                         service_.DescribeServer(),
-                                         parsed->encoding),
-                           "application/json; charset=utf-8");
-        },
-        Runs::kOnPool);
-
-  route("POST", "/v1/completions",
-        [this, admit, model, limits](const HttpRequest& request) {
-          Metrics* metrics = service_.metrics();
-          absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
-              request.body, model,
-              service_.engine().config().is_encoder_decoder(), limits);
-          // Who is calling comes before what they ask: a caller without a
-          // token learns nothing from validation. An unparsable request needs
-          // no more than `generate`.
-          const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
-          absl::StatusOr<FrontDoor::Pass> pass =
-              admit(request, tap ? Need::kDebug : Need::kGenerate,
-                    FrontDoor::CallKind::kStream,
-                    parsed.ok() ? CompletionsOf(parsed->generate) : 1);
-          absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
-          if (!refused.ok()) {
-            if (metrics != nullptr) metrics->RecordRequest(refused.code());
-            return ErrorResponse(refused);
+        }
+        // The events, then one response. The engine bounds the wait
+        // (max_tokens; the stream's idle timeout does not apply: we read).
+        for (;;) {
+          std::optional<StreamEvent> event =
+              (*events)->WaitNext(absl::Seconds(1));
+          if (!event) continue;
+          if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+            builder.Add(*token);
+            continue;
           }
-          absl::StatusOr<std::shared_ptr<RequestStream>> events =
-              service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
-                                      pass->caller);
-          if (!events.ok()) return ErrorResponse(events.status());
-          CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()),
-                                    model, absl::ToUnixSeconds(absl::Now()),
-                                    parsed->logprobs, parsed->include_usage,
-                                    CompletionsOf(parsed->generate));
-          HttpResponse response;
-          if (parsed->stream) {
-            response.SetHeader("Content-Type", "text/event-stream");
-            response.SetHeader("Cache-Control", "no-cache");
-            // Tells nginx not to buffer the events.
-            response.SetHeader("X-Accel-Buffering", "no");
-            response.stream = std::make_shared<CompletionEvents>(
-                *std::move(events), std::move(pass->stream),
-                std::move(builder), metrics);
-            return response;
-          }
-          // The events, then one response. The engine bounds the wait
-          // (max_tokens; the stream's idle timeout does not apply: we read).
-          for (;;) {
-            std::optional<StreamEvent> event =
-                (*events)->WaitNext(absl::Seconds(1));
-            if (!event) continue;
-            if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-              builder.Add(*token);
-              continue;
-            }
-            const FinishEvent& finish = std::get<FinishEvent>(*event);
-            if (!finish.status.ok()) {
-              // One failed choice fails the request; the others stop too.
-              (*events)->Cancel();
-              if (metrics != nullptr) {
-                metrics->RecordRequest(finish.status.code());
-              }
-              return ErrorResponse(finish.status);
-            }
-            if (metrics != nullptr) metrics->RecordFinish(finish);
-            if (!builder.Finish(finish)) continue;
+          const FinishEvent& finish = std::get<FinishEvent>(*event);
+          if (!finish.status.ok()) {
+            // One failed choice fails the request; the others stop too.
+            (*events)->Cancel();
             if (metrics != nullptr) {
               metrics->RecordRequest(finish.status.code());
             }
-            response.SetContent(builder.Response(), kJson);
-            return response;
+            return ErrorResponse(finish.status);
           }
-        },
-        Runs::kOnPool);
+          if (metrics != nullptr) metrics->RecordFinish(finish);
+          if (!builder.Finish(finish)) continue;
+          if (metrics != nullptr) {
+            metrics->RecordRequest(finish.status.code());
+          }
+          response.SetContent(builder.Response(), kJson);
+          return response;
+        }
+      },
+      Runs::kOnPool);
 }
 
 }  // namespace textgen

@@ -27,8 +27,8 @@ HttpRequest ToHttpRequest(RequestParser& parser, std::string peer,
   request.target = std::string(message.target());
   request.path = request.target.substr(0, request.target.find('?'));
   for (const auto& field : message) {
-    request.headers.push_back(
-        HttpHeader{std::string(field.name_string()), std::string(field.value())});
+    request.headers.push_back(HttpHeader{std::string(field.name_string()),
+                                         std::string(field.value())});
   }
   request.body = std::move(message.body());
   request.peer = std::move(peer);
@@ -61,7 +61,8 @@ std::string MessageOfReadError(const boost::system::error_code& error,
   }
   if (error == http::error::header_limit) {
     return absl::StrCat("the request line and headers are over ",
-                        limits.max_head_bytes, " bytes (--http_max_head_bytes)");
+                        limits.max_head_bytes,
+                        " bytes (--http_max_head_bytes)");
   }
   if (error == boost::beast::error::timeout) {
     return "the request did not arrive in time (--http_head_timeout, "

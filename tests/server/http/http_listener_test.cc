@@ -127,9 +127,12 @@ class HttpListenerTest : public ::testing::Test {
   void StartListener(HttpListenerOptions options = {}) {
     options.max_body_bytes = 1024;
     listener_ = std::make_unique<HttpListener>(options);
-    listener_->Route("GET", "/inline", [](const HttpRequest& request) {
-      return Text(absl::StrCat("inline ", request.path));
-    }, HttpListener::Runs::kInline);
+    listener_->Route(
+        "GET", "/inline",
+        [](const HttpRequest& request) {
+          return Text(absl::StrCat("inline ", request.path));
+        },
+        HttpListener::Runs::kInline);
     listener_->Route("POST", "/echo", [](const HttpRequest& request) {
       return Text(absl::StrCat("echo ", request.body));
     });
