@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/resident_memory.h"
+#include "bench/soak_http.h"
 #include "nlohmann/json.hpp"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -32,6 +33,14 @@ namespace {
 namespace pb = ::textgen::v1;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+using soak::CompletionProblem;
+using soak::ErrorBodyProblem;
+using soak::Field;
+using soak::HttpInvalid;
+using soak::HttpModelName;
+using soak::kPassage;
+using soak::MakeHttpInvalid;
+using soak::SseReader;
 
 // The gRPC kinds keep their names from before the HTTP share (the report's
 // keys, e.g. "valid:OK", stay comparable across runs).
@@ -170,205 +179,6 @@ void MakeInvalid(int which, const ModelLimits& limits, pb::GenerateRequest& r) {
       }
       break;
   }
-}
-
-// Text prompts of the HTTP share are slices of this. ASCII, so a character or
-// byte-level vocabulary makes at most about a token of a byte: a slice of n
-// bytes stays within the prompt's n tokens. Every character is in the
-// shipped model's vocabulary (models/shakespeare-char).
-constexpr absl::string_view kPassage =
-    "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
-    "It is the east, and Juliet is the sun.\n"
-    "Arise, fair sun, and kill the envious moon,\n"
-    "Who is already sick and pale with grief,\n"
-    "That thou her maid art far more fair than she:\n";
-
-// `json`'s member `key`, or null if `json` is no object or has none (a
-// const nlohmann::json's operator[] must not be given a missing key).
-const Json* Field(const Json& json, const char* key) {
-  if (!json.is_object()) return nullptr;
-  const auto it = json.find(key);
-  return it == json.end() ? nullptr : &*it;
-}
-
-bool IsFinishReason(const Json* reason) {
-  return reason != nullptr && reason->is_string() &&
-         (*reason == "length" || *reason == "stop");
-}
-
-// "" if `body` is a non-streamed completion of one choice with 1..max_tokens
-// generated tokens; else what is wrong with it.
-std::string CompletionProblem(const std::string& body, int max_tokens) {
-  const Json response = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (response.is_discarded()) return "not JSON";
-  const Json* choices = Field(response, "choices");
-  if (choices == nullptr || !choices->is_array() || choices->size() != 1) {
-    return "not one choice";
-  }
-  const Json* text = Field((*choices)[0], "text");
-  if (text == nullptr || !text->is_string()) {
-    return "choices[0].text is not a string";
-  }
-  if (!IsFinishReason(Field((*choices)[0], "finish_reason"))) {
-    return "choices[0].finish_reason is not length or stop";
-  }
-  const Json* usage = Field(response, "usage");
-  const Json* generated =
-      usage != nullptr ? Field(*usage, "completion_tokens") : nullptr;
-  if (generated == nullptr || !generated->is_number_integer() ||
-      *generated < 1 || *generated > max_tokens) {
-    return absl::StrCat("usage.completion_tokens ",
-                        generated != nullptr ? generated->dump() : "missing",
-                        " for max_tokens ", max_tokens);
-  }
-  return "";
-}
-
-// "" if `body` is OpenAI's error JSON ({"error": {"message": ...}}).
-std::string ErrorBodyProblem(const std::string& body) {
-  const Json response = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  const Json* error = Field(response, "error");
-  const Json* message = error != nullptr ? Field(*error, "message") : nullptr;
-  return message != nullptr && message->is_string() ? ""
-                                                    : "not OpenAI's error JSON";
-}
-
-// A streamed completion's server-sent events, checked as their bytes arrive
-// (httplib hands them over in pieces of any size): `data: {chunk}` events
-// separated by blank lines, a token's chunk (finish_reason null) each, one
-// finish chunk, the usage chunk if asked for, then `data: [DONE]`.
-class SseReader {
- public:
-  void Feed(absl::string_view bytes) {
-    if (head_.size() < 300) {
-      const absl::string_view more = bytes.substr(0, 300 - head_.size());
-      head_.append(more.data(), more.size());
-    }
-    buffer_.append(bytes.data(), bytes.size());
-    size_t end;
-    while ((end = buffer_.find("\n\n")) != std::string::npos) {
-      OnEvent(absl::string_view(buffer_).substr(0, end));
-      buffer_.erase(0, end + 2);
-    }
-  }
-
-  int events() const { return events_; }
-  bool done() const { return done_; }
-  // The stream's first bytes, for a report.
-  const std::string& head() const { return head_; }
-
-  // "" if the events so far are as they should be and, if `complete`, the
-  // stream ended as it should with 1..max_tokens tokens.
-  std::string Problem(bool complete, int max_tokens) const {
-    if (!problem_.empty()) return problem_;
-    if (!complete) return "";
-    if (!done_) return "no data: [DONE]";
-    if (!buffer_.empty()) return "bytes after the last event";
-    if (finishes_ != 1) return absl::StrCat(finishes_, " finish chunks");
-    if (tokens_ < 1 || tokens_ > max_tokens) {
-      return absl::StrCat(tokens_, " token chunks for max_tokens ", max_tokens);
-    }
-    if (usage_tokens_ >= 0 && usage_tokens_ != tokens_) {
-      return absl::StrCat("usage.completion_tokens ", usage_tokens_, " for ",
-                          tokens_, " token chunks");
-    }
-    return "";
-  }
-
- private:
-  void OnEvent(absl::string_view event) {
-    ++events_;
-    if (!problem_.empty()) return;  // The first problem is the one reported.
-    if (done_) {
-      problem_ = "an event after data: [DONE]";
-      return;
-    }
-    if (!absl::ConsumePrefix(&event, "data: ")) {
-      problem_ = absl::StrCat("not a data event: ", event.substr(0, 200));
-      return;
-    }
-    if (event == "[DONE]") {
-      done_ = true;
-      return;
-    }
-    const Json chunk = Json::parse(event, nullptr, /*allow_exceptions=*/false);
-    if (const Json* error = Field(chunk, "error")) {
-      // An error after the 200 went out comes as an event of its own.
-      problem_ = absl::StrCat("an error event: ", error->dump());
-      return;
-    }
-    const Json* choices = Field(chunk, "choices");
-    if (choices == nullptr || !choices->is_array()) {
-      problem_ = absl::StrCat("not a completion chunk: ", event.substr(0, 200));
-      return;
-    }
-    if (choices->empty()) {  // The usage chunk (stream_options).
-      const Json* usage = Field(chunk, "usage");
-      const Json* generated =
-          usage != nullptr ? Field(*usage, "completion_tokens") : nullptr;
-      if (generated == nullptr || !generated->is_number_integer()) {
-        problem_ = "a chunk without choices or usage";
-        return;
-      }
-      usage_tokens_ = generated->get<int>();
-      return;
-    }
-    const Json* text = Field((*choices)[0], "text");
-    const Json* reason = Field((*choices)[0], "finish_reason");
-    if (text == nullptr || !text->is_string() || reason == nullptr) {
-      problem_ = absl::StrCat("a malformed choice: ", event.substr(0, 200));
-    } else if (reason->is_null()) {
-      ++tokens_;
-    } else if (IsFinishReason(reason)) {
-      ++finishes_;
-    } else {
-      problem_ = absl::StrCat("finish_reason ", reason->dump());
-    }
-  }
-
-  std::string buffer_;  // Bytes of an event not yet complete.
-  std::string head_;
-  std::string problem_;
-  int events_ = 0;
-  int tokens_ = 0;
-  int finishes_ = 0;
-  int usage_tokens_ = -1;  // -1: no usage chunk.
-  bool done_ = false;
-};
-
-// One way to make an HTTP completion request invalid: the body sent and the
-// status it must get.
-struct HttpInvalid {
-  std::string body;
-  int status = 400;
-};
-HttpInvalid MakeHttpInvalid(int which, const ModelLimits& limits, Json body) {
-  switch (which % 7) {
-    case 0: {
-      // Cut short: a prefix of an object is never JSON.
-      const std::string whole = body.dump();
-      return {whole.substr(0, whole.size() / 2), 400};
-    }
-    case 1:
-      body["temperature"] = -1;
-      break;
-    case 2:
-      body["top_p"] = 1.5;
-      break;
-    case 3:
-      body["max_tokens"] = limits.max_new_tokens_limit + 1;
-      break;
-    case 4:
-      body["prompt"] = Json::array({0, limits.vocab_size});
-      break;
-    case 5:
-      body.erase("prompt");
-      break;
-    case 6:
-      body["model"] = "no-such-model";
-      return {body.dump(), 404};
-  }
-  return {body.dump(), 400};
 }
 
 // A stream: one channel (its own connection) sending requests back to back,
@@ -543,7 +353,8 @@ class SoakStream {
     std::string text;
     if (kind == Kind::kHttpInvalid) {
       HttpInvalid invalid =
-          MakeHttpInvalid(Between(0, 6), limits_, std::move(body));
+          MakeHttpInvalid(Between(0, 6), limits_.vocab_size,
+                          limits_.max_new_tokens_limit, std::move(body));
       text = std::move(invalid.body);
       want_status = invalid.status;
     } else {
@@ -642,28 +453,6 @@ std::map<std::string, double> RequestsByCode(const std::string& page) {
     counts[std::string(line.substr(0, quote))] += value;
   }
   return counts;
-}
-
-// The model's id as GET /v1/models gives it (what an OpenAI client sends as
-// `model`); "" if the HTTP API does not answer with one.
-std::string HttpModelName(const std::string& http_target) {
-  httplib::Client http("http://" + http_target);
-  http.set_connection_timeout(5);
-  // The server may still be starting: as the gRPC call waits for ready.
-  for (int attempt = 0; attempt < 30; ++attempt) {
-    auto page = http.Get("/v1/models");
-    if (page && page->status == 200) {
-      const Json models =
-          Json::parse(page->body, nullptr, /*allow_exceptions=*/false);
-      const Json* data = Field(models, "data");
-      const Json* id = data != nullptr && data->is_array() && !data->empty()
-                           ? Field((*data)[0], "id")
-                           : nullptr;
-      return id != nullptr && id->is_string() ? id->get<std::string>() : "";
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  return "";
 }
 
 }  // namespace
