@@ -274,6 +274,17 @@ class StreamBackpressureTest(unittest.TestCase):
             body = json.dumps({"prompt": "ROMEO:", "max_tokens": 250, "n": 8, "stream": True,
                                "logprobs": 5, "temperature": 1.0, "seed": 1}).encode()
             s.sendall(completion_head(port, len(body)).encode() + b"\r\n\r\n" + body)
+            # The stalled stream holds all 8 slots before the other request is sent (sent
+            # at once, the other could be admitted first and finish, and the test would
+            # then read the first stream whole).
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                _, metrics = raw_request(port, f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}")
+                if "textgen_kv_slots_in_use 8" in metrics:
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the stalled stream never held the 8 slots")
             start = time.monotonic()
             # Another request needs a slot, and the stalled one holds all 8: it is served
             # once the stalled stream is cut.
@@ -300,7 +311,7 @@ class StreamBackpressureTest(unittest.TestCase):
             s.close()
             self.assertIn(b"200 OK", received[:100])
             if b"[DONE]" in received:
-                self.assertIn(b"resource_exhausted", received)
+                self.assertIn(b"resource_exhausted", received, received[-800:])
         finally:
             server.stop()
 
