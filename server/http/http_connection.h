@@ -3,8 +3,9 @@
 // deadlines, hands each to its route (on the network thread or the handler
 // pool), writes the response whole or piece by piece from a BodySource, and
 // keeps the connection for the next request while the client wants it. All of
-// it on the connection's strand. An internal header: only http_listener.cc
-// includes it.
+// it on the connection's strand. An internal header: only
+// http_connection_plain.cc and http_connection_tls.cc include it, one
+// instantiation each.
 #ifndef TEXTGEN_SERVER_HTTP_HTTP_CONNECTION_H_
 #define TEXTGEN_SERVER_HTTP_HTTP_CONNECTION_H_
 

@@ -13,13 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/errors.h"
-#include "server/http/http_connection.h"
 #include "server/http/http_listener_impl.h"
 #include "spdlog/spdlog.h"
 
 namespace textgen {
 
-using http_listener_internal::HttpConnection;
+using http_listener_internal::ServePlainConnection;
+using http_listener_internal::ServeTlsConnection;
 using http_listener_internal::Unmapped;
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -125,16 +125,9 @@ void HttpListener::Impl::Accept() {
             ignored);
       }
       if (self->ssl) {
-        auto session = std::make_shared<
-            HttpConnection<beast::ssl_stream<beast::tcp_stream>>>(
-            self, address, std::move(socket), *self->ssl);
-        self->Register(session);
-        session->Run();
+        ServeTlsConnection(self, address, std::move(socket), *self->ssl);
       } else {
-        auto session = std::make_shared<HttpConnection<beast::tcp_stream>>(
-            self, address, std::move(socket));
-        self->Register(session);
-        session->Run();
+        ServePlainConnection(self, address, std::move(socket));
       }
     }
     self->Accept();

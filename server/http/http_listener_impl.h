@@ -1,7 +1,8 @@
 // The state an HttpListener's connections share (server/http/http_listener.h):
 // options, routes, the io_context and handler pool, and the registry of open
 // connections with its caps. An internal header: only http_listener.cc and
-// http_connection.h include it; routes see http_message.h alone.
+// the connection files (http_connection*.{h,cc}) include it; routes see
+// http_message.h alone.
 #ifndef TEXTGEN_SERVER_HTTP_HTTP_LISTENER_IMPL_H_
 #define TEXTGEN_SERVER_HTTP_HTTP_LISTENER_IMPL_H_
 
@@ -149,6 +150,21 @@ class HttpListener::Impl : public std::enable_shared_from_this<Impl> {
 
   friend class HttpListener;
 };
+
+namespace http_listener_internal {
+
+// Serve one accepted connection until it closes: registers it with `owner` and
+// starts reading its first request. Each stream type's connection is compiled
+// in a file of its own (http_connection_plain.cc, http_connection_tls.cc):
+// Beast's composed operations make each instantiation the heaviest unit of the
+// build, and apart they compile side by side.
+void ServePlainConnection(const std::shared_ptr<HttpListener::Impl>& owner,
+                          std::string address, tcp::socket socket);
+void ServeTlsConnection(const std::shared_ptr<HttpListener::Impl>& owner,
+                        std::string address, tcp::socket socket,
+                        net::ssl::context& ssl);
+
+}  // namespace http_listener_internal
 
 }  // namespace textgen
 
