@@ -107,6 +107,12 @@ absl::Status ValidateRequest(const GenerationRequest& r,
       return invalid("stop[", i, "] is not valid UTF-8");
     }
   }
+  if (r.stop_token_ids.size() > static_cast<size_t>(kMaxStopTokenIds)) {
+    return invalid("stop_token_ids: at most ", kMaxStopTokenIds, " ids, got ",
+                   r.stop_token_ids.size());
+  }
+  TEXTGEN_RETURN_IF_ERROR(CheckIndices(r.stop_token_ids, limits.vocab_size,
+                                       "stop_token_ids", "vocabulary"));
   if (r.attention_tap) {
     const AttentionTap& tap = *r.attention_tap;
     TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.layers, limits.n_layers,

@@ -29,6 +29,7 @@ namespace textgen {
 inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxStopBytes = 256;  // Per stop string.
+inline constexpr int kMaxStopTokenIds = 64;
 
 // Which attention rows to attach to each generated token. An empty list means
 // every layer (or head).
@@ -59,6 +60,12 @@ struct GenerationRequest {
   // itself is never sent. Needs a tokenizer. At most kMaxStopStrings, each
   // non-empty UTF-8 of at most kMaxStopBytes.
   std::vector<std::string> stop;
+  // Tokens that end the generation as the model's EOS does (FinishReason
+  // kEos), besides the tokenizer's own: a chat's end-of-turn tokens (the
+  // server adds them for a conversation), or any the caller names. The token
+  // is sent, its text is not (a special token has none). At most
+  // kMaxStopTokenIds, each in the vocabulary.
+  std::vector<int> stop_token_ids;
   // Also report the top N alternatives of each generated token
   // (0..kMaxTopLogprobs).
   int top_logprobs = 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "base/utf8.h"
 
 namespace textgen {
@@ -151,9 +152,13 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   // limits, max_new_tokens first because that is what the caller asked for.
   // llama2.c models mark the start of the next story with BOS, so it ends a
   // sequence too (Tokenizer::EndsSequence, as textgen_generate does).
-  e.text = stop_.Push(DecodeNext(id));
+  // An end token adds no text: the tokenizer's are control tokens, and a
+  // request's stop_token_ids are cut like stop strings.
+  const bool end_token =
+      (tokenizer_ != nullptr && tokenizer_->EndsSequence(id)) ||
+      absl::c_linear_search(request_.stop_token_ids, id);
+  e.text = stop_.Push(end_token ? std::string() : DecodeNext(id));
   std::optional<FinishReason> reason;
-  const bool end_token = tokenizer_ != nullptr && tokenizer_->EndsSequence(id);
   if (end_token) {
     reason = FinishReason::kEos;
   } else if (generated_ == request_.max_new_tokens) {

@@ -28,6 +28,7 @@
 #include "base/file_util.h"
 #include "base/resident_memory.h"
 #include "base/status_macros.h"
+#include "model/formats/chat_template_files.h"
 #include "model/formats/load_flags.h"
 #include "model/formats/memory_budget.h"
 #include "model/formats/model_loader.h"
@@ -81,6 +82,11 @@ ABSL_FLAG(int, default_max_new_tokens, 256, "What max_new_tokens = 0 means");
 ABSL_FLAG(int, max_prompt_tokens, 0,
           "Longest prompt in tokens; 0 = the model's context less one");
 ABSL_FLAG(int, prefill_chunk_tokens, 256, "Prompt tokens fed per engine step");
+ABSL_FLAG(std::string, chat_template, "",
+          "The chat template to render conversations with (a Jinja file, or a "
+          "chat_template.json / tokenizer_config.json holding one), instead "
+          "of the model's own (tokenizer_config.json, chat_template.jinja, "
+          "GGUF tokenizer.chat_template). Empty = the model's, if it has one");
 ABSL_FLAG(int, max_attention_tokens, 256,
           "Longest prompt DebugAttention accepts");
 ABSL_FLAG(textgen::DebugAttentionMode, debug_attention,
@@ -300,6 +306,17 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   const DebugAttentionMode debug_attention =
       absl::GetFlag(FLAGS_debug_attention);
   TextgenServerOptions options;
+  absl::StatusOr<ChatTemplateFiles> chat_template = FindChatTemplate(
+      model_path, TokenizerFlag(), absl::GetFlag(FLAGS_chat_template));
+  if (!chat_template.ok()) return chat_template.status();
+  options.chat_template = *std::move(chat_template);
+  if (options.chat_template.empty()) {
+    spdlog::info(
+        "no chat template: conversations are refused "
+        "(--chat_template FILE serves chat)");
+  } else {
+    spdlog::info("chat template from {}", options.chat_template.origin);
+  }
   options.address =
       absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
   options.engine.num_slots = absl::GetFlag(FLAGS_num_slots);

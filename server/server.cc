@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "server/api/chat_prompt.h"
 #include "server/grpc/reflection_v1.h"
 #include "server/grpc/tls_credentials.h"
 #include "spdlog/spdlog.h"
@@ -114,9 +115,22 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
       Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
   if (!engine.ok()) return engine.status();
   server->engine_ = *std::move(engine);
+  std::unique_ptr<ChatPrompter> chat;
+  if (!options.chat_template.empty()) {
+    const Tokenizer* chat_tokenizer = server->engine_->tokenizer();
+    if (chat_tokenizer == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "chat template ", options.chat_template.origin,
+          ": the model has no tokenizer to encode a rendered chat"));
+    }
+    absl::StatusOr<std::unique_ptr<ChatPrompter>> created =
+        ChatPrompter::Create(options.chat_template, *chat_tokenizer);
+    if (!created.ok()) return created.status();
+    chat = *std::move(created);
+  }
   server->text_service_ = std::make_unique<TextService>(
       options.service, server->engine_.get(), std::move(attention_decoder),
-      &server->metrics_);
+      &server->metrics_, std::move(chat));
   server->grpc_service_ = std::make_unique<TextGenerationService>(
       *server->text_service_, server->front_door_.get());
 

@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "engine/engine.h"
 #include "model/decoder.h"
+#include "model/formats/chat_template_files.h"
 #include "model/text/tokenizer.h"
 #include "server/api/metrics.h"
 #include "server/api/text_service.h"
@@ -54,6 +55,9 @@ struct TextgenServerOptions {
   std::string address = "127.0.0.1:50051";
   EngineOptions engine;
   TextServiceOptions service;
+  // The model's chat template (model/formats/chat_template_files.h): empty,
+  // and a Prompt cannot be a conversation. Start fails if it does not parse.
+  ChatTemplateFiles chat_template;
   // Prometheus metrics over HTTP (server/api/metrics.h) on metrics_host:this
   // port; 0 picks a free one (see metrics_port()), -1 serves none.
   int metrics_port = -1;

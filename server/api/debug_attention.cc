@@ -42,9 +42,11 @@ absl::StatusOr<std::vector<int>> Indices(
 
 AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
                                      std::unique_ptr<Decoder> decoder,
-                                     const Tokenizer* tokenizer)
+                                     const Tokenizer* tokenizer,
+                                     const ChatPrompter* chat)
     : options_(options),
       tokenizer_(tokenizer),
+      chat_(chat),
       decoder_(std::move(decoder)),
       cache_(decoder_->config(), 1, options.kv_dtype),
       worker_(/*max_threads=*/1, kWorkerNice) {}
@@ -77,7 +79,7 @@ absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
   TEXTGEN_ASSIGN_OR_RETURN(
       const std::vector<int> ids,
       DecoderPromptIds(request.has_prompt() ? &request.prompt() : nullptr,
-                       tokenizer_, config));
+                       tokenizer_, config, chat_));
   TEXTGEN_RETURN_IF_ERROR(
       CheckIndices(ids, config.vocab_size, "prompt", "vocabulary"));
   const int n = static_cast<int>(ids.size());

@@ -35,6 +35,7 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/text/tokenizer.h"
+#include "server/api/chat_prompt.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -61,9 +62,12 @@ struct DebugAttentionOptions {
 class AttentionDebugger {
  public:
   // `tokenizer` may be null (token-id prompts only) and must outlive this.
+  // `chat` (may be null) renders conversation prompts; it must outlive the
+  // debugger.
   AttentionDebugger(const DebugAttentionOptions& options,
                     std::unique_ptr<Decoder> decoder,
-                    const Tokenizer* tokenizer);
+                    const Tokenizer* tokenizer,
+                    const ChatPrompter* chat = nullptr);
 
   // A place among the max_concurrent calls; it is given back when the last
   // copy of the pointer is destroyed (the reply written, or abandoned).
@@ -108,6 +112,7 @@ class AttentionDebugger {
   std::atomic<int> admitted_{0};
   const DebugAttentionOptions options_;
   const Tokenizer* const tokenizer_;  // May be null.
+  const ChatPrompter* const chat_;    // May be null.
 
   std::mutex mu_;  // One pass at a time.
   const std::unique_ptr<Decoder> decoder_;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "model/kernels/dispatch.h"
+#include "server/api/chat_prompt.h"
 
 namespace textgen {
 namespace {
@@ -32,12 +34,26 @@ namespace {
 // tokenizer's BOS first for text when `with_bos`.
 absl::StatusOr<std::vector<int>> TextOrIds(const pb::Prompt& prompt,
                                            const Tokenizer* tokenizer,
+                                           const ChatPrompter* chat,
                                            const char* field, bool with_bos) {
   std::vector<int> ids;
   switch (prompt.kind_case()) {
     case pb::Prompt::KIND_NOT_SET:
-      return Invalid(absl::StrCat(field, ": set ", field, ".text or ", field,
-                                  ".token_ids"));
+      return Invalid(absl::StrCat(field, ": set ", field, ".text, ", field,
+                                  ".token_ids or ", field, ".conversation"));
+    case pb::Prompt::kConversation:
+      if (!with_bos) {  // The source of an encoder-decoder model.
+        return Invalid(absl::StrCat(
+            field, ".conversation: only a decoder's prompt can be a chat"));
+      }
+      if (chat == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            field,
+            ".conversation: this model has no chat template (none in its "
+            "tokenizer_config.json, chat_template.jinja or GGUF); start the "
+            "server with --chat_template FILE"));
+      }
+      return chat->PromptIds(prompt.conversation());
     case pb::Prompt::kText: {
       if (prompt.text().empty()) {
         return Invalid(absl::StrCat(field, ".text is empty"));
@@ -74,17 +90,20 @@ absl::StatusOr<std::vector<int>> TextOrIds(const pb::Prompt& prompt,
 }  // namespace
 
 absl::StatusOr<std::vector<int>> PromptIds(const pb::Prompt& prompt,
-                                           const Tokenizer* tokenizer) {
-  return TextOrIds(prompt, tokenizer, "prompt", /*with_bos=*/true);
+                                           const Tokenizer* tokenizer,
+                                           const ChatPrompter* chat) {
+  return TextOrIds(prompt, tokenizer, chat, "prompt", /*with_bos=*/true);
 }
 
 absl::StatusOr<std::vector<int>> DecoderPromptIds(const pb::Prompt* prompt,
                                                   const Tokenizer* tokenizer,
-                                                  const ModelConfig& config) {
+                                                  const ModelConfig& config,
+                                                  const ChatPrompter* chat) {
   const bool absent =
       prompt == nullptr || prompt->kind_case() == pb::Prompt::KIND_NOT_SET;
   if (!config.is_encoder_decoder() || !absent) {
-    return PromptIds(prompt != nullptr ? *prompt : pb::Prompt(), tokenizer);
+    return PromptIds(prompt != nullptr ? *prompt : pb::Prompt(), tokenizer,
+                     chat);
   }
   // The target starts from the decoder start token, the tokenizer's BOS.
   if (tokenizer == nullptr || tokenizer->bos_id() < 0) {
@@ -113,18 +132,19 @@ absl::Status CheckSourcePresence(bool has_source, const ModelConfig& config) {
 absl::StatusOr<std::vector<int>> SourceIds(const pb::Prompt& source,
                                            const Tokenizer* tokenizer) {
   // The source is encoded with no special tokens (engine/request.h).
-  return TextOrIds(source, tokenizer, "source", /*with_bos=*/false);
+  return TextOrIds(source, tokenizer, /*chat=*/nullptr, "source",
+                   /*with_bos=*/false);
 }
 
 absl::StatusOr<GenerationRequest> ToEngineRequest(
     const pb::GenerateRequest& request, const Tokenizer* tokenizer,
-    const ModelConfig& config) {
+    const ModelConfig& config, const ChatPrompter* chat) {
   GenerationRequest out;
   TEXTGEN_RETURN_IF_ERROR(CheckSourcePresence(request.has_source(), config));
   TEXTGEN_ASSIGN_OR_RETURN(
       out.prompt,
       DecoderPromptIds(request.has_prompt() ? &request.prompt() : nullptr,
-                       tokenizer, config));
+                       tokenizer, config, chat));
   if (request.has_source()) {
     TEXTGEN_ASSIGN_OR_RETURN(out.source,
                              SourceIds(request.source(), tokenizer));
@@ -139,6 +159,16 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
       sampling.repetition_penalty() == 0 ? 1.0f : sampling.repetition_penalty();
   if (sampling.has_seed()) out.seed = sampling.seed();
   out.stop.assign(request.stop().begin(), request.stop().end());
+  out.stop_token_ids.assign(request.stop_token_ids().begin(),
+                            request.stop_token_ids().end());
+  // A chat's answer ends with the assistant's turn.
+  if (request.prompt().has_conversation()) {
+    for (int id : chat->end_of_turn_ids()) {
+      if (!absl::c_linear_search(out.stop_token_ids, id)) {
+        out.stop_token_ids.push_back(id);
+      }
+    }
+  }
   out.top_logprobs = request.top_logprobs();
   out.echo_prompt = request.echo_prompt();
   out.prompt_logprobs = request.prompt_logprobs();

@@ -23,12 +23,20 @@
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
+class ChatPrompter;  // server/api/chat_prompt.h
+}  // namespace textgen
 
-// The prompt's token ids (the tokenizer's BOS first for text, if it has one),
-// or INVALID_ARGUMENT naming the field. `tokenizer` may be null (then only
-// token-id prompts are accepted). The ids are not checked against the model.
+namespace textgen {
+
+// The prompt's token ids (the tokenizer's BOS first for text, if it has one;
+// a conversation rendered by `chat`, server/api/chat_prompt.h), or
+// INVALID_ARGUMENT naming the field. `tokenizer` may be null (then only
+// token-id prompts are accepted); `chat` null means the model has no chat
+// template (a conversation is then FAILED_PRECONDITION naming
+// --chat_template). The ids are not checked against the model.
 absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
-                                           const Tokenizer* tokenizer);
+                                           const Tokenizer* tokenizer,
+                                           const ChatPrompter* chat = nullptr);
 
 // The decoder's prompt for a model of `config`: PromptIds, except that an
 // encoder–decoder model's prompt may be absent (not set, or no kind set),
@@ -36,7 +44,7 @@ absl::StatusOr<std::vector<int>> PromptIds(const textgen::v1::Prompt& prompt,
 // INVALID_ARGUMENT asking for prompt.token_ids if the tokenizer names none).
 absl::StatusOr<std::vector<int>> DecoderPromptIds(
     const textgen::v1::Prompt* prompt, const Tokenizer* tokenizer,
-    const ModelConfig& config);
+    const ModelConfig& config, const ChatPrompter* chat = nullptr);
 
 // Whether a request's source suits the model: OK when an encoder–decoder
 // model gets one and a decoder-only model does not; FAILED_PRECONDITION
@@ -54,10 +62,11 @@ absl::StatusOr<std::vector<int>> SourceIds(const textgen::v1::Prompt& source,
 // The engine request for `request` (without its deadline), or the status of
 // CheckSourcePresence, DecoderPromptIds and SourceIds. Maps proto3's zero
 // defaults to "unset": temperature 0 is greedy, top_p 0 is 1,
-// repetition_penalty 0 is 1.
+// repetition_penalty 0 is 1. A conversation's request also stops at the
+// chat's end-of-turn tokens (stop_token_ids).
 absl::StatusOr<GenerationRequest> ToEngineRequest(
     const textgen::v1::GenerateRequest& request, const Tokenizer* tokenizer,
-    const ModelConfig& config);
+    const ModelConfig& config, const ChatPrompter* chat = nullptr);
 
 // The API's name for an attention kind.
 textgen::v1::AttentionKind ToProto(AttentionKind kind);

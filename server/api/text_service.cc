@@ -24,11 +24,13 @@ constexpr int kTokenizeNice = 10;
 
 TextService::TextService(const TextServiceOptions& options, Engine* engine,
                          std::unique_ptr<Decoder> attention_decoder,
-                         Metrics* metrics)
+                         Metrics* metrics,
+                         std::unique_ptr<const ChatPrompter> chat)
     : options_(options),
       engine_(engine),
       metrics_(metrics),
       tokenizer_(engine->tokenizer()),
+      chat_(std::move(chat)),
       attention_(options.debug_attention && attention_decoder != nullptr
                      ? std::make_unique<AttentionDebugger>(
                            DebugAttentionOptions{
@@ -37,7 +39,8 @@ TextService::TextService(const TextServiceOptions& options, Engine* engine,
                                options.max_attention_map_bytes,
                                options.max_concurrent_debug_attention,
                                engine->options().kv_dtype},
-                           std::move(attention_decoder), tokenizer_)
+                           std::move(attention_decoder), tokenizer_,
+                           chat_.get())
                      : nullptr),
       tokenize_threads_(options.max_concurrent_tokenize, kTokenizeNice) {}
 
@@ -53,6 +56,17 @@ absl::Status TextService::CheckTextSize(absl::string_view text,
                    options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
 }
 
+absl::Status TextService::CheckConversationSize(
+    const pb::Prompt& prompt) const {
+  if (!prompt.has_conversation()) return absl::OkStatus();
+  // Its messages are rendered, then the whole text tokenized.
+  const size_t bytes = prompt.conversation().ByteSizeLong();
+  if (bytes <= options_.max_tokenize_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("prompt.conversation is ", bytes, " bytes; at most ",
+                   options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+}
+
 absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
     const pb::GenerateRequest& request, absl::Time deadline,
     const Caller& caller) {
@@ -62,9 +76,10 @@ absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
         CheckTextSize(request.prompt().text(), "prompt.text"));
     TEXTGEN_RETURN_IF_ERROR(
         CheckTextSize(request.source().text(), "source.text"));
+    TEXTGEN_RETURN_IF_ERROR(CheckConversationSize(request.prompt()));
     TEXTGEN_ASSIGN_OR_RETURN(
         GenerationRequest engine_request,
-        ToEngineRequest(request, tokenizer_, engine_->config()));
+        ToEngineRequest(request, tokenizer_, engine_->config(), chat_.get()));
     engine_request.deadline = deadline;
     if (caller.authenticated) {
       engine_request.client = caller.client;
@@ -85,6 +100,7 @@ pb::ModelInfo TextService::DescribeServer() const {
   info.set_name(options_.model_name);
   info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
   info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
+  info.set_chat(chat_ != nullptr);
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);

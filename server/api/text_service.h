@@ -42,6 +42,7 @@
 #include "engine/engine.h"
 #include "model/decoder.h"
 #include "model/text/tokenizer.h"
+#include "server/api/chat_prompt.h"
 #include "server/api/debug_attention.h"
 #include "server/api/metrics.h"
 #include "server/front_door/auth.h"
@@ -75,9 +76,12 @@ class TextService {
   // `engine` (and `metrics`, if not null) must outlive the service.
   // `attention_decoder` serves DebugAttention; null (or debug_attention off)
   // disables it.
+  // `chat` renders conversations (server/api/chat_prompt.h); null: the
+  // model has no chat template, and a conversation is FAILED_PRECONDITION.
   TextService(const TextServiceOptions& options, Engine* engine,
               std::unique_ptr<Decoder> attention_decoder,
-              Metrics* metrics = nullptr);
+              Metrics* metrics = nullptr,
+              std::unique_ptr<const ChatPrompter> chat = nullptr);
   ~TextService();
 
   TextService(const TextService&) = delete;
@@ -86,6 +90,9 @@ class TextService {
   // INVALID_ARGUMENT naming `field` if `text` is over max_tokenize_bytes.
   absl::Status CheckTextSize(absl::string_view text,
                              absl::string_view field) const;
+  // The same bound on a conversation, counted as its encoded size (its
+  // messages, tools and kwargs): INVALID_ARGUMENT over max_tokenize_bytes.
+  absl::Status CheckConversationSize(const textgen::v1::Prompt& prompt) const;
 
   // Generate's engine request (CheckTextSize, then ToEngineRequest) with
   // `deadline`, submitted for `caller` (the front door's): its stream, or
@@ -150,13 +157,16 @@ class TextService {
 
   Engine& engine() const { return *engine_; }
   Metrics* metrics() const { return metrics_; }
+  // Null when the model has no chat template.
+  const ChatPrompter* chat() const { return chat_.get(); }
   const TextServiceOptions& options() const { return options_; }
 
  private:
   const TextServiceOptions options_;
   Engine* const engine_;
-  Metrics* const metrics_;            // May be null.
-  const Tokenizer* const tokenizer_;  // May be null.
+  Metrics* const metrics_;                          // May be null.
+  const Tokenizer* const tokenizer_;                // May be null.
+  const std::unique_ptr<const ChatPrompter> chat_;  // May be null.
   // Null when DebugAttention is off.
   const std::unique_ptr<AttentionDebugger> attention_;
   // Tokenize: the calls admitted and not yet done (up to

@@ -13,6 +13,8 @@
 #include "absl/time/clock.h"
 #include "explorer/explorer_page.h"
 #include "server/api/proto_convert.h"
+#include "server/http/chat_request.h"
+#include "server/http/chat_response.h"
 #include "server/http/errors.h"
 #include "server/http/metrics_http.h"
 #include "server/http/openai_request.h"
@@ -96,7 +98,7 @@ class CompletionEvents : public BodySource {
  public:
   CompletionEvents(std::shared_ptr<RequestStream> events,
                    ClientLimiter::StreamPermit permit,
-                   CompletionBuilder builder, Metrics* metrics)
+                   std::unique_ptr<ResponseBuilder> builder, Metrics* metrics)
       : events_(std::move(events)),
         permit_(std::move(permit)),
         builder_(std::move(builder)),
@@ -113,14 +115,14 @@ class CompletionEvents : public BodySource {
       std::optional<StreamEvent> event = events_->Poll();
       if (!event) break;
       if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-        absl::StrAppend(piece, builder_.Event(*token));
+        absl::StrAppend(piece, builder_->Event(*token));
         continue;
       }
       const FinishEvent& finish = std::get<FinishEvent>(*event);
       bool last = false;
       if (finish.status.ok()) {
-        absl::StrAppend(piece, builder_.FinishEvents(finish));
-        last = builder_.done();
+        absl::StrAppend(piece, builder_->FinishEvents(finish));
+        last = builder_->done();
       } else {
         // The status line went out with the first event: an error after it
         // is an event of its own, as vLLM and OpenAI send it. It ends every
@@ -158,7 +160,7 @@ class CompletionEvents : public BodySource {
 
   const std::shared_ptr<RequestStream> events_;
   ClientLimiter::StreamPermit permit_;  // Until the response is done.
-  CompletionBuilder builder_;
+  const std::unique_ptr<ResponseBuilder> builder_;
   Metrics* const metrics_;  // May be null.
   bool done_ = false;       // The request's end is recorded.
 };
@@ -351,72 +353,114 @@ void HttpServer::AddRoutes() {
 
   route(
       "POST", "/v1/completions",
-      [this, admit, model, limits](const HttpRequest& request) {
-        Metrics* metrics = service_.metrics();
+      [this, model, limits](const HttpRequest& request) {
         absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
             request.body, model,
             service_.engine().config().is_encoder_decoder(), limits);
-        // Who is calling comes before what they ask: a caller without a
-        // token learns nothing from validation. An unparsable request needs
-        // no more than `generate`.
-        const bool tap = parsed.ok() && parsed->generate.has_attention_tap();
-        absl::StatusOr<FrontDoor::Pass> pass =
-            admit(request, tap ? Need::kDebug : Need::kGenerate,
-                  FrontDoor::CallKind::kStream,
-                  parsed.ok() ? CompletionsOf(parsed->generate) : 1);
-        absl::Status refused = !pass.ok() ? pass.status() : parsed.status();
-        if (!refused.ok()) {
-          if (metrics != nullptr) metrics->RecordRequest(refused.code());
-          return ErrorResponse(refused);
-        }
-        absl::StatusOr<std::shared_ptr<RequestStream>> events =
-            service_.SubmitGenerate(parsed->generate, absl::InfiniteFuture(),
-                                    pass->caller);
-        if (!events.ok()) return ErrorResponse(events.status());
-        CompletionBuilder builder(absl::StrCat("cmpl-", (*events)->id()), model,
-                                  absl::ToUnixSeconds(absl::Now()),
-                                  parsed->logprobs, parsed->include_usage,
-                                  CompletionsOf(parsed->generate));
-        HttpResponse response;
-        if (parsed->stream) {
-          response.SetHeader("Content-Type", "text/event-stream");
-          response.SetHeader("Cache-Control", "no-cache");
-          // Tells nginx not to buffer the events.
-          response.SetHeader("X-Accel-Buffering", "no");
-          response.stream = std::make_shared<CompletionEvents>(
-              *std::move(events), std::move(pass->stream), std::move(builder),
-              metrics);
-          return response;
-        }
-        // The events, then one response. The engine bounds the wait
-        // (max_tokens; the stream's idle timeout does not apply: we read).
-        for (;;) {
-          std::optional<StreamEvent> event =
-              (*events)->WaitNext(absl::Seconds(1));
-          if (!event) continue;
-          if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-            builder.Add(*token);
-            continue;
-          }
-          const FinishEvent& finish = std::get<FinishEvent>(*event);
-          if (!finish.status.ok()) {
-            // One failed choice fails the request; the others stop too.
-            (*events)->Cancel();
-            if (metrics != nullptr) {
-              metrics->RecordRequest(finish.status.code());
-            }
-            return ErrorResponse(finish.status);
-          }
-          if (metrics != nullptr) metrics->RecordFinish(finish);
-          if (!builder.Finish(finish)) continue;
-          if (metrics != nullptr) {
-            metrics->RecordRequest(finish.status.code());
-          }
-          response.SetContent(builder.Response(), kJson);
-          return response;
-        }
+        if (!parsed.ok()) return ServeGeneration(request, parsed.status());
+        return ServeGeneration(
+            request, parsed->generate, parsed->stream,
+            [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
+              return std::make_unique<CompletionBuilder>(
+                  absl::StrCat("cmpl-", id), model,
+                  absl::ToUnixSeconds(absl::Now()), parsed->logprobs,
+                  parsed->include_usage, CompletionsOf(parsed->generate));
+            });
       },
       Runs::kOnPool);
+
+  route(
+      "POST", "/v1/chat/completions",
+      [this, model, limits](const HttpRequest& request) {
+        absl::StatusOr<ChatRequest> parsed =
+            ParseChatRequest(request.body, model, limits);
+        if (!parsed.ok()) return ServeGeneration(request, parsed.status());
+        const ChatPrompter* chat = service_.chat();
+        return ServeGeneration(
+            request, parsed->generate, parsed->stream,
+            [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
+              ChatBuilderOptions options;
+              options.id = absl::StrCat("chatcmpl-", id);
+              options.model = model;
+              options.created = absl::ToUnixSeconds(absl::Now());
+              options.logprobs = parsed->logprobs;
+              options.include_usage = parsed->include_usage;
+              options.completions = CompletionsOf(parsed->generate);
+              options.split_reasoning = chat != nullptr && chat->thinks();
+              options.reasoning_opened =
+                  chat != nullptr && chat->reasoning_opened();
+              return std::make_unique<ChatCompletionBuilder>(
+                  std::move(options));
+            });
+      },
+      Runs::kOnPool);
+}
+
+HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,
+                                         absl::Status refused) {
+  // Who is calling comes before what they ask: a caller without a token
+  // learns nothing from validation. An unparsable request needs no more than
+  // `generate`.
+  absl::StatusOr<FrontDoor::Pass> pass =
+      front_door_.Admit(request.Header("Authorization"), request.peer,
+                        Need::kGenerate, FrontDoor::CallKind::kStream, 1);
+  if (!pass.ok()) refused = pass.status();
+  if (Metrics* metrics = service_.metrics()) {
+    metrics->RecordRequest(refused.code());
+  }
+  return ErrorResponse(refused);
+}
+
+HttpResponse HttpServer::ServeGeneration(
+    const HttpRequest& request, const textgen::v1::GenerateRequest& generate,
+    bool stream, BuilderFactory make_builder) {
+  Metrics* metrics = service_.metrics();
+  absl::StatusOr<FrontDoor::Pass> pass = front_door_.Admit(
+      request.Header("Authorization"), request.peer,
+      generate.has_attention_tap() ? Need::kDebug : Need::kGenerate,
+      FrontDoor::CallKind::kStream, CompletionsOf(generate));
+  if (!pass.ok()) {
+    if (metrics != nullptr) metrics->RecordRequest(pass.status().code());
+    return ErrorResponse(pass.status());
+  }
+  absl::StatusOr<std::shared_ptr<RequestStream>> events =
+      service_.SubmitGenerate(generate, absl::InfiniteFuture(), pass->caller);
+  if (!events.ok()) return ErrorResponse(events.status());
+  std::unique_ptr<ResponseBuilder> builder =
+      make_builder(absl::StrCat((*events)->id()));
+  HttpResponse response;
+  if (stream) {
+    response.SetHeader("Content-Type", "text/event-stream");
+    response.SetHeader("Cache-Control", "no-cache");
+    // Tells nginx not to buffer the events.
+    response.SetHeader("X-Accel-Buffering", "no");
+    response.stream = std::make_shared<CompletionEvents>(
+        *std::move(events), std::move(pass->stream), std::move(builder),
+        metrics);
+    return response;
+  }
+  // The events, then one response. The engine bounds the wait (max_tokens;
+  // the stream's idle timeout does not apply: we read).
+  for (;;) {
+    std::optional<StreamEvent> event = (*events)->WaitNext(absl::Seconds(1));
+    if (!event) continue;
+    if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+      builder->Add(*token);
+      continue;
+    }
+    const FinishEvent& finish = std::get<FinishEvent>(*event);
+    if (!finish.status.ok()) {
+      // One failed choice fails the request; the others stop too.
+      (*events)->Cancel();
+      if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
+      return ErrorResponse(finish.status);
+    }
+    if (metrics != nullptr) metrics->RecordFinish(finish);
+    if (!builder->Finish(finish)) continue;
+    if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
+    response.SetContent(builder->Response(), kJson);
+    return response;
+  }
 }
 
 }  // namespace textgen

@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/api/text_service.h"
@@ -73,6 +74,7 @@
 #include "server/http/http_listener.h"
 #include "server/http/json_body.h"
 #include "server/http/metrics_http.h"
+#include "server/http/response_builder.h"
 
 namespace textgen {
 
@@ -124,6 +126,19 @@ class HttpServer {
   std::optional<HttpResponse> Refusal(const HttpRequest& request) const;
   // The CORS headers an allowed Origin gets.
   void AddCors(const HttpRequest& request, HttpResponse& response) const;
+
+  // A completion or chat completion, admitted by the front door, submitted,
+  // and answered as one JSON body or as server-sent events (`stream`), by
+  // the builder make_builder returns for the engine's request id.
+  using BuilderFactory =
+      absl::FunctionRef<std::unique_ptr<ResponseBuilder>(const std::string&)>;
+  HttpResponse ServeGeneration(const HttpRequest& request,
+                               const textgen::v1::GenerateRequest& generate,
+                               bool stream, BuilderFactory make_builder);
+  // A request whose body was refused (`refused`): the front door's refusal
+  // if it has one (who calls comes before what they ask), else `refused`.
+  HttpResponse ServeGeneration(const HttpRequest& request,
+                               absl::Status refused);
 
   const HttpServerOptions options_;
   TextService& service_;

@@ -113,6 +113,8 @@ Json Envelope(const std::string& id, int64_t created,
           {"model", model}};
 }
 
+}  // namespace
+
 Json UsageJson(const Usage& usage) {
   // An encoder-decoder model's `prompt` was its source: that is what the
   // client sent (the decoder's [BOS] start is the server's business).
@@ -123,9 +125,7 @@ Json UsageJson(const Usage& usage) {
           {"total_tokens", prompt + usage.generated_tokens}};
 }
 
-}  // namespace
-
-std::string CompletionBuilder::Event(const TokenEvent& token) const {
+std::string CompletionBuilder::Event(const TokenEvent& token) {
   Json choice = {{"index", token.completion_index},
                  {"text", token.text},
                  {"logprobs", nullptr},
@@ -160,9 +160,9 @@ bool CompletionBuilder::Finish(const FinishEvent& finish) {
   return done();
 }
 
-Usage CompletionBuilder::TotalUsage() const {
+Usage TotalUsage(const std::vector<FinishEvent>& finishes) {
   Usage total;
-  for (const FinishEvent& f : finishes_) {
+  for (const FinishEvent& f : finishes) {
     total.prompt_tokens = f.usage.prompt_tokens;  // One prompt for all.
     total.source_tokens = f.usage.source_tokens;
     total.generated_tokens += f.usage.generated_tokens;
@@ -185,7 +185,7 @@ std::string CompletionBuilder::FinishEvents(const FinishEvent& finish) {
   if (include_usage_) {
     Json usage = Envelope(id_, created_, model_);
     usage["choices"] = Json::array();
-    usage["usage"] = UsageJson(TotalUsage());
+    usage["usage"] = UsageJson(TotalUsage(finishes_));
     absl::StrAppend(&out, DataEvent(usage));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -241,7 +241,7 @@ std::string CompletionBuilder::Response() const {
                                        : finishes_.front().seed -
                                              finishes_.front().completion_index;
   response["choices"] = std::move(choices);
-  response["usage"] = UsageJson(TotalUsage());
+  response["usage"] = UsageJson(TotalUsage(finishes_));
   return DumpJson(response);
 }
 
@@ -322,7 +322,9 @@ std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
                 {"num_encoder_layers", info.num_encoder_layers()},
                 {"max_attention_tokens", info.limits().max_attention_tokens()},
                 {"debug_attention", info.limits().debug_attention_enabled()},
-                {"tokenizer", info.tokenizer()}};
+                {"tokenizer", info.tokenizer()},
+                // A chat template is loaded: /v1/chat/completions answers.
+                {"chat", info.chat()}};
   Json out = {{"object", "list"}, {"data", {std::move(model)}}};
   return DumpJson(out);
 }

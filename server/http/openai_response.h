@@ -16,6 +16,8 @@
 
 #include "engine/request.h"
 #include "explorer/attention_json.h"
+#include "nlohmann/json.hpp"
+#include "server/http/response_builder.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -24,32 +26,24 @@ namespace textgen {
 // response or as server-sent events. Each TokenEvent becomes one chunk (one
 // `data:` event, its choice's index the event's completion_index), so a
 // streaming client sees tokens as the engine makes them.
-class CompletionBuilder {
+class CompletionBuilder : public ResponseBuilder {
  public:
   CompletionBuilder(std::string id, std::string model, int64_t created,
                     bool logprobs, bool include_usage, int completions = 1);
 
-  // Streaming: the `data: {...}\n\n` event of `token`.
-  std::string Event(const TokenEvent& token) const;
-  // Streaming: one choice finished OK: the chunk with its finish reason;
-  // after the last choice's (done()), also the usage chunk if asked for (all
-  // choices' tokens) and `data: [DONE]`.
-  std::string FinishEvents(const FinishEvent& finish);
-  // Every choice has finished.
-  bool done() const {
+  // Streaming: one event per token; a finished choice's chunk carries its
+  // finish reason; the usage chunk counts all choices' tokens.
+  std::string Event(const TokenEvent& token) override;
+  std::string FinishEvents(const FinishEvent& finish) override;
+  bool done() const override {
     return static_cast<int>(finishes_.size()) >= completions_;
   }
 
-  // Non-streaming: collects `token`; Finish records a choice's end (true once
-  // done()); then Response builds the body.
-  void Add(const TokenEvent& token);
-  bool Finish(const FinishEvent& finish);
-  std::string Response() const;
+  void Add(const TokenEvent& token) override;
+  bool Finish(const FinishEvent& finish) override;
+  std::string Response() const override;
 
  private:
-  // The prompt's tokens once, the generated ones of every choice.
-  Usage TotalUsage() const;
-
   const std::string id_;
   const std::string model_;
   const int64_t created_;
@@ -63,6 +57,14 @@ class CompletionBuilder {
 // OpenAI's finish_reason: "stop" (a stop string or EOS) or "length" (the
 // token limit or the model's context).
 const char* OpenAiFinishReason(FinishReason reason);
+
+// OpenAI's usage object; an encoder-decoder model's prompt tokens are its
+// source's (what the client sent).
+nlohmann::json UsageJson(const Usage& usage);
+
+// The prompt's tokens once (n choices share one prompt), the generated ones
+// of every choice.
+Usage TotalUsage(const std::vector<FinishEvent>& finishes);
 
 // The DebugAttention replies as one JSON object (explorer/attention_json.h):
 // the prompt's tokens and, per (layer, head), the causal map as rows of
