@@ -221,10 +221,10 @@ void HttpServer::AddRoutes() {
   const JsonLimits limits = options_.json_limits;
   // Every route's handler runs only for requests the BrowserGuard lets in;
   // an unknown path is the listener's 404 without it (it shows nothing).
-  auto route = [this](const char* method, const char* path, Handler handler,
+  auto route = [this](const char* method, std::string path, Handler handler,
                       Runs runs) {
     listener_.Route(
-        method, path,
+        method, std::move(path),
         [this, handler = std::move(handler)](const HttpRequest& request) {
           if (std::optional<HttpResponse> refused = Refusal(request)) {
             return *std::move(refused);
@@ -297,6 +297,20 @@ void HttpServer::AddRoutes() {
         if (!pass.ok()) return ErrorResponse(pass.status());
         HttpResponse response;
         response.SetContent(ModelsJson(service_.DescribeServer(), started_),
+                            kJson);
+        return response;
+      },
+      Runs::kOnPool);
+
+  // The SDK's models.retrieve: the model served, by its id.
+  route(
+      "GET", absl::StrCat("/v1/models/", model),
+      [this, admit](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        HttpResponse response;
+        response.SetContent(ModelJson(service_.DescribeServer(), started_),
                             kJson);
         return response;
       },

@@ -307,25 +307,36 @@ std::string AttentionJson(
   return AttentionDataJson(data, encoding);
 }
 
+namespace {
+
+Json ModelObject(const pb::ModelInfo& info, int64_t created) {
+  return {{"id", info.name()},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "textgen"},
+          // vLLM's name for the context, which clients read.
+          {"max_model_len", info.context_length()},
+          {"architecture", info.architecture()},
+          // For the attention explorer (and any client that draws maps).
+          {"num_layers", info.num_layers()},
+          {"num_heads", info.num_heads()},
+          // Encoder-decoder models: a completion's prompt is the source.
+          {"num_encoder_layers", info.num_encoder_layers()},
+          {"max_attention_tokens", info.limits().max_attention_tokens()},
+          {"debug_attention", info.limits().debug_attention_enabled()},
+          {"tokenizer", info.tokenizer()},
+          // A chat template is loaded: /v1/chat/completions answers.
+          {"chat", info.chat()}};
+}
+
+}  // namespace
+
+std::string ModelJson(const pb::ModelInfo& info, int64_t created) {
+  return DumpJson(ModelObject(info, created));
+}
+
 std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
-  Json model = {{"id", info.name()},
-                {"object", "model"},
-                {"created", created},
-                {"owned_by", "textgen"},
-                // vLLM's name for the context, which clients read.
-                {"max_model_len", info.context_length()},
-                {"architecture", info.architecture()},
-                // For the attention explorer (and any client that draws maps).
-                {"num_layers", info.num_layers()},
-                {"num_heads", info.num_heads()},
-                // Encoder-decoder models: a completion's prompt is the source.
-                {"num_encoder_layers", info.num_encoder_layers()},
-                {"max_attention_tokens", info.limits().max_attention_tokens()},
-                {"debug_attention", info.limits().debug_attention_enabled()},
-                {"tokenizer", info.tokenizer()},
-                // A chat template is loaded: /v1/chat/completions answers.
-                {"chat", info.chat()}};
-  Json out = {{"object", "list"}, {"data", {std::move(model)}}};
+  Json out = {{"object", "list"}, {"data", {ModelObject(info, created)}}};
   return DumpJson(out);
 }
 

@@ -77,8 +77,9 @@ std::string AttentionJson(
     const textgen::v1::ModelInfo& info,
     AttentionEncoding encoding = AttentionEncoding::kJson);
 
-// GET /v1/models.
+// GET /v1/models, and GET /v1/models/{id} (the one model's object).
 std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);
+std::string ModelJson(const textgen::v1::ModelInfo& info, int64_t created);
 // POST /tokenize's reply.
 std::string TokenizeJson(const textgen::v1::TokenizeResponse& response,
                          int max_model_len);

@@ -78,6 +78,13 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
         status, _, body = call(self.port, "GET", "/v1/models")
         self.assertEqual(status, 200, body)
         self.assertIs(body["data"][0]["chat"], True)
+        # The SDK's models.retrieve: GET /v1/models/{id}.
+        name = body["data"][0]["id"]
+        status, _, model = call(self.port, "GET", f"/v1/models/{name}")
+        self.assertEqual(status, 200, model)
+        self.assertEqual(model, body["data"][0])
+        status, _, _ = call(self.port, "GET", "/v1/models/not-this-one")
+        self.assertEqual(status, 404)
 
     def test_sdk_answers_equal_the_heldout_answers(self):
         for case in self.cases:
