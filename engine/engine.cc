@@ -145,6 +145,7 @@ RequestLimits Engine::Limits() const {
       options_.max_prompt_tokens > 0
           ? std::min(options_.max_prompt_tokens, config.context_length)
           : config.context_length;
+  limits.max_scored_prompt_tokens = limits.max_source_tokens;
   limits.max_new_tokens_limit = options_.max_new_tokens_limit;
   limits.default_max_new_tokens = options_.default_max_new_tokens;
   limits.max_completions = options_.max_completions;

@@ -58,15 +58,35 @@ absl::Status ValidateRequest(const GenerationRequest& r,
   }
   TEXTGEN_RETURN_IF_ERROR(
       CheckIndices(r.prompt, limits.vocab_size, "prompt", "vocabulary"));
-  if (static_cast<int>(r.prompt.size()) >= limits.context_length) {
-    return invalid("prompt is ", r.prompt.size(),
+  const int prompt_tokens = static_cast<int>(r.prompt.size());
+  // A request that only scores its prompt generates nothing: its prompt may
+  // fill the context.
+  const bool scores_only = r.prompt_logprobs > 0 && r.max_new_tokens == 0;
+  if (scores_only) {
+    if (prompt_tokens > limits.max_scored_prompt_tokens) {
+      return invalid("prompt is ", prompt_tokens,
+                     " tokens; a request that "
+                     "only scores its prompt takes at most ",
+                     limits.max_scored_prompt_tokens,
+                     " (the model's context, and --max_prompt_tokens)");
+    }
+  } else if (prompt_tokens >= limits.context_length) {
+    return invalid("prompt is ", prompt_tokens,
                    " tokens; the model's context is ", limits.context_length,
                    " and must keep room for a new token, so at most ",
                    limits.context_length - 1, " prompt tokens");
-  }
-  if (static_cast<int>(r.prompt.size()) > limits.max_prompt_tokens) {
-    return invalid("prompt is ", r.prompt.size(), " tokens; at most ",
+  } else if (prompt_tokens > limits.max_prompt_tokens) {
+    return invalid("prompt is ", prompt_tokens, " tokens; at most ",
                    limits.max_prompt_tokens, " (--max_prompt_tokens)");
+  }
+  if (r.max_new_tokens_must_fit && r.max_new_tokens > 0 &&
+      prompt_tokens + r.max_new_tokens > limits.context_length) {
+    return invalid("max_new_tokens: this model's maximum context length is ",
+                   limits.context_length, " tokens; the request asks for ",
+                   prompt_tokens + r.max_new_tokens, " (", prompt_tokens,
+                   " in the prompt, ", r.max_new_tokens,
+                   " for the completion): ask for at most ",
+                   limits.context_length - prompt_tokens, " new tokens");
   }
   if (r.max_new_tokens < 0 || r.max_new_tokens > limits.max_new_tokens_limit) {
     return invalid("max_new_tokens must be in 0..", limits.max_new_tokens_limit,

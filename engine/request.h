@@ -60,6 +60,11 @@ struct GenerationRequest {
   // itself is never sent. Needs a tokenizer. At most kMaxStopStrings, each
   // non-empty UTF-8 of at most kMaxStopBytes.
   std::vector<std::string> stop;
+  // The prompt and max_new_tokens (as given, not a default) must fit the
+  // context together: INVALID_ARGUMENT rather than a generation cut at the
+  // context (FinishReason kContextFull). The HTTP API asks for this, as
+  // OpenAI and vLLM refuse such a request.
+  bool max_new_tokens_must_fit = false;
   // Tokens that end the generation as the model's EOS does (FinishReason
   // kEos), besides the tokenizer's own: a chat's end-of-turn tokens (the
   // server adds them for a conversation), or any the caller names. The token
@@ -203,8 +208,11 @@ struct RequestLimits {
   // Longest prompt, in tokens (BOS included): at most context_length - 1,
   // room for one new token.
   int max_prompt_tokens = 0;
-  // Longest source (encoder–decoder models): at most context_length.
+  // Longest source (encoder–decoder models), and longest prompt of a request
+  // that only scores it (prompt_logprobs with max_new_tokens 0): both may
+  // fill the context, at most context_length.
   int max_source_tokens = 0;
+  int max_scored_prompt_tokens = 0;
   // Largest max_new_tokens, and what 0 means.
   int max_new_tokens_limit = 0;
   int default_max_new_tokens = 0;

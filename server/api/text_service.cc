@@ -69,7 +69,7 @@ absl::Status TextService::CheckConversationSize(
 
 absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
     const pb::GenerateRequest& request, absl::Time deadline,
-    const Caller& caller) {
+    const Caller& caller, bool max_new_tokens_must_fit) {
   absl::StatusOr<std::shared_ptr<RequestStream>> stream =
       [&]() -> absl::StatusOr<std::shared_ptr<RequestStream>> {
     TEXTGEN_RETURN_IF_ERROR(
@@ -81,6 +81,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
         GenerationRequest engine_request,
         ToEngineRequest(request, tokenizer_, engine_->config(), chat_.get()));
     engine_request.deadline = deadline;
+    engine_request.max_new_tokens_must_fit = max_new_tokens_must_fit;
     if (caller.authenticated) {
       engine_request.client = caller.client;
       engine_request.cache_salt = caller.cache_salt;

@@ -107,9 +107,13 @@ class TextService {
   // carries neither: without tokens there is one shared cache and no KV
   // share, since an address is no identity behind a proxy or NAT (every
   // caller would share one share, capping the whole server at it).
+  //
+  // `max_new_tokens_must_fit`: a max_new_tokens the request gives must fit
+  // the context with the prompt (INVALID_ARGUMENT otherwise), as OpenAI's
+  // API rules; gRPC's rule is to generate until the context is full.
   absl::StatusOr<std::shared_ptr<RequestStream>> SubmitGenerate(
       const textgen::v1::GenerateRequest& request, absl::Time deadline,
-      const Caller& caller);
+      const Caller& caller, bool max_new_tokens_must_fit = false);
 
   // GetModelInfo's reply: the model, its name and the server's limits.
   textgen::v1::ModelInfo DescribeServer() const;

@@ -17,6 +17,7 @@
 #include "server/http/chat_response.h"
 #include "server/http/errors.h"
 #include "server/http/metrics_http.h"
+#include "server/http/openai_fields.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "spdlog/spdlog.h"
@@ -374,6 +375,7 @@ void HttpServer::AddRoutes() {
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
         return ServeGeneration(
             request, parsed->generate, parsed->stream,
+            OpenAiEndpoint::kCompletions,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               return std::make_unique<CompletionBuilder>(
                   absl::StrCat("cmpl-", id), model,
@@ -391,7 +393,7 @@ void HttpServer::AddRoutes() {
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
         const ChatPrompter* chat = service_.chat();
         return ServeGeneration(
-            request, parsed->generate, parsed->stream,
+            request, parsed->generate, parsed->stream, OpenAiEndpoint::kChat,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               ChatBuilderOptions options;
               options.id = absl::StrCat("chatcmpl-", id);
@@ -427,7 +429,7 @@ HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,
 
 HttpResponse HttpServer::ServeGeneration(
     const HttpRequest& request, const textgen::v1::GenerateRequest& generate,
-    bool stream, BuilderFactory make_builder) {
+    bool stream, OpenAiEndpoint endpoint, BuilderFactory make_builder) {
   Metrics* metrics = service_.metrics();
   absl::StatusOr<FrontDoor::Pass> pass = front_door_.Admit(
       request.Header("Authorization"), request.peer,
@@ -438,8 +440,11 @@ HttpResponse HttpServer::ServeGeneration(
     return ErrorResponse(pass.status());
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> events =
-      service_.SubmitGenerate(generate, absl::InfiniteFuture(), pass->caller);
-  if (!events.ok()) return ErrorResponse(events.status());
+      service_.SubmitGenerate(generate, absl::InfiniteFuture(), pass->caller,
+                              /*max_new_tokens_must_fit=*/true);
+  if (!events.ok()) {
+    return ErrorResponse(NameHttpParam(events.status(), endpoint));
+  }
   std::unique_ptr<ResponseBuilder> builder =
       make_builder(absl::StrCat((*events)->id()));
   HttpResponse response;

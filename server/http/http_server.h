@@ -74,6 +74,7 @@
 #include "server/http/http_listener.h"
 #include "server/http/json_body.h"
 #include "server/http/metrics_http.h"
+#include "server/http/openai_fields.h"
 #include "server/http/response_builder.h"
 
 namespace textgen {
@@ -129,12 +130,14 @@ class HttpServer {
 
   // A completion or chat completion, admitted by the front door, submitted,
   // and answered as one JSON body or as server-sent events (`stream`), by
-  // the builder make_builder returns for the engine's request id.
+  // the builder make_builder returns for the engine's request id. A refusal
+  // names the field as `endpoint` calls it (NameHttpParam).
   using BuilderFactory =
       absl::FunctionRef<std::unique_ptr<ResponseBuilder>(const std::string&)>;
   HttpResponse ServeGeneration(const HttpRequest& request,
                                const textgen::v1::GenerateRequest& generate,
-                               bool stream, BuilderFactory make_builder);
+                               bool stream, OpenAiEndpoint endpoint,
+                               BuilderFactory make_builder);
   // A request whose body was refused (`refused`): the front door's refusal
   // if it has one (who calls comes before what they ask), else `refused`.
   HttpResponse ServeGeneration(const HttpRequest& request,

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/json_int.h"
 #include "base/status_macros.h"
@@ -181,6 +183,37 @@ absl::Status ParseStream(const Json& json, bool& stream, bool& include_usage) {
                              Bool(*value, "stream_options.include_usage"));
   }
   return absl::OkStatus();
+}
+
+absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint) {
+  if (status.ok() || !ErrorParam(status).empty()) return status;
+  const bool chat = endpoint == OpenAiEndpoint::kChat;
+  // The API's field, and the HTTP name it was sent under. A field matches
+  // when the message starts with it and goes on with " ", ":", "." or "[".
+  const std::pair<absl::string_view, absl::string_view> kNames[] = {
+      {"sampling.temperature", "temperature"},
+      {"sampling.top_p", "top_p"},
+      {"sampling.top_k", "top_k"},
+      {"sampling.repetition_penalty", "repetition_penalty"},
+      {"max_new_tokens", "max_tokens"},
+      {"top_logprobs", chat ? "top_logprobs" : "logprobs"},
+      {"prompt_logprobs", "logprobs"},
+      {"n", "n"},
+      {"stop_token_ids", "stop_token_ids"},
+      {"stop", "stop"},
+      {"attention_tap", "attention_tap"},
+      {"source", "prompt"},
+      {"prompt", chat ? "messages" : "prompt"},
+  };
+  const absl::string_view message = status.message();
+  for (const auto& [field, name] : kNames) {
+    if (message.size() > field.size() && absl::StartsWith(message, field) &&
+        absl::string_view(" :.[").find(message[field.size()]) !=
+            absl::string_view::npos) {
+      return WithParam(std::move(status), name);
+    }
+  }
+  return status;
 }
 
 }  // namespace textgen

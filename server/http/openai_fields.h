@@ -80,6 +80,16 @@ absl::Status ParseStream(const nlohmann::json& json, bool& stream,
 absl::Status ParseAttentionTap(const nlohmann::json& json,
                                textgen::v1::GenerateRequest& request);
 
+// Which endpoint's names a field goes by.
+enum class OpenAiEndpoint { kCompletions, kChat };
+
+// `status` from the text service or the engine, whose message starts with
+// the API's name of the field to blame ("sampling.temperature must be ...",
+// "max_new_tokens: ..."), with the error's param set to the name the client
+// sent it under on `endpoint` ("temperature", "max_tokens"; "messages" for a
+// chat's prompt). Unchanged if it already names one or names no known field.
+absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint);
+
 }  // namespace textgen
 
 #endif  // TEXTGEN_SERVER_HTTP_OPENAI_FIELDS_H_

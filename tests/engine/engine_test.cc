@@ -312,6 +312,31 @@ TEST_P(PromptLogprobsTest, ScoringThePromptDoesNotChangeWhatIsGenerated) {
   }
 }
 
+// A request that only scores its prompt generates nothing, so its prompt may
+// fill the whole context; the scores of its first tokens are those of a
+// shorter prompt's (causal: no position sees a later one).
+TEST_P(EngineParityTest, AScoredPromptMayFillTheContext) {
+  std::unique_ptr<Engine> engine = MakeEngine({}, nullptr, GetParam());
+  ASSERT_NE(engine, nullptr);
+  const int context = engine->config().context_length;
+  const std::vector<int> prompt =
+      Prompt(context, engine->config().vocab_size, 3);
+  const Output full = ScorePrompt(GetParam(), prompt, 16, 1);
+  ASSERT_TRUE(full.finish);
+  ASSERT_TRUE(full.finish->status.ok()) << full.finish->status;
+  ASSERT_EQ(static_cast<int>(full.prompt.size()), context);
+  const std::vector<int> shorter(prompt.begin(), prompt.end() - 1);
+  const Output part = ScorePrompt(GetParam(), shorter, 16, 1);
+  ASSERT_EQ(static_cast<int>(part.prompt.size()), context - 1);
+  for (int i = 0; i < context - 1; ++i) {
+    EXPECT_EQ(full.prompt[i].logprob, part.prompt[i].logprob) << i;
+  }
+  // With a token to generate, the same prompt leaves it no room.
+  GenerationRequest request = Request(prompt, 1);
+  EXPECT_EQ(engine->Submit(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(EngineParityTest, StopsWhenTheContextIsFull) {
   std::unique_ptr<Engine> engine = MakeEngine({}, nullptr, GetParam());
   ASSERT_NE(engine, nullptr);
@@ -658,6 +683,28 @@ TEST(EngineTest, BadRequestsAreRefusedNamingTheField) {
        "prompt[0] = -1 is outside"},
       {"prompt fills the context", [](auto& r) { r.prompt.assign(128, 5); },
        kInvalid, "at most 127 prompt tokens"},
+      {"scored prompt over the context",
+       [](auto& r) {
+         r.prompt.assign(129, 5);
+         r.prompt_logprobs = 1;
+         r.max_new_tokens = 0;
+       },
+       kInvalid, "only scores its prompt takes at most 128"},
+      {"max_new_tokens that must fit and does not",
+       [](auto& r) {
+         r.prompt.assign(100, 5);
+         r.max_new_tokens = 29;
+         r.max_new_tokens_must_fit = true;
+       },
+       kInvalid,
+       "max_new_tokens: this model's maximum context length is 128 tokens; "
+       "the request asks for 129 (100 in the prompt, 29 for the completion): "
+       "ask for at most 28 new tokens"},
+      {"stop_token_ids outside the vocabulary",
+       [](auto& r) {
+         r.stop_token_ids = {3, 97};
+       },
+       kInvalid, "stop_token_ids[1] = 97 is outside"},
       {"negative max_new_tokens", [](auto& r) { r.max_new_tokens = -1; },
        kInvalid, "max_new_tokens must be in 0..4096"},
       {"max_new_tokens over the limit",

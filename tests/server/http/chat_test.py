@@ -188,6 +188,25 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
             status, headers, reply = call(self.port, "POST", "/v1/chat/completions", body)
             self.assertOpenAiError(status, headers, reply, 400, param=param)
 
+    def test_engine_refusals_name_the_field_as_sent(self):
+        hi = [{"role": "user", "content": "hi"}]
+        for extra, param in [({"temperature": -1}, "temperature"),
+                             ({"top_logprobs": 21, "logprobs": True}, "top_logprobs"),
+                             ({"n": 1000}, "n"),
+                             ({"max_tokens": 100000}, "max_tokens")]:
+            status, headers, reply = call(self.port, "POST", "/v1/chat/completions",
+                                          {"messages": hi, **extra})
+            self.assertOpenAiError(status, headers, reply, 400, param=param)
+
+    def test_max_tokens_beyond_the_context_is_a_400(self):
+        status, _, models = call(self.port, "GET", "/v1/models")
+        context = models["data"][0]["max_model_len"]
+        status, headers, reply = call(
+            self.port, "POST", "/v1/chat/completions",
+            {"messages": self.cases[0]["messages"], "max_tokens": context})
+        error = self.assertOpenAiError(status, headers, reply, 400, param="max_tokens")
+        self.assertIn(f"maximum context length is {context} tokens", error["message"])
+
 
 class NoTemplateTest(OpenAiShapeMixin, unittest.TestCase):
     def test_a_model_without_a_template_answers_400_naming_the_flag(self):
@@ -200,6 +219,13 @@ class NoTemplateTest(OpenAiShapeMixin, unittest.TestCase):
                 {"messages": [{"role": "user", "content": "hi"}]})
             error = self.assertOpenAiError(status, headers, body, 400)
             self.assertIn("--chat_template", error["message"])
+            # Completions name fields by their HTTP names too.
+            for extra, param in [({"temperature": -1}, "temperature"),
+                                 ({"logprobs": 21}, "logprobs"),
+                                 ({"max_tokens": 100000}, "max_tokens")]:
+                status, headers, body = call(port, "POST", "/v1/completions",
+                                             {"prompt": "ROMEO:", **extra})
+                self.assertOpenAiError(status, headers, body, 400, param=param)
         finally:
             server.stop()
 
