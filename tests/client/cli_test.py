@@ -36,6 +36,7 @@ from concurrent import futures
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "client", "python"))
+from chat_stand_in import conversation, start_chat_stand_in  # noqa: E402
 from live_server import (LiveServer, closed_port, heldout_cases, parse_args,  # noqa: E402
                          run_tests)
 
@@ -515,67 +516,13 @@ class StreamingTest(unittest.TestCase):
         self.assertTrue(self.servicer.ended.wait(timeout=60), "the server never saw the cancel")
 
 
-class ChatServicer(textgen_pb2_grpc.TextGenerationServicer):
-    """A stand-in chat server: it records every GenerateRequest and answers a conversation
-    with its last message's content and "!" (two tokens), after the rendered prompt's
-    tokens when echo_prompt asks (text "<rendered N>", N the number of messages).
-    chat=False makes it a model without a chat template; fail_on makes a user message
-    with that content an INVALID_ARGUMENT; hold_on holds the stream after the first token
-    of such an answer until release is set."""
-
-    def __init__(self, chat=True, fail_on=None, hold_on=None):
-        self.chat = chat
-        self.fail_on = fail_on
-        self.hold_on = hold_on
-        self.requests = []
-        self.release = threading.Event()
-        self.ended = threading.Event()
-
-    def GetModelInfo(self, request, context):
-        return textgen_pb2.ModelInfo(name="stand-in", architecture="llama", chat=self.chat)
-
-    def Generate(self, request, context):
-        self.requests.append(request)
-        messages = request.prompt.conversation.messages
-        last = messages[-1].content
-        if last == self.fail_on:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"refused: {last}")
-        position = 0
-        if request.echo_prompt:
-            yield textgen_pb2.GenerateResponse(token=textgen_pb2.Token(
-                id=1, text=f"<rendered {len(messages)}>", is_prompt=True))
-            position = 1
-        yield textgen_pb2.GenerateResponse(token=textgen_pb2.Token(
-            id=2, text=last, position=position))
-        if last == self.hold_on:
-            context.add_callback(self.ended.set)
-            self.release.wait(timeout=60)
-            if not context.is_active():
-                return
-        yield textgen_pb2.GenerateResponse(token=textgen_pb2.Token(
-            id=3, text="!", position=position + 1))
-        yield textgen_pb2.GenerateResponse(finished=textgen_pb2.Finished(
-            reason=textgen_pb2.FINISH_REASON_EOS, seed=5,
-            usage=textgen_pb2.Usage(prompt_tokens=10 * len(messages), generated_tokens=2)))
-
-
-def conversation(request):
-    """A recorded request's messages as (role, content) pairs."""
-    return [(m.role, m.content) for m in request.prompt.conversation.messages]
-
-
 class ChatStandInTest(unittest.TestCase):
     """`textgen chat` against ChatServicer: what each turn sends, what reaches stdout and
     stderr, the REPL's commands, errors and Ctrl-C. Needs no model."""
 
     def start(self, **kwargs):
-        self.servicer = ChatServicer(**kwargs)
-        self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        textgen_pb2_grpc.add_TextGenerationServicer_to_server(self.servicer,
-                                                              self.grpc_server)
-        self.target = f"127.0.0.1:{self.grpc_server.add_insecure_port('127.0.0.1:0')}"
-        self.grpc_server.start()
-        self.addCleanup(self.grpc_server.stop, None)
+        self.servicer, self.target, server = start_chat_stand_in(**kwargs)
+        self.addCleanup(server.stop, None)
         self.addCleanup(self.servicer.release.set)
 
     def chat(self, *flags, stdin=""):
