@@ -18,7 +18,8 @@ from textgen_client import textgen_pb2, textgen_pb2_grpc  # noqa: E402
 
 class ChatServicer(textgen_pb2_grpc.TextGenerationServicer):
     """A stand-in chat server: it records every GenerateRequest and answers a conversation
-    with its last message's content and "!" (two tokens), after the rendered prompt's
+    with its last message's content and "!" (two tokens; a request without a conversation
+    with its prompt's text, else its source's), after the rendered prompt's
     tokens when echo_prompt asks (text "<rendered N>", N the number of messages).
     chat=False makes it a model without a chat template; fail_on makes a user message
     with that content an INVALID_ARGUMENT; hold_on holds the stream after the first token
@@ -38,7 +39,9 @@ class ChatServicer(textgen_pb2_grpc.TextGenerationServicer):
     def Generate(self, request, context):
         self.requests.append(request)
         messages = request.prompt.conversation.messages
-        last = messages[-1].content
+        # Not a conversation: the prompt's text, else the source's (encoder-decoder).
+        last = messages[-1].content if messages else (request.prompt.text or
+                                                      request.source.text)
         if last == self.fail_on:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"refused: {last}")
         position = 0
