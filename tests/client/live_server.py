@@ -143,22 +143,14 @@ def skip_or_fail(name, reason):
     sys.exit(SKIP)
 
 
-def heldout_cases(model, per_task=1):
-    """Held-out conversations of the chat model (its heldout.jsonl: {"task", "messages",
-    "answer"} per line, the messages ending with the user's question): the first
-    `per_task` of each task, in the file's order."""
-    cases, seen = [], {}
+def heldout_cases(model, count=4):
+    """The chat model's first `count` held-out conversations (its heldout.jsonl: {"task",
+    "messages", "answer"} per line, the messages ending with the user's question), a
+    subset of those the server's chat_e2e asserts (tests/server/http/chat_test.py)."""
     with open(os.path.join(model, "heldout.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            task = row.get("task", "")
-            if seen.get(task, 0) < per_task:
-                seen[task] = seen.get(task, 0) + 1
-                cases.append(row)
-    if not cases:
-        raise RuntimeError(f"{model}/heldout.jsonl has no conversations")
+        cases = [json.loads(line) for line in f if line.strip()][:count]
+    if len(cases) < 2:
+        raise RuntimeError(f"{model}/heldout.jsonl has fewer than 2 conversations")
     return cases
 
 
