@@ -5,6 +5,7 @@
 //                    --tap_layers 0 --tap_heads 1
 //   textgen attention --prompt "ROMEO:" [--layer L --head H] --out map.png
 //   textgen info | tokenize --text TEXT | health
+//   textgen chat [--system TEXT] [--message TEXT ...]   (client/chat_command.h)
 //   textgen --ca_cert ca.pem [--client_cert c.pem --client_key c.key]
 //       [--token T | TEXTGEN_TOKEN=T] info      (TLS, mTLS, bearer token)
 //
@@ -41,6 +42,8 @@
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
 #include "client/attention_html.h"
+#include "client/chat_command.h"
+#include "client/cli_exit.h"
 #include "client/heatmap.h"
 #include "client/textgen_client.h"
 #include "google/protobuf/util/json_util.h"
@@ -90,6 +93,19 @@ ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
 ABSL_FLAG(
     std::vector<std::string>, stop, {},
     "generate: stop when the text contains this; repeat the flag for several");
+ABSL_FLAG(std::vector<std::string>, stop_token_ids, {},
+          "generate, chat: token ids that end the generation as EOS does, "
+          "e.g. 2,7");
+ABSL_FLAG(std::string, system, "", "chat: the system prompt");
+ABSL_FLAG(std::string, message, "",
+          "chat: answer this user message and exit (one-shot; repeat the "
+          "flag for several turns)");
+ABSL_FLAG(bool, show_prompt, false,
+          "chat: print the prompt the model was given (the rendered "
+          "conversation) to stderr");
+ABSL_FLAG(std::string, chat_template_kwargs, "",
+          "chat: extra chat template variables, a JSON object, e.g. "
+          "'{\"enable_thinking\": false}'");
 ABSL_FLAG(int, top_logprobs, 0,
           "generate: also show the N most likely tokens of each step (0..20); "
           "prints a table, one line per token");
@@ -127,12 +143,6 @@ ABSL_FLAG(std::string, font, textgen::client::kDefaultHeatmapFont,
 namespace textgen::client {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitConnect = 3;
-constexpr int kExitInterrupted = 130;
-
 constexpr char kUsage[] =
     R"(textgen: the command-line client of a textgen server.
 
@@ -144,6 +154,7 @@ commands:
   generate  --prompt TEXT | --prompt_ids ID,... [--source TEXT | --source_ids ID,...]
             [--max_new_tokens N --temperature T
             --top_k K --top_p P --repetition_penalty R --seed S --stop STR ...
+            --stop_token_ids ID,...
             --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
             --tap_layers L,... --tap_heads H,... --json]
             Streams the text to stdout as it is made; a summary on stderr.
@@ -162,6 +173,12 @@ commands:
   info      The model and the server's limits (--json for JSON).
   tokenize  --text TEXT: one "id<TAB>token" line per token (--json for JSON).
   health    Prints the serving status; exit 0 only when SERVING.
+  chat      [--system TEXT --message TEXT ... --show_prompt
+            --chat_template_kwargs JSON] + generate's sampling flags
+            A conversation with a model that has a chat template: a REPL on
+            stdin (/system TEXT, /reset, /exit), each answer streamed, token
+            counts on stderr. --message: answer it (repeat for more turns),
+            the answers alone on stdout, then exit.
 
 exit codes: 0 ok, 1 error from the server (or health not SERVING, or a file not
 written), 2 usage, 3 cannot connect, 130 interrupted (Ctrl-C).
@@ -171,29 +188,18 @@ std::atomic<bool> g_interrupted{false};
 
 void OnSigint(int) { g_interrupted.store(true); }
 
-int UsageError(const std::string& message) {
-  std::cerr << "textgen: " << message << " (textgen --help for usage)\n";
-  return kExitUsage;
-}
-
-// One line for a failed call; the exit code that goes with it.
-int CallError(const absl::Status& status, const std::string& target) {
-  if (IsConnectFailure(status)) {
-    std::cerr << "textgen: cannot connect to " << target << ": "
-              << status.message() << "\n";
-    return kExitConnect;
-  }
-  std::cerr << "textgen: " << absl::StatusCodeToString(status.code()) << ": "
-            << status.message() << "\n";
-  return kExitError;
-}
+// The flags that may be repeated, every value as given.
+struct RepeatedFlags {
+  std::vector<std::string> stops;     // --stop
+  std::vector<std::string> messages;  // --message
+};
 
 // Checks every flag before absl parses them: absl exits 1 on an unknown flag or
-// a bad value, and a usage error is exit 2 here. Collects --stop's values as
-// given (absl would split a list flag at commas and keep only the last
-// occurrence).
+// a bad value, and a usage error is exit 2 here. Collects --stop's and
+// --message's values as given (absl would split a list flag at commas and
+// keep only the last occurrence).
 std::optional<std::string> CheckFlags(int argc, char** argv,
-                                      std::vector<std::string>* stops) {
+                                      RepeatedFlags* repeated) {
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--") break;
@@ -217,7 +223,9 @@ std::optional<std::string> CheckFlags(int argc, char** argv,
     }
     std::string error;
     if (name == "stop") {
-      stops->push_back(value);
+      repeated->stops.push_back(value);
+    } else if (name == "message") {
+      repeated->messages.push_back(value);
     } else if (!flag->ParseFrom(value, &error)) {
       return absl::StrCat("bad value for --", name, ": ", error);
     }
@@ -341,17 +349,10 @@ std::string TokenTableLines(const v1::Token& token) {
   return lines;
 }
 
-// Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
-// problem; the server checks the values' ranges.
-absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
-    const std::vector<std::string>& stops) {
-  v1::GenerateRequest request;
-  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> source,
-                           SourceFromFlags());
-  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> prompt,
-                           PromptFromFlags("generate", source.has_value()));
-  if (source) *request.mutable_source() = *source;
-  if (prompt) *request.mutable_prompt() = *prompt;
+// The fields generate and chat share: length, sampling, stop strings and
+// tokens. INVALID_ARGUMENT for a usage problem.
+absl::Status SetSamplingFromFlags(const std::vector<std::string>& stops,
+                                  v1::GenerateRequest& request) {
   request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
   v1::SamplingParams* sampling = request.mutable_sampling();
   sampling->set_temperature(
@@ -364,6 +365,25 @@ absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
     sampling->set_seed(*seed);
   }
   for (const std::string& s : stops) request.add_stop(s);
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> stop_ids,
+                           ParseIndices(absl::GetFlag(FLAGS_stop_token_ids),
+                                        "stop_token_ids", "token ids"));
+  request.mutable_stop_token_ids()->Add(stop_ids.begin(), stop_ids.end());
+  return absl::OkStatus();
+}
+
+// Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
+// problem; the server checks the values' ranges.
+absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
+    const std::vector<std::string>& stops) {
+  v1::GenerateRequest request;
+  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> source,
+                           SourceFromFlags());
+  TEXTGEN_ASSIGN_OR_RETURN(const std::optional<v1::Prompt> prompt,
+                           PromptFromFlags("generate", source.has_value()));
+  if (source) *request.mutable_source() = *source;
+  if (prompt) *request.mutable_prompt() = *prompt;
+  TEXTGEN_RETURN_IF_ERROR(SetSamplingFromFlags(stops, request));
   request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));
   request.set_echo_prompt(absl::GetFlag(FLAGS_echo_prompt));
   request.set_prompt_logprobs(absl::GetFlag(FLAGS_prompt_logprobs));
@@ -547,6 +567,20 @@ int Attention(TextgenClient& client) {
   return kExitOk;
 }
 
+int Chat(TextgenClient& client, const RepeatedFlags& repeated) {
+  ChatOptions options;
+  if (absl::Status sampling =
+          SetSamplingFromFlags(repeated.stops, options.generation);
+      !sampling.ok()) {
+    return UsageError(sampling.message());
+  }
+  options.system = absl::GetFlag(FLAGS_system);
+  options.messages = repeated.messages;
+  options.show_prompt = absl::GetFlag(FLAGS_show_prompt);
+  options.chat_template_kwargs_json = absl::GetFlag(FLAGS_chat_template_kwargs);
+  return RunChat(client, options, std::cin);
+}
+
 int Info(TextgenClient& client) {
   absl::StatusOr<v1::ModelInfo> info = client.Info();
   if (!info.ok()) return CallError(info.status(), client.target());
@@ -588,15 +622,15 @@ int Run(int argc, char** argv) {
       return kExitOk;
     }
   }
-  std::vector<std::string> stops;
-  if (std::optional<std::string> problem = CheckFlags(argc, argv, &stops)) {
+  RepeatedFlags repeated;
+  if (std::optional<std::string> problem = CheckFlags(argc, argv, &repeated)) {
     return UsageError(*problem);
   }
   absl::SetProgramUsageMessage(kUsage);
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() < 2)
     return UsageError(
-        "no command (generate, attention, info, tokenize, health)");
+        "no command (generate, attention, info, tokenize, health, chat)");
   if (args.size() > 2)
     return UsageError(absl::StrCat("unexpected argument \"", args[2], "\""));
   const std::string command = args[1];
@@ -618,14 +652,15 @@ int Run(int argc, char** argv) {
   absl::StatusOr<TextgenClient> client = TextgenClient::Create(options);
   if (!client.ok()) return UsageError(std::string(client.status().message()));
 
-  if (command == "generate") return Generate(*client, stops);
+  if (command == "generate") return Generate(*client, repeated.stops);
   if (command == "attention") return Attention(*client);
   if (command == "info") return Info(*client);
   if (command == "tokenize") return Tokenize(*client);
   if (command == "health") return Health(*client);
+  if (command == "chat") return Chat(*client, repeated);
   return UsageError(
       absl::StrCat("unknown command \"", command,
-                   "\" (generate, attention, info, tokenize, health)"));
+                   "\" (generate, attention, info, tokenize, health, chat)"));
 }
 
 }  // namespace

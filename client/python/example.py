@@ -1,10 +1,13 @@
 #!/usr/bin/python3
-"""textgen from Python: health, model info, a streamed generation, attention maps, and a
-greedy look inside: each token's top alternatives and where one head looked.
+"""textgen from Python: health, model info, a chat (when the model has a chat template),
+a streamed generation, attention maps, and a greedy look inside: each token's top
+alternatives and where one head looked.
 
     /usr/bin/python3 client/python/example.py --target localhost:50051 --prompt "ROMEO:"
     /usr/bin/python3 client/python/example.py --prompt_ids 30,27,25 --top_logprobs 5 \
         --tap_layer 2 --tap_head 1
+    /usr/bin/python3 client/python/example.py --system "Answer briefly." \
+        --chat "What is 2 + 3?" --chat "And 10 - 4?"
 
 The stubs are generated at build time into build/client/python (target
 textgen_python_stubs); --stubs points elsewhere. Needs Debian's python3-grpcio only.
@@ -32,6 +35,11 @@ def main():
                         help="the look inside: the attention tap's head")
     parser.add_argument("--inside_tokens", type=int, default=5,
                         help="the look inside: tokens to generate")
+    parser.add_argument("--chat", action="append", default=None, metavar="MESSAGE",
+                        help="the chat's user messages, one turn each (repeat the flag); "
+                             "default two questions; only with a model that has a chat "
+                             "template")
+    parser.add_argument("--system", default=None, help="the chat's system prompt")
     parser.add_argument("--stubs", default=None,
                         help="directory of the generated stubs (default build/client/python)")
     args = parser.parse_args()
@@ -53,6 +61,27 @@ def main():
             sys.exit(f"example: {e.code().name}: {e.details()}")
         print(f"model: {info.name} ({info.architecture}, {info.num_layers} layers x "
               f"{info.num_heads} heads, {info.tokenizer} tokenizer)")
+
+        # A chat: the whole conversation goes with every turn; the answer streams in pieces,
+        # then result() has its text, finish reason and token counts.
+        if info.chat:
+            messages = [{"role": "system", "content": args.system}] if args.system else []
+            for question in args.chat or ["What is 2 + 3?", "And 10 - 4?"]:
+                messages.append({"role": "user", "content": question})
+                print(f"user: {question}\nassistant: ", end="", flush=True)
+                stream = client.chat(messages, max_new_tokens=64)
+                for piece in stream:
+                    print(piece, end="", flush=True)
+                result = stream.result()
+                print(f"\n  ({result.usage.prompt_tokens} prompt + "
+                      f"{result.usage.generated_tokens} generated tokens, "
+                      f"{result.finish_reason})")
+                messages.append(result.message())
+        elif args.chat:
+            sys.exit("example: the server's model has no chat template (start "
+                     "textgen_server with --chat_template FILE.jinja)")
+        else:
+            print("chat: skipped, the model has no chat template")
 
         # Tokens arrive one by one; print each as it comes.
         # echo_prompt: the prompt's tokens come first (is_prompt), so the text reads whole

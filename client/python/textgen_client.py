@@ -13,6 +13,14 @@
     # its prompt is optional (the start of the answer):
     answer = client.generate(source="3rd of March 99", max_new_tokens=16).text()
     att = client.attention(source="3rd of March 99")   # + att.cross_weights, .encoder_weights
+    # Chat (info().chat: the model has a chat template): the answer's text as it comes.
+    messages = [{"role": "system", "content": "Answer briefly."},
+                {"role": "user", "content": "What is 2 + 3?"}]
+    stream = client.chat(messages, max_new_tokens=32)
+    for piece in stream:
+        print(piece, end="", flush=True)
+    result = stream.result()   # .text, .finish_reason ("eos"), .usage, .finished
+    messages.append(result.message())   # {"role": "assistant", "content": ...}
 
 The message classes are generated from proto/textgen/v1/textgen.proto at build time
 (target textgen_python_stubs, into build/client/python). They are found on sys.path
@@ -28,11 +36,12 @@ A server with TLS, mutual TLS and bearer tokens (server/README.md "Security"):
 Needs only Debian's python3-grpcio and python3-protobuf.
 """
 
+import json
 import os
 import pathlib
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -100,6 +109,155 @@ class GenerateStream:
             if not token.is_prompt:
                 texts[token.completion_index] = texts.get(token.completion_index, "") + token.text
         return [texts.get(i, "") for i in range(max(self.finishes, default=-1) + 1)]
+
+
+@dataclass
+class ChatResult:
+    """One chat answer, once its stream has ended.
+
+    text: the answer; finish_reason: "eos" (the model ended its turn), "length", "stop" or
+    "context_full"; usage: prompt_tokens (the rendered conversation's) and
+    generated_tokens; finished: the whole Finished message (timings, seed); prompt: the
+    rendered conversation the model was given, with echo_prompt=True (else "").
+    """
+    text: str
+    finish_reason: str
+    usage: "textgen_pb2.Usage"
+    finished: "textgen_pb2.Finished"
+    prompt: str = ""
+
+    def message(self) -> Dict[str, str]:
+        """The answer as a message, to append to the conversation for the next turn."""
+        return {"role": "assistant", "content": self.text}
+
+
+class ChatStream:
+    """The answer of one chat call, as it arrives.
+
+    Iterating yields the answer's text pieces (str, none empty); the echoed prompt's tokens
+    (echo_prompt=True) are not yielded but gathered in .prompt. After the loop, result()
+    returns the ChatResult; called before, it drains the stream first. .tokens holds the
+    answer's textgen_pb2.Token messages (ids, logprobs, top_logprobs). cancel() ends the
+    call early.
+    """
+
+    def __init__(self, call):
+        self._stream = GenerateStream(call)
+        self._result: Optional[ChatResult] = None
+        self._text: List[str] = []
+        self.prompt = ""
+        self.tokens: List["textgen_pb2.Token"] = []
+
+    def __iter__(self) -> Iterator[str]:
+        for token in self._stream:
+            if token.is_prompt:
+                self.prompt += token.text
+                continue
+            self.tokens.append(token)
+            if token.text:
+                self._text.append(token.text)
+                yield token.text
+        finished = self._stream.finished
+        if finished is not None:
+            reason = textgen_pb2.FinishReason.Name(finished.reason)
+            self._result = ChatResult(
+                text="".join(self._text),
+                finish_reason=reason.removeprefix("FINISH_REASON_").lower(),
+                usage=finished.usage, finished=finished, prompt=self.prompt)
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+    def result(self) -> ChatResult:
+        """Drains the stream (if not done yet) and returns the answer."""
+        if self._result is None:
+            for _ in self:
+                pass
+        if self._result is None:
+            raise RuntimeError("the stream ended without a Finished message")
+        return self._result
+
+    def text(self) -> str:
+        """Drains the stream and returns the answer's text."""
+        return self.result().text
+
+
+_MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name",
+                   "reasoning_content")
+
+
+def _arguments(value) -> str:
+    """A tool call's arguments as JSON text (as OpenAI sends them); a dict is encoded."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tool_call(call: Mapping[str, Any]) -> "textgen_pb2.ToolCall":
+    """OpenAI's {"id", "type": "function", "function": {"name", "arguments"}}, or flat
+    {"id", "name", "arguments"}."""
+    function = call.get("function")
+    if function is not None:
+        return textgen_pb2.ToolCall(id=call.get("id", ""), name=function.get("name", ""),
+                                    arguments=_arguments(function.get("arguments", "")))
+    return textgen_pb2.ToolCall(id=call.get("id", ""), name=call.get("name", ""),
+                                arguments=_arguments(call.get("arguments", "")))
+
+
+def _chat_message(message) -> "textgen_pb2.ChatMessage":
+    """A dict with OpenAI's message keys (role, content, tool_calls, tool_call_id, name,
+    reasoning_content) as a textgen_pb2.ChatMessage; a ChatMessage passes as it is.
+    content may be None (an assistant message with tool calls only) or a list of
+    {"type": "text", "text": ...} parts, joined."""
+    if isinstance(message, textgen_pb2.ChatMessage):
+        return message
+    unknown = sorted(set(message) - set(_MESSAGE_FIELDS))
+    if unknown:
+        raise ValueError(f"chat message keys {unknown} are not ChatMessage fields "
+                         f"{list(_MESSAGE_FIELDS)}")
+    if not message.get("role"):
+        raise ValueError(f"a chat message needs a role: {message!r}")
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        parts = list(content)
+        if any(not isinstance(p, Mapping) or p.get("type") != "text" for p in parts):
+            raise ValueError("a message's content is text or a list of "
+                             '{"type": "text", "text": ...} parts')
+        content = "".join(p.get("text", "") for p in parts)
+    return textgen_pb2.ChatMessage(
+        role=message["role"], content=content,
+        tool_calls=[_tool_call(c) for c in message.get("tool_calls") or ()],
+        tool_call_id=message.get("tool_call_id") or "", name=message.get("name") or "",
+        reasoning_content=message.get("reasoning_content") or "")
+
+
+def _conversation(messages, tools, add_generation_prompt, continue_final_message,
+                  chat_template_kwargs) -> "textgen_pb2.Conversation":
+    conversation = textgen_pb2.Conversation(
+        messages=[_chat_message(m) for m in messages],
+        continue_final_message=continue_final_message)
+    if tools is not None:
+        conversation.tools_json = tools if isinstance(tools, str) else json.dumps(list(tools))
+    if add_generation_prompt is not None:
+        conversation.add_generation_prompt = add_generation_prompt
+    if chat_template_kwargs is not None:
+        conversation.chat_template_kwargs_json = (
+            chat_template_kwargs if isinstance(chat_template_kwargs, str)
+            else json.dumps(dict(chat_template_kwargs)))
+    return conversation
+
+
+def _generation_request(max_new_tokens, temperature, top_k, top_p, repetition_penalty,
+                        seed, stop, stop_token_ids, top_logprobs,
+                        echo_prompt) -> "textgen_pb2.GenerateRequest":
+    """The fields generate and chat share: length, sampling, stop strings and tokens."""
+    sampling = textgen_pb2.SamplingParams(
+        temperature=temperature, top_k=top_k, top_p=top_p,
+        repetition_penalty=repetition_penalty)
+    if seed is not None:
+        sampling.seed = seed
+    return textgen_pb2.GenerateRequest(
+        max_new_tokens=max_new_tokens, sampling=sampling, stop=list(stop),
+        stop_token_ids=list(stop_token_ids), top_logprobs=top_logprobs,
+        echo_prompt=echo_prompt)
 
 
 @dataclass
@@ -209,8 +367,8 @@ class TextgenClient:
                  prompt_ids: Optional[Sequence[int]] = None, max_new_tokens: int = 0,
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 0.0,
                  repetition_penalty: float = 0.0, seed: Optional[int] = None,
-                 stop: Sequence[str] = (), top_logprobs: int = 0, echo_prompt: bool = False,
-                 attention_tap: bool = False, tap_layers: Sequence[int] = (),
+                 stop: Sequence[str] = (), stop_token_ids: Sequence[int] = (),
+                 top_logprobs: int = 0, echo_prompt: bool = False, attention_tap: bool = False, tap_layers: Sequence[int] = (),
                  tap_heads: Sequence[int] = (), prompt_logprobs: int = 0, n: int = 1,
                  source: Optional[str] = None, source_ids: Optional[Sequence[int]] = None,
                  timeout: Optional[float] = None) -> GenerateStream:
@@ -223,7 +381,8 @@ class TextgenClient:
             (what its encoder reads; required by such a model, refused by others).
           max_new_tokens: 0 is the server's default. temperature 0 is greedy.
           top_k, top_p, repetition_penalty, seed (None: the server picks, see .finished.seed),
-          stop: strings that end the generation.
+          stop: strings that end the generation; stop_token_ids: token ids that end it as
+            the model's EOS does (their text is not sent).
           top_logprobs: each token also carries the N most likely tokens (0..20).
           echo_prompt: the prompt's tokens come first, is_prompt set.
           prompt_logprobs: score the prompt (0 = off): its tokens come first, each with
@@ -235,21 +394,52 @@ class TextgenClient:
             every layer and head unless tap_layers / tap_heads narrow it (either implies
             the tap).
         """
-        sampling = textgen_pb2.SamplingParams(
-            temperature=temperature, top_k=top_k, top_p=top_p,
-            repetition_penalty=repetition_penalty)
-        if seed is not None:
-            sampling.seed = seed
-        request = textgen_pb2.GenerateRequest(
-            max_new_tokens=max_new_tokens,
-            sampling=sampling, stop=list(stop), top_logprobs=top_logprobs,
-            echo_prompt=echo_prompt, prompt_logprobs=prompt_logprobs, n=n)
+        request = _generation_request(max_new_tokens, temperature, top_k, top_p,
+                                      repetition_penalty, seed, stop, stop_token_ids,
+                                      top_logprobs, echo_prompt)
+        request.prompt_logprobs = prompt_logprobs
+        request.n = n
         _source_and_prompt(request, prompt, prompt_ids, source, source_ids)
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
                 layers=list(tap_layers), heads=list(tap_heads)))
         return GenerateStream(self._stub.Generate(request, timeout=self._timeout(timeout),
                                                   metadata=self._metadata))
+
+    def chat(self, messages: Sequence[Union[Mapping[str, Any], "textgen_pb2.ChatMessage"]], *,
+             tools: Optional[Union[str, Sequence[Mapping[str, Any]]]] = None,
+             add_generation_prompt: Optional[bool] = None,
+             continue_final_message: bool = False,
+             chat_template_kwargs: Optional[Union[str, Mapping[str, Any]]] = None,
+             max_new_tokens: int = 0, temperature: float = 0.0, top_k: int = 0,
+             top_p: float = 0.0, repetition_penalty: float = 0.0,
+             seed: Optional[int] = None, stop: Sequence[str] = (),
+             stop_token_ids: Sequence[int] = (), top_logprobs: int = 0,
+             echo_prompt: bool = False, timeout: Optional[float] = None) -> ChatStream:
+        """Answers a conversation with the model's chat template (info().chat; a model
+        without one is FAILED_PRECONDITION); iterate the result for the answer's text
+        pieces, then result() (see ChatStream).
+
+          messages: dicts with OpenAI's keys, {"role", "content"} and where needed
+            "tool_calls" (each {"id", "type": "function", "function": {"name",
+            "arguments"}}, arguments a dict or JSON text), "tool_call_id", "name",
+            "reasoning_content"; or textgen_pb2.ChatMessage. The server renders them as
+            Hugging Face's apply_chat_template does and stops at the end of the turn.
+          tools: OpenAI's tool definitions (a list, or its JSON text), the template's
+            `tools`. add_generation_prompt: None = the template's default (true unless
+            continue_final_message). continue_final_message: the last message is an
+            assistant's to continue. chat_template_kwargs: extra template variables (a
+            dict or JSON text), e.g. {"enable_thinking": False}.
+          The rest as generate's; echo_prompt gathers the rendered prompt in .prompt.
+        """
+        request = _generation_request(max_new_tokens, temperature, top_k, top_p,
+                                      repetition_penalty, seed, stop, stop_token_ids,
+                                      top_logprobs, echo_prompt)
+        request.prompt.conversation.CopyFrom(_conversation(
+            messages, tools, add_generation_prompt, continue_final_message,
+            chat_template_kwargs))
+        return ChatStream(self._stub.Generate(request, timeout=self._timeout(timeout),
+                                              metadata=self._metadata))
 
     def attention(self, prompt: Optional[str] = None, *,
                   prompt_ids: Optional[Sequence[int]] = None, layers: Sequence[int] = (),

@@ -7,14 +7,21 @@ unreachable addresses and Ctrl-C give the documented one-line messages and exit 
 (client/README.md); the attention PNG decodes and every cell is the colour of the weight
 the server serves (attention_png_check).
 
+`textgen chat` (client/chat_command.h) against a stand-in server (ChatStandInTest: the
+requests each turn sends, the REPL's commands, errors, Ctrl-C) and, with --chat_model,
+against the shipped instruct model (ChatTest, ctest client_cli_chat_e2e): greedy answers to
+held-out questions exactly as heldout.jsonl gives them, one-shot and through the REPL.
+
     /usr/bin/python3 tests/client/cli_test.py --server_bin build/server/textgen_server \
         --model models/shakespeare-char --cli build/client/textgen \
         --png_check build/tests/client/attention_png_check
+    /usr/bin/python3 tests/client/cli_test.py ... --chat_model models/chat-instruct
 """
 
 import json
 import math
 import os
+import re
 import select
 import signal
 import socket
@@ -29,7 +36,9 @@ from concurrent import futures
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "client", "python"))
-from live_server import LiveServer, closed_port, parse_args  # noqa: E402
+from chat_stand_in import conversation, start_chat_stand_in  # noqa: E402
+from live_server import (LiveServer, closed_port, heldout_cases, parse_args,  # noqa: E402
+                         run_tests)
 
 import grpc  # noqa: E402
 from textgen_client import textgen_pb2, textgen_pb2_grpc  # noqa: E402
@@ -278,6 +287,14 @@ class CliTest(unittest.TestCase):
             (["generate", "--prompt", "x", "--top_logprobs", "many"],
              "textgen: bad value for --top_logprobs"),
             (["generate", "--prompt", "x", "--seed", "-1"], "textgen: bad value for --seed"),
+            (["generate", "--prompt", "x", "--stop_token_ids", "1,b"],
+             'textgen: --stop_token_ids takes token ids >= 0, got "b"'),
+            (["chat", "--message", "hi", "--chat_template_kwargs", "[1]"],
+             "textgen: --chat_template_kwargs takes a JSON object"),
+            (["chat", "--message", "hi", "--chat_template_kwargs", "{"],
+             "textgen: --chat_template_kwargs is not JSON"),
+            (["chat", "--message", "hi", "--max_new_tokens", "x"],
+             "textgen: bad value for --max_new_tokens"),
         ]
         for args, prefix in cases:
             with self.subTest(args=args):
@@ -312,11 +329,27 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out, "")
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "never.png")))
 
+    def test_chat_without_a_chat_template_says_so(self):
+        # The character model has no chat template (ModelInfo.chat is false).
+        for stdin in (None, "hello\n"):
+            args = ["chat", "--message", "hi"] if stdin is None else ["chat"]
+            with self.subTest(args=args):
+                proc = subprocess.run([ARGS.cli, "--server", self.server.target, *args],
+                                      input=(stdin or "").encode(), capture_output=True,
+                                      timeout=120)
+                err = proc.stderr.decode()
+                self.assertEqual(proc.returncode, 1, err)
+                self.assertOneErrorLine(err, "textgen: the model served at ")
+                self.assertIn("has no chat template", err)
+                self.assertIn("--chat_template", err)
+                self.assertEqual(proc.stdout, b"")
+
     def test_unreachable_address_is_exit_3_naming_it(self):
         port = closed_port()
         for target in (f"127.0.0.1:{port}", f"ipv4:127.0.0.1:{port}",
                        "dns:///no-such-host.invalid:50051"):
-            for command in (["health"], ["generate", "--prompt", "x"]):
+            for command in (["health"], ["generate", "--prompt", "x"],
+                            ["chat", "--message", "x"]):
                 with self.subTest(target=target, command=command):
                     rc, _, err = self.cli(*command, server=target)
                     self.assertEqual(rc, 3, err)
@@ -483,6 +516,215 @@ class StreamingTest(unittest.TestCase):
         self.assertTrue(self.servicer.ended.wait(timeout=60), "the server never saw the cancel")
 
 
+class ChatStandInTest(unittest.TestCase):
+    """`textgen chat` against ChatServicer: what each turn sends, what reaches stdout and
+    stderr, the REPL's commands, errors and Ctrl-C. Needs no model."""
+
+    def start(self, **kwargs):
+        self.servicer, self.target, server = start_chat_stand_in(**kwargs)
+        self.addCleanup(server.stop, None)
+        self.addCleanup(self.servicer.release.set)
+
+    def chat(self, *flags, stdin=""):
+        proc = subprocess.run([ARGS.cli, "--server", self.target, "chat", *flags],
+                              input=stdin.encode(), capture_output=True, timeout=120)
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+    def test_one_shot_messages_carry_the_history(self):
+        self.start()
+        rc, out, err = self.chat("--system", "Be brief.", "--message", "2 + 2?",
+                                 "--message", "and, 3 + 3?")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "2 + 2?!\nand, 3 + 3?!")  # the answers alone, one per line
+        self.assertEqual([conversation(r) for r in self.servicer.requests], [
+            [("system", "Be brief."), ("user", "2 + 2?")],
+            [("system", "Be brief."), ("user", "2 + 2?"), ("assistant", "2 + 2?!"),
+             ("user", "and, 3 + 3?")]])  # --message is taken as given, commas included
+        self.assertEqual(err.splitlines()[0][:len("textgen: 20 prompt + 2 generated tokens in ")],
+                         "textgen: 20 prompt + 2 generated tokens in ")
+        self.assertIn("finished: eos, seed 5", err)
+        self.assertIn("textgen: 40 prompt + 2 generated tokens", err)
+
+    def test_generation_flags_reach_the_request(self):
+        self.start()
+        rc, out, err = self.chat(
+            "--message", "hi", "--max_new_tokens", "5", "--temperature", "0.7", "--top_k",
+            "3", "--top_p", "0.9", "--repetition_penalty", "1.1", "--seed", "42", "--stop",
+            "a,b", "--stop", "\n", "--stop_token_ids", "4,5",
+            "--chat_template_kwargs", '{"enable_thinking": false}')
+        self.assertEqual(rc, 0, err)
+        [request] = self.servicer.requests
+        self.assertEqual(conversation(request), [("user", "hi")])  # no system prompt
+        self.assertEqual(request.max_new_tokens, 5)
+        self.assertAlmostEqual(request.sampling.temperature, 0.7, places=6)
+        self.assertEqual((request.sampling.top_k, request.sampling.seed), (3, 42))
+        self.assertAlmostEqual(request.sampling.top_p, 0.9, places=6)
+        self.assertAlmostEqual(request.sampling.repetition_penalty, 1.1, places=6)
+        self.assertEqual(list(request.stop), ["a,b", "\n"])
+        self.assertEqual(list(request.stop_token_ids), [4, 5])
+        conv = request.prompt.conversation
+        self.assertEqual(conv.chat_template_kwargs_json, '{"enable_thinking": false}')
+        self.assertFalse(conv.HasField("add_generation_prompt"))  # the template's default
+        self.assertFalse(request.echo_prompt)
+
+    def test_show_prompt_prints_the_rendered_prompt_to_stderr(self):
+        self.start()
+        rc, out, err = self.chat("--message", "hi", "--show_prompt")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(self.servicer.requests[0].echo_prompt)
+        self.assertEqual(out, "hi!")
+        self.assertEqual(err.splitlines()[0], "<rendered 1>")
+
+    def test_repl_commands_and_history(self):
+        self.start()
+        stdin = ("/system Be brief.\nhello\n\n/bogus\n/reset\n//x\nbye\n/system\n"
+                 "again\n/exit\nnever sent\n")
+        rc, out, err = self.chat(stdin=stdin)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "hello!\n/x!\nbye!\nagain!\n")
+        self.assertEqual([conversation(r) for r in self.servicer.requests], [
+            [("system", "Be brief."), ("user", "hello")],
+            [("system", "Be brief."), ("user", "/x")],  # after /reset: the system stays
+            [("system", "Be brief."), ("user", "/x"), ("assistant", "/x!"), ("user", "bye")],
+            [("user", "/x"), ("assistant", "/x!"), ("user", "bye"), ("assistant", "bye!"),
+             ("user", "again")]])  # /system alone removes it
+        self.assertIn('textgen: unknown command "/bogus"', err)
+        self.assertIn("textgen: history cleared", err)
+        counts = re.findall(r"textgen: (\d+) prompt \+ (\d+) generated tokens", err)
+        self.assertEqual(counts, [("20", "2"), ("20", "2"), ("40", "2"), ("50", "2")])
+        # Not a terminal: no prompt, no banner.
+        self.assertNotIn("> ", out)
+
+    def test_no_chat_template(self):
+        self.start(chat=False)
+        for flags, stdin in ((["--message", "hi"], ""), ([], "hi\n")):
+            with self.subTest(flags=flags):
+                rc, out, err = self.chat(*flags, stdin=stdin)
+                self.assertEqual(rc, 1, err)
+                self.assertEqual(out, "")
+                self.assertIn("(stand-in) has no chat template", err)
+                self.assertIn("--chat_template", err)
+        self.assertEqual(self.servicer.requests, [])
+
+    def test_a_failed_turn(self):
+        self.start(fail_on="bad")
+        # One-shot: the first failure ends it, in one line, exit 1.
+        rc, out, err = self.chat("--message", "ok", "--message", "bad", "--message", "never")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(out, "ok!\n")
+        self.assertEqual(err.splitlines()[-1], "textgen: INVALID_ARGUMENT: refused: bad")
+        self.assertEqual(len(self.servicer.requests), 2)
+        # The REPL reports it, drops the turn, goes on, and exits 1.
+        self.servicer.requests.clear()
+        rc, out, err = self.chat(stdin="bad\nok\n")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(out, "ok!\n")
+        self.assertIn("textgen: INVALID_ARGUMENT: refused: bad", err)
+        self.assertEqual(conversation(self.servicer.requests[1]), [("user", "ok")])
+
+    def test_ctrl_c_stops_the_answer_and_the_repl_goes_on(self):
+        self.start(hold_on="wait")
+        proc = subprocess.Popen([ARGS.cli, "--server", self.target, "chat"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            proc.stdin.write(b"wait\n")
+            proc.stdin.flush()
+            # Bounded wait (against a hang) for the first token, streamed while held.
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            self.assertTrue(ready, "no output while the stream is open")
+            self.assertEqual(os.read(proc.stdout.fileno(), 100), b"wait")
+            proc.send_signal(signal.SIGINT)
+            self.assertTrue(self.servicer.ended.wait(timeout=60), "the call was not cancelled")
+            out, err = proc.communicate(b"next\n", timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(out, b"\nnext!\n")
+        self.assertIn(b"textgen: cancelled (the turn is dropped)", err)
+        self.assertEqual(conversation(self.servicer.requests[1]), [("user", "next")])
+
+
+class ChatTest(unittest.TestCase):
+    """`textgen chat` against the shipped instruct model (--chat_model): greedy answers to
+    held-out questions (heldout.jsonl) exactly as expected, one-shot and through the REPL."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LiveServer(ARGS.server_bin, ARGS.chat_model)
+        cls.cases = heldout_cases(ARGS.chat_model)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def cli(self, *args, stdin=""):
+        proc = subprocess.run([ARGS.cli, "--server", self.server.target, *args],
+                              input=stdin.encode(), capture_output=True, timeout=120)
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+    @staticmethod
+    def system_and_question(case):
+        """The case's system prompt ("" for none: the template's default) and question."""
+        system = [m["content"] for m in case["messages"] if m["role"] == "system"]
+        [question] = [m["content"] for m in case["messages"] if m["role"] == "user"]
+        return (system[0] if system else ""), question
+
+    def test_info_says_chat(self):
+        rc, out, err = self.cli("info", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(json.loads(out)["chat"])
+
+    def test_one_shot_answers_held_out_questions(self):
+        for case in self.cases:
+            system, question = self.system_and_question(case)
+            with self.subTest(question=question):
+                flags = ["--system", system] if system else []
+                rc, out, err = self.cli("chat", *flags, "--message", question,
+                                        "--temperature", "0", "--max_new_tokens", "32")
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out, case["answer"])
+                # The model ended its turn (the template's end-of-turn token).
+                self.assertRegex(err, r"textgen: \d+ prompt \+ \d+ generated tokens in "
+                                      r"[\d.]+ s, finished: eos")
+
+    def test_show_prompt_shows_the_question_in_the_rendered_prompt(self):
+        system, question = self.system_and_question(self.cases[0])
+        rc, out, err = self.cli("chat", "--system", system or "Answer briefly.",
+                                "--message", question, "--show_prompt")
+        self.assertEqual(rc, 0, err)
+        rendered = err.split("\ntextgen: ")[0]
+        self.assertIn(question, rendered)
+        self.assertIn(system or "Answer briefly.", rendered)
+        self.assertLess(rendered.index(system or "Answer briefly."), rendered.index(question))
+        self.assertNotIn(question, out)
+
+    def test_repl_two_turns_and_reset(self):
+        first, second = self.cases[0], self.cases[1]
+        system, q1 = self.system_and_question(first)
+        _, q2 = self.system_and_question(second)
+        stdin = f"/system {system}\n{q1}\n{q2}\n/reset\n{q1}\n/exit\n"
+        rc, out, err = self.cli("chat", "--max_new_tokens", "32", stdin=stdin)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines(), [first["answer"], second["answer"],
+                                            first["answer"]])
+        self.assertIn("textgen: history cleared", err)
+        counts = [(int(p), int(g)) for p, g in
+                  re.findall(r"textgen: (\d+) prompt \+ (\d+) generated tokens", err)]
+        self.assertEqual(len(counts), 3, err)
+        # The second turn carries the first; after /reset the prompt is the first's again.
+        self.assertGreater(counts[1][0], counts[0][0] + counts[0][1])
+        self.assertEqual(counts[2], counts[0])
+        # The same two turns one-shot: the same answers.
+        flags = ["--system", system] if system else []
+        rc, out, err = self.cli("chat", *flags, "--message", q1, "--message", q2,
+                                "--max_new_tokens", "32")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, f"{first['answer']}\n{second['answer']}")
+
+
 if __name__ == "__main__":
     ARGS, argv = parse_args()
-    unittest.main(argv=argv, verbosity=2)
+    run_tests(ARGS, argv, chat_cases=[ChatTest], name="client_cli_chat_e2e")

@@ -3,10 +3,14 @@ stopped (SIGTERM, then SIGKILL) when the test ends, even when it fails or is int
 
     with LiveServer(server_bin, model) as server:
         ...server.target...  # "127.0.0.1:PORT"
+
+Also the tests' shared command line (parse_args; --chat_model selects a file's chat cases,
+run_tests) and the chat model's held-out questions (heldout_cases).
 """
 
 import argparse
 import atexit
+import json
 import os
 import re
 import signal
@@ -15,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 _RUNNING = []
 
@@ -120,5 +125,47 @@ def parse_args():
     parser.add_argument("--model", required=True)
     parser.add_argument("--cli", required=True)
     parser.add_argument("--png_check")
+    parser.add_argument("--chat_model",
+                        help="run the chat cases (only) against this instruct model "
+                             "(models/chat-instruct)")
     args, rest = parser.parse_known_args()
     return args, [sys.argv[0]] + rest
+
+
+SKIP = 77
+
+
+def skip_or_fail(name, reason):
+    """Exits 77 (ctest's SKIP_RETURN_CODE), saying why; under CI=true fails instead."""
+    if os.environ.get("CI") == "true":
+        sys.exit(f"{name}: {reason}; under CI=true this is an error, not a skip")
+    print(f"{name}: SKIPPED: {reason}")
+    sys.exit(SKIP)
+
+
+def heldout_cases(model, count=4):
+    """The chat model's first `count` held-out conversations (its heldout.jsonl: {"task",
+    "messages", "answer"} per line, the messages ending with the user's question), a
+    subset of those the server's chat_e2e asserts (tests/server/http/chat_test.py)."""
+    with open(os.path.join(model, "heldout.jsonl"), encoding="utf-8") as f:
+        cases = [json.loads(line) for line in f if line.strip()][:count]
+    if len(cases) < 2:
+        raise RuntimeError(f"{model}/heldout.jsonl has fewer than 2 conversations")
+    return cases
+
+
+def run_tests(args, argv, chat_cases, name):
+    """unittest.main over this test file's cases: with --chat_model only chat_cases (the
+    TestCase classes that need the instruct model), after checking that the model is
+    there (absent: skip, or fail under CI=true); without it every other class."""
+    module = sys.modules["__main__"]
+    classes = [c for c in vars(module).values()
+               if isinstance(c, type) and issubclass(c, unittest.TestCase)]
+    if args.chat_model:
+        if not os.path.isdir(args.chat_model):
+            skip_or_fail(name, f"the chat model {args.chat_model} is absent (it is trained "
+                               "and shipped by issue 30 item 7)")
+        selected = [c for c in classes if c in chat_cases]
+    else:
+        selected = [c for c in classes if c not in chat_cases]
+    unittest.main(argv=argv, defaultTest=[c.__name__ for c in selected], verbosity=2)

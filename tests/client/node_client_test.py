@@ -7,6 +7,12 @@ probabilities, finish reason, usage, the seed as a string); its model info equal
 --request written with the .proto's field names takes effect, which proto-loader's default
 options (camelCase) would silently drop; errors are one line and exit 1.
 
+Chat mode (--chat, --system) and a source without a prompt (--source, or "source" in
+--request) against a stand-in server (NodeStandInTest: the request sent, the output, a model
+without a chat template); with --chat_model, --chat against the shipped instruct model
+(NodeChatTest, ctest client_node_chat_e2e): greedy answers to held-out questions exactly as
+heldout.jsonl gives them, the model ending its turn (FINISH_REASON_EOS).
+
 Needs node and `npm ci --prefix client/node`; without them it skips (exit 77), saying why,
 except under CI=true, where it fails.
 """
@@ -24,10 +30,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NODE_DIR = os.path.join(REPO, "client", "node")
 EXAMPLE = os.path.join(NODE_DIR, "textgen_example.js")
 sys.path.insert(0, HERE)
-from live_server import LiveServer, parse_args  # noqa: E402
+from chat_stand_in import conversation, start_chat_stand_in  # noqa: E402
+from live_server import (LiveServer, heldout_cases, parse_args, run_tests,  # noqa: E402
+                         skip_or_fail)
 
 ARGS = None
-SKIP = 77
 
 
 def missing_dependency():
@@ -150,12 +157,122 @@ class NodeExampleTest(unittest.TestCase):
         self.assertIn("exclude each other", err)
 
 
+def run_node(target, *flags):
+    """Runs the example against target; returns (exit code, stdout, stderr)."""
+    proc = subprocess.run(["node", EXAMPLE, "--target", target, *flags],
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+class NodeStandInTest(unittest.TestCase):
+    """--chat and --source against a stand-in server (tests/client/chat_stand_in.py): the
+    request the example sends and what it prints. No model needed."""
+
+    def start(self, **kwargs):
+        self.servicer, self.target, server = start_chat_stand_in(**kwargs)
+        self.addCleanup(server.stop, None)
+
+    def test_chat_sends_a_conversation(self):
+        self.start()
+        rc, out, err = run_node(self.target, "--chat", "What is 2 + 3?", "--system",
+                                "Be brief.", "--request", '{"echo_prompt": true}')
+        self.assertEqual(rc, 0, err)
+        [request] = self.servicer.requests
+        self.assertEqual(conversation(request), [("system", "Be brief."),
+                                                 ("user", "What is 2 + 3?")])
+        self.assertFalse(request.HasField("source"))
+        self.assertEqual(request.max_new_tokens, 100)
+        # The echoed (rendered) prompt is not part of the answer.
+        self.assertIn("---\nsystem: Be brief.\nuser: What is 2 + 3?\n"
+                      "assistant: What is 2 + 3?!\n"
+                      "--- 20 prompt + 2 generated tokens, FINISH_REASON_EOS, seed 5\n", out)
+        rc, out, err = run_node(self.target, "--json", "--chat", "hi")
+        self.assertEqual(rc, 0, err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertTrue(lines[0]["model_info"]["chat"])
+        self.assertEqual("".join(m["token"]["text"] for m in lines[1:] if m["event"] == "token"),
+                         "hi!")
+        self.assertEqual(conversation(self.servicer.requests[1]), [("user", "hi")])
+
+    def test_chat_without_a_chat_template(self):
+        self.start(chat=False)
+        rc, out, err = run_node(self.target, "--chat", "hi")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(err.splitlines(), [
+            "textgen_example: the model stand-in has no chat template, so it cannot chat "
+            "(start textgen_server with --chat_template FILE.jinja)"])
+        self.assertEqual(self.servicer.requests, [])
+
+    def test_a_source_without_a_prompt(self):
+        self.start()
+        for flags in (["--source", "3rd of March 99"],
+                      ["--request", '{"source": {"text": "3rd of March 99"}}']):
+            with self.subTest(flags=flags):
+                self.servicer.requests.clear()
+                rc, out, err = run_node(self.target, *flags)
+                self.assertEqual(rc, 0, err)
+                [request] = self.servicer.requests
+                self.assertEqual(request.source.text, "3rd of March 99")
+                self.assertFalse(request.HasField("prompt"))  # the decoder starts from BOS
+                self.assertIn("3rd of March 99!", out)
+        # With a prompt too: the answer's start.
+        self.servicer.requests.clear()
+        rc, out, err = run_node(self.target, "--source", "3rd of March 99", "--prompt", "1999")
+        self.assertEqual(rc, 0, err)
+        [request] = self.servicer.requests
+        self.assertEqual((request.source.text, request.prompt.text), ("3rd of March 99", "1999"))
+        self.assertIn("---\nsource: 3rd of March 99\n1999", out)
+
+    def test_usage_errors(self):
+        self.start()
+        for flags, message in (
+                (["--chat", "hi", "--prompt", "x"], "--prompt and --chat exclude each other"),
+                (["--chat", "hi", "--source", "x"], "--chat and --source exclude each other"),
+                (["--system", "S"], "--system goes with --chat")):
+            with self.subTest(flags=flags):
+                rc, _, err = run_node(self.target, *flags)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(message, err)
+        self.assertEqual(self.servicer.requests, [])
+
+
+class NodeChatTest(unittest.TestCase):
+    """--chat against the shipped instruct model (--chat_model): greedy answers to held-out
+    questions (heldout.jsonl) exactly as expected."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LiveServer(ARGS.server_bin, ARGS.chat_model)
+        cls.cases = heldout_cases(ARGS.chat_model)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_answers_to_held_out_questions(self):
+        for case in self.cases:
+            question = case["messages"][-1]["content"]
+            system = [m["content"] for m in case["messages"] if m["role"] == "system"]
+            flags = ["--chat", question, "--max_new_tokens", "32"]
+            if system:
+                flags += ["--system", system[0]]
+            with self.subTest(question=question):
+                rc, out, err = run_node(self.server.target, "--json", *flags)
+                self.assertEqual(rc, 0, err)
+                lines = [json.loads(line) for line in out.splitlines()]
+                self.assertTrue(lines[0]["model_info"]["chat"])
+                answer = "".join(m["token"]["text"] for m in lines[1:] if m["event"] == "token")
+                self.assertEqual(answer, case["answer"])
+                self.assertEqual(lines[-1]["finished"]["reason"], "FINISH_REASON_EOS")
+                rc, out, err = run_node(self.server.target, *flags)
+                self.assertEqual(rc, 0, err)
+                self.assertIn(f"user: {question}\nassistant: {case['answer']}\n--- ", out)
+
+
 if __name__ == "__main__":
     ARGS, argv = parse_args()
+    name = "client_node_chat_e2e" if ARGS.chat_model else "client_node_e2e"
     reason = missing_dependency()
     if reason is not None:
-        if os.environ.get("CI") == "true":
-            sys.exit(f"client_node_e2e: {reason}; under CI=true this is an error, not a skip")
-        print(f"client_node_e2e: SKIPPED: {reason}")
-        sys.exit(SKIP)
-    unittest.main(argv=argv, verbosity=2)
+        skip_or_fail(name, reason)
+    run_tests(ARGS, argv, chat_cases=[NodeChatTest], name=name)

@@ -5,6 +5,12 @@ log-probabilities, the echoed prompt and the attention tap come back right (the 
 the maps of the same tokens); attention comes back shaped [layer][head][q][k] with rows
 summing to 1 and zeros above the diagonal; errors are grpc.RpcError with the server's status
 code (ValueError for a prompt given twice or not at all); the example runs.
+
+chat(): against a stand-in server (PythonChatStandInTest: the conversation each call sends,
+tool calls and template options passed through, the pieces and the result) and, with
+--chat_model, against the shipped instruct model (PythonChatTest, ctest
+client_python_chat_e2e): greedy answers to held-out questions exactly as heldout.jsonl
+gives them, streamed, and a second turn with the first's answer in the history.
 """
 
 import json
@@ -19,10 +25,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
-from live_server import LiveServer, closed_port, parse_args  # noqa: E402
+from chat_stand_in import conversation, start_chat_stand_in  # noqa: E402
+from live_server import (LiveServer, closed_port, heldout_cases, parse_args,  # noqa: E402
+                         run_tests)
 
 import grpc  # noqa: E402
-from textgen_client import TextgenClient  # noqa: E402
+from textgen_client import TextgenClient, textgen_pb2  # noqa: E402
 
 ARGS = None
 
@@ -191,6 +199,12 @@ class PythonClientTest(unittest.TestCase):
                 nowhere.health()
             self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
+    def test_chat_without_a_chat_template_is_failed_precondition(self):
+        self.assertFalse(self.client.info().chat)
+        with self.assertRaises(grpc.RpcError) as e:
+            self.client.chat([{"role": "user", "content": "hi"}]).result()
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+
     def test_cancel_ends_the_stream(self):
         stream = self.client.generate("ROMEO:", max_new_tokens=250)
         tokens = iter(stream)
@@ -240,6 +254,155 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(by_ids.stdout.split("---")[1], proc.stdout.split("---")[1])
 
 
+class PythonChatStandInTest(unittest.TestCase):
+    """chat() against a stand-in server (tests/client/chat_stand_in.py): no model needed."""
+
+    def setUp(self):
+        self.servicer, target, server = start_chat_stand_in()
+        self.addCleanup(server.stop, None)
+        self.client = TextgenClient(target, timeout=60)
+        self.addCleanup(self.client.close)
+
+    def test_pieces_then_the_result(self):
+        messages = [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "2 + 2?"}]
+        stream = self.client.chat(messages, max_new_tokens=8, temperature=0.5, top_k=4,
+                                  top_p=0.9, repetition_penalty=1.2, seed=3, stop=["\n"],
+                                  stop_token_ids=[7], top_logprobs=2)
+        self.assertEqual(list(stream), ["2 + 2?", "!"])
+        result = stream.result()
+        self.assertEqual((result.text, result.finish_reason), ("2 + 2?!", "eos"))
+        self.assertEqual((result.usage.prompt_tokens, result.usage.generated_tokens), (20, 2))
+        self.assertEqual(result.finished.seed, 5)
+        self.assertEqual(result.prompt, "")
+        self.assertEqual([t.id for t in stream.tokens], [2, 3])
+        self.assertEqual(result.message(), {"role": "assistant", "content": "2 + 2?!"})
+        [request] = self.servicer.requests
+        self.assertEqual(conversation(request), [("system", "Be brief."), ("user", "2 + 2?")])
+        self.assertEqual(request.max_new_tokens, 8)
+        self.assertEqual((request.sampling.top_k, request.sampling.seed), (4, 3))
+        self.assertAlmostEqual(request.sampling.temperature, 0.5, places=6)
+        self.assertAlmostEqual(request.sampling.top_p, 0.9, places=6)
+        self.assertAlmostEqual(request.sampling.repetition_penalty, 1.2, places=6)
+        self.assertEqual((list(request.stop), list(request.stop_token_ids)), (["\n"], [7]))
+        self.assertEqual(request.top_logprobs, 2)
+        conv = request.prompt.conversation
+        self.assertFalse(conv.HasField("add_generation_prompt"))  # the template's default
+        self.assertEqual((conv.tools_json, conv.chat_template_kwargs_json), ("", ""))
+        # The next turn: the answer appended.
+        messages.append(result.message())
+        messages.append({"role": "user", "content": "and 3 + 3?"})
+        self.assertEqual(self.client.chat(messages).text(), "and 3 + 3?!")
+        self.assertEqual(len(self.servicer.requests[1].prompt.conversation.messages), 4)
+
+    def test_echo_prompt_gathers_the_rendered_prompt(self):
+        stream = self.client.chat([{"role": "user", "content": "hi"}], echo_prompt=True)
+        self.assertEqual(list(stream), ["hi", "!"])  # the prompt is not an answer piece
+        self.assertEqual(stream.result().prompt, "<rendered 1>")
+
+    def test_tool_calls_and_template_options_pass_through(self):
+        tools = [{"type": "function", "function": {
+            "name": "add", "parameters": {"type": "object", "properties": {}}}}]
+        messages = [
+            {"role": "user", "content": "Add 2 and 3."},
+            {"role": "assistant", "content": None, "reasoning_content": "Use the tool.",
+             "tool_calls": [{"id": "call_1", "type": "function",
+                             "function": {"name": "add", "arguments": {"a": 2, "b": 3}}},
+                            {"id": "call_2", "name": "add", "arguments": '{"a": 1}'}]},
+            {"role": "tool", "tool_call_id": "call_1", "name": "add",
+             "content": [{"type": "text", "text": "5"}]},
+            textgen_pb2.ChatMessage(role="assistant", content="It is"),
+        ]
+        self.client.chat(messages, tools=tools, continue_final_message=True,
+                         add_generation_prompt=False,
+                         chat_template_kwargs={"enable_thinking": False}).result()
+        conv = self.servicer.requests[0].prompt.conversation
+        self.assertEqual(json.loads(conv.tools_json), tools)
+        self.assertEqual(json.loads(conv.chat_template_kwargs_json), {"enable_thinking": False})
+        self.assertTrue(conv.continue_final_message)
+        self.assertTrue(conv.HasField("add_generation_prompt"))
+        self.assertFalse(conv.add_generation_prompt)
+        assistant, tool = conv.messages[1], conv.messages[2]
+        self.assertEqual((assistant.content, assistant.reasoning_content), ("", "Use the tool."))
+        self.assertEqual([(c.id, c.name, json.loads(c.arguments)) for c in assistant.tool_calls],
+                         [("call_1", "add", {"a": 2, "b": 3}), ("call_2", "add", {"a": 1})])
+        self.assertEqual((tool.role, tool.content, tool.tool_call_id, tool.name),
+                         ("tool", "5", "call_1", "add"))
+        self.assertEqual(conv.messages[3].content, "It is")
+        # tools and kwargs as JSON text pass as they are.
+        self.client.chat(messages[:1], tools="[]", chat_template_kwargs='{"x": 1}').result()
+        conv = self.servicer.requests[1].prompt.conversation
+        self.assertEqual((conv.tools_json, conv.chat_template_kwargs_json), ("[]", '{"x": 1}'))
+
+    def test_bad_messages_are_value_errors(self):
+        for message in ({"role": "user", "content": "x", "contents": "typo"},
+                        {"content": "no role"},
+                        {"role": "user", "content": [{"type": "image_url"}]}):
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError):
+                    self.client.chat([message])
+        self.assertEqual(self.servicer.requests, [])
+
+
+class PythonChatTest(unittest.TestCase):
+    """chat() against the shipped instruct model (--chat_model): greedy answers to held-out
+    questions (heldout.jsonl) exactly as expected, streamed; the example's chat."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LiveServer(ARGS.server_bin, ARGS.chat_model)
+        cls.client = TextgenClient(cls.server.target, timeout=120)
+        cls.cases = heldout_cases(ARGS.chat_model)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+
+    def test_streamed_answers_to_held_out_questions(self):
+        self.assertTrue(self.client.info().chat)
+        for case in self.cases:
+            with self.subTest(messages=case["messages"]):
+                stream = self.client.chat(case["messages"], temperature=0, max_new_tokens=32,
+                                          echo_prompt=True)
+                pieces = list(stream)
+                result = stream.result()
+                self.assertEqual("".join(pieces), case["answer"])
+                self.assertEqual(result.text, case["answer"])
+                self.assertEqual(result.finish_reason, "eos")
+                self.assertEqual(result.usage.generated_tokens, len(stream.tokens))
+                # The rendered prompt holds the question, and its tokens were counted.
+                self.assertIn(case["messages"][-1]["content"], result.prompt)
+                self.assertGreater(result.usage.prompt_tokens, 0)
+
+    def test_a_second_turn_carries_the_first(self):
+        first, second = self.cases[0], self.cases[1]
+        messages = list(first["messages"])
+        one = self.client.chat(messages, max_new_tokens=32).result()
+        self.assertEqual(one.text, first["answer"])
+        messages += [one.message(), second["messages"][-1]]
+        two = self.client.chat(messages, max_new_tokens=32).result()
+        self.assertEqual(two.text, second["answer"])
+        self.assertGreater(two.usage.prompt_tokens,
+                           one.usage.prompt_tokens + one.usage.generated_tokens)
+
+    def test_example_chats(self):
+        case = self.cases[0]
+        question = case["messages"][-1]["content"]
+        env = dict(os.environ)
+        stubs = env.pop("TEXTGEN_PY_STUBS", os.path.join(REPO, "build", "client", "python"))
+        proc = subprocess.run(
+            [sys.executable, os.path.join(REPO, "client", "python", "example.py"),
+             "--target", self.server.target, "--max_new_tokens", "4", "--inside_tokens", "2",
+             "--stubs", stubs, "--chat", question]
+            + [a for m in case["messages"] if m["role"] == "system"
+               for a in ("--system", m["content"])],
+            capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"user: {question}\nassistant: {case['answer']}\n", proc.stdout)
+        self.assertRegex(proc.stdout, r"\(\d+ prompt \+ \d+ generated tokens, eos\)")
+
+
 if __name__ == "__main__":
     ARGS, argv = parse_args()
-    unittest.main(argv=argv, verbosity=2)
+    run_tests(ARGS, argv, chat_cases=[PythonChatTest], name="client_python_chat_e2e")
