@@ -57,6 +57,9 @@ test_packages=(
   openssl
   # Training and reference outputs for tests (never used at serving time).
   python3 python3-torch python3-numpy
+  # The chat template engine's reference (tests/model/text/chat_template_fidelity_test): jinja2
+  # renders the real templates as transformers does.
+  python3-jinja2
   libopenblas0-pthread  # bench/ PyTorch reference: OpenBLAS behind libblas.so.3 (reference BLAS: ~25x slower GEMM)
   # The attention explorer's browser test (tests/browser, label browser): headless Chromium,
   # driven by puppeteer-core from tests/npm.

@@ -62,13 +62,15 @@ class ChatTemplate {
   // `messages` (a list of {role, content, ...} objects), `tools`,
   // `documents`, `add_generation_prompt`, `bos_token`, `eos_token`, and any
   // extra keyword arguments (`enable_thinking`). Unset variables are
-  // undefined, as in Jinja2.
+  // undefined, as in Jinja2. An ordered_json, because objects keep their key
+  // order through `tojson` (tool schemas print as the client sent them).
   //
   // Errors: INVALID_ARGUMENT for what the template refuses through
   // raise_exception (its message, e.g. "Conversation roles must alternate
   // user/assistant/user/assistant/...") and for type errors while rendering
   // (naming the line); RESOURCE_EXHAUSTED when a limit is reached.
-  absl::StatusOr<std::string> Render(const nlohmann::json& context) const;
+  absl::StatusOr<std::string> Render(
+      const nlohmann::ordered_json& context) const;
 
   // What strftime_now() reads as "now" (local time, as transformers does);
   // the current time when unset. For reproducible renderings in tests.
