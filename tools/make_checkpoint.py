@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=1,
                     help="split into this many files with model.safetensors.index.json")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--vocab_size", type=int,
+                    help="the preset's shape with this vocabulary (e.g. a real tokenizer's)")
     ap.add_argument("--list", action="store_true", help="print the presets and exit")
     args = ap.parse_args(argv)
     if args.list:
@@ -164,7 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.shards < 1:
         ap.error("--shards must be at least 1")
     torch.set_num_threads(1)
-    total = write_checkpoint(PRESETS[args.preset], args.out, args.dtype, args.shards,
+    config = dict(PRESETS[args.preset])
+    if args.vocab_size:
+        config["vocab_size"] = args.vocab_size
+    total = write_checkpoint(config, args.out, args.dtype, args.shards,
                              args.seed, deep=not args.preset.startswith("tiny-"))
     print(f"wrote {args.out}: {args.preset}, {args.dtype}, {total / 1048576:.1f} MiB of "
           f"tensors in {args.shards} file(s)")
