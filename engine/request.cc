@@ -79,6 +79,11 @@ absl::Status ValidateRequest(const GenerationRequest& r,
     return invalid("prompt is ", prompt_tokens, " tokens; at most ",
                    limits.max_prompt_tokens, " (--max_prompt_tokens)");
   }
+  if (r.max_new_tokens < 0 || r.max_new_tokens > limits.max_new_tokens_limit) {
+    return invalid("max_new_tokens must be in 0..", limits.max_new_tokens_limit,
+                   " (--max_new_tokens_limit; 0 means the default, ",
+                   limits.default_max_new_tokens, "), got ", r.max_new_tokens);
+  }
   if (r.max_new_tokens_must_fit && r.max_new_tokens > 0 &&
       prompt_tokens + r.max_new_tokens > limits.context_length) {
     return invalid("max_new_tokens: this model's maximum context length is ",
@@ -87,11 +92,6 @@ absl::Status ValidateRequest(const GenerationRequest& r,
                    " in the prompt, ", r.max_new_tokens,
                    " for the completion): ask for at most ",
                    limits.context_length - prompt_tokens, " new tokens");
-  }
-  if (r.max_new_tokens < 0 || r.max_new_tokens > limits.max_new_tokens_limit) {
-    return invalid("max_new_tokens must be in 0..", limits.max_new_tokens_limit,
-                   " (--max_new_tokens_limit; 0 means the default, ",
-                   limits.default_max_new_tokens, "), got ", r.max_new_tokens);
   }
   if (absl::Status s = ValidateSamplingParams(r.sampling); !s.ok()) {
     return invalid("sampling.", s.message());

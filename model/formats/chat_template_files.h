@@ -17,31 +17,17 @@
 //
 // The token strings come from tokenizer_config.json ("bos_token" and
 // "eos_token": a string or an {"content": ...} object) or from the GGUF's
-// vocabulary at its bos/eos ids.
+// vocabulary at its bos/eos ids. What is found is a ChatTemplateFiles
+// (model/text/chat_template.h).
 #ifndef TEXTGEN_MODEL_FORMATS_CHAT_TEMPLATE_FILES_H_
 #define TEXTGEN_MODEL_FORMATS_CHAT_TEMPLATE_FILES_H_
 
-#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model/text/chat_template.h"
 
 namespace textgen {
-
-struct ChatTemplateFiles {
-  // Template sources by name; "default" is the one used unless a request
-  // carries tools and a "tool_use" template exists. Empty: the model has no
-  // chat template.
-  std::map<std::string, std::string> templates;
-  // Where they came from, for logs and errors
-  // ("models/x/tokenizer_config.json").
-  std::string origin;
-  // What the template sees as bos_token and eos_token ("" if none named).
-  std::string bos_token;
-  std::string eos_token;
-
-  bool empty() const { return templates.empty(); }
-};
 
 // Finds the chat template of the model at `model_path` (a directory or a
 // file), whose tokenizer is `tokenizer_path` ("" if it was found beside the

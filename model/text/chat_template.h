@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,24 @@ struct ChatTemplateLimits {
   int max_depth = 64;
   // Longest template source accepted by Parse.
   size_t max_source_bytes = 1 << 20;
+};
+
+// The chat templates a model ships, as its files hold them
+// (model/formats/chat_template_files.h finds them): for server/api's
+// ChatPrompter, which parses them.
+struct ChatTemplateFiles {
+  // Template sources by name; "default" is the one used unless a request
+  // carries tools and a "tool_use" template exists. Empty: the model has no
+  // chat template.
+  std::map<std::string, std::string> templates;
+  // Where they came from, for logs and errors
+  // ("models/x/tokenizer_config.json").
+  std::string origin;
+  // What the template sees as bos_token and eos_token ("" if none named).
+  std::string bos_token;
+  std::string eos_token;
+
+  bool empty() const { return templates.empty(); }
 };
 
 class ChatTemplate {

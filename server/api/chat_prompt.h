@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/formats/chat_template_files.h"
 #include "model/text/chat_template.h"
 #include "model/text/tokenizer.h"
 #include "textgen/v1/textgen.pb.h"

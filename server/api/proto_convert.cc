@@ -39,8 +39,12 @@ absl::StatusOr<std::vector<int>> TextOrIds(const pb::Prompt& prompt,
   std::vector<int> ids;
   switch (prompt.kind_case()) {
     case pb::Prompt::KIND_NOT_SET:
-      return Invalid(absl::StrCat(field, ": set ", field, ".text, ", field,
-                                  ".token_ids or ", field, ".conversation"));
+      // A source cannot be a conversation (below).
+      return Invalid(with_bos ? absl::StrCat(field, ": set ", field, ".text, ",
+                                             field, ".token_ids or ", field,
+                                             ".conversation")
+                              : absl::StrCat(field, ": set ", field,
+                                             ".text or ", field, ".token_ids"));
     case pb::Prompt::kConversation:
       if (!with_bos) {  // The source of an encoder-decoder model.
         return Invalid(absl::StrCat(

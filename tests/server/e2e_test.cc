@@ -442,7 +442,7 @@ TEST_F(E2eTest, BadRequestsNameTheFieldAndTheServerSurvives) {
   const grpc::StatusCode kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
   const std::vector<Case> cases = {
       {"no prompt", [](auto& r) { r.clear_prompt(); }, kInvalid,
-       "prompt: set prompt.text or prompt.token_ids"},
+       "prompt: set prompt.text, prompt.token_ids or prompt.conversation"},
       {"empty text", [](auto& r) { r.mutable_prompt()->set_text(""); },
        kInvalid, "prompt.text is empty"},
       {"text outside vocabulary",
