@@ -134,7 +134,41 @@ absl::Status ParseMessage(const Json& message, int index,
   return absl::OkStatus();
 }
 
-absl::Status ParseConversation(const Json& json, pb::Conversation& out) {
+absl::Status ParseLimitsAndLogprobs(const Json& json, ChatRequest& out) {
+  pb::GenerateRequest& request = out.generate;
+  // max_completion_tokens is OpenAI's newer name; it wins.
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (const Json* value = Field(json, name)) {
+      TEXTGEN_ASSIGN_OR_RETURN(const int n, Int(*value, name));
+      if (n < 1) return InvalidParam(name, "must be at least 1");
+      request.set_max_new_tokens(n);
+    }
+  }
+  if (const Json* value = Field(json, "logprobs")) {
+    TEXTGEN_ASSIGN_OR_RETURN(out.logprobs, Bool(*value, "logprobs"));
+  }
+  if (const Json* value = Field(json, "top_logprobs")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int n, Int(*value, "top_logprobs"));
+    if (n > 0 && !out.logprobs) {
+      return InvalidParam("top_logprobs", "needs logprobs: true");
+    }
+    // The range is the engine's (top_logprobs), checked there.
+    request.set_top_logprobs(n);
+  }
+  if (const Json* format = Field(json, "response_format")) {
+    if (!format->is_object() || Field(*format, "type") == nullptr ||
+        *Field(*format, "type") != "text") {
+      return InvalidParam("response_format",
+                          "only {\"type\": \"text\"} is supported");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseConversation(const nlohmann::json& json,
+                               pb::Conversation& out) {
   const Json* messages = Field(json, "messages");
   if (messages == nullptr || !messages->is_array() || messages->empty()) {
     return InvalidParam("messages",
@@ -174,39 +208,6 @@ absl::Status ParseConversation(const Json& json, pb::Conversation& out) {
   }
   return absl::OkStatus();
 }
-
-absl::Status ParseLimitsAndLogprobs(const Json& json, ChatRequest& out) {
-  pb::GenerateRequest& request = out.generate;
-  // max_completion_tokens is OpenAI's newer name; it wins.
-  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (const Json* value = Field(json, name)) {
-      TEXTGEN_ASSIGN_OR_RETURN(const int n, Int(*value, name));
-      if (n < 1) return InvalidParam(name, "must be at least 1");
-      request.set_max_new_tokens(n);
-    }
-  }
-  if (const Json* value = Field(json, "logprobs")) {
-    TEXTGEN_ASSIGN_OR_RETURN(out.logprobs, Bool(*value, "logprobs"));
-  }
-  if (const Json* value = Field(json, "top_logprobs")) {
-    TEXTGEN_ASSIGN_OR_RETURN(const int n, Int(*value, "top_logprobs"));
-    if (n > 0 && !out.logprobs) {
-      return InvalidParam("top_logprobs", "needs logprobs: true");
-    }
-    // The range is the engine's (top_logprobs), checked there.
-    request.set_top_logprobs(n);
-  }
-  if (const Json* format = Field(json, "response_format")) {
-    if (!format->is_object() || Field(*format, "type") == nullptr ||
-        *Field(*format, "type") != "text") {
-      return InvalidParam("response_format",
-                          "only {\"type\": \"text\"} is supported");
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
                                              absl::string_view model_name,

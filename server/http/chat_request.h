@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
 #include "server/http/json_body.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -44,6 +45,12 @@ struct ChatRequest {
   // generate.top_logprobs alternatives).
   bool logprobs = false;
 };
+
+// The conversation fields of a request body (`messages`, `tools`,
+// `tool_choice`, `chat_template_kwargs`, `add_generation_prompt`,
+// `continue_final_message`) into `out`; POST /v1/attention reads them too.
+absl::Status ParseConversation(const nlohmann::json& json,
+                               textgen::v1::Conversation& out);
 
 absl::StatusOr<ChatRequest> ParseChatRequest(
     absl::string_view body, absl::string_view model_name,

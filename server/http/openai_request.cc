@@ -12,6 +12,7 @@
 #include "base/json_int.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/http/chat_request.h"
 #include "server/http/errors.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_fields.h"
@@ -164,7 +165,11 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
                           "must be a string or an array of token ids");
     }
   }
-  if (Field(json, "prompt") != nullptr || !request.has_source()) {
+  if (Field(json, "messages") != nullptr) {
+    // A chat: what the answer attends to over the rendered conversation.
+    TEXTGEN_RETURN_IF_ERROR(ParseConversation(
+        json, *request.mutable_prompt()->mutable_conversation()));
+  } else if (Field(json, "prompt") != nullptr || !request.has_source()) {
     TEXTGEN_RETURN_IF_ERROR(ParsePrompt(json, *request.mutable_prompt()));
   }
   if (const Json* list = Field(json, "layers")) {

@@ -76,7 +76,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
 // A parsed POST /v1/attention: {"prompt": text or ids, "layers": [...],
 // "heads": [...], "encoding": "json" or "u8"}, empty lists meaning all, no
 // encoding "json"; for an encoder-decoder model also "source": text or ids
-// ("prompt" then optional).
+// ("prompt" then optional). Instead of "prompt", "messages" (and the other
+// conversation fields of a chat request, server/http/chat_request.h): the
+// maps of the rendered conversation.
 struct AttentionRequest {
   textgen::v1::DebugAttentionRequest debug_attention;
   AttentionEncoding encoding = AttentionEncoding::kJson;

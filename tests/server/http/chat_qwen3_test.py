@@ -6,7 +6,8 @@ Qwen3's 151936-token vocabulary) beside Qwen3's real tokenizer.json and tokenize
 - For a set of conversations (system or not, several turns, tools, thinking on and off,
   non-ASCII), the prompt ids the server feeds the model (gRPC echo_prompt of a
   Prompt.conversation) equal Hugging Face `tokenizers`' encoding of Python jinja2's
-  rendering under transformers' settings.
+  rendering under transformers' settings; DebugAttention (gRPC and POST /v1/attention with
+  "messages") maps the same tokens.
 - Generation stops at <|im_end|>: the checkpoint is edited so that greedy decoding always
   picks it (every block's output projections zero, every embedding the same positive
   vector, the final norm ones, and only <|im_end|>'s head row non-zero), and the chat's
@@ -182,6 +183,21 @@ class Qwen3ChatTest(unittest.TestCase):
             self.assertEqual(got, ids, text)
         print(f"[chat_qwen3] {len(CONVERSATIONS)} conversations: prompt ids equal "
               "tokenizers(jinja2)")
+
+    def test_attention_of_a_conversation_is_over_its_rendered_prompt(self):
+        conversation, kwargs = CONVERSATIONS[1]
+        want = hf_encode([render(self.template, conversation, kwargs)], self.dir)[0]
+        status, _, body = call(self.port, "POST", "/v1/attention",
+                               {"messages": conversation["messages"], "layers": [0],
+                                "heads": [0]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual([t["id"] for t in body["tokens"]], want)
+        self.assertEqual(len(body["maps"][0]["weights"]), len(want))
+        request = textgen_pb2.DebugAttentionRequest(layers=[0], heads=[0])
+        for m in conversation["messages"]:
+            request.prompt.conversation.messages.add(role=m["role"], content=m["content"])
+        replies = list(self.client._stub.DebugAttention(request, timeout=WAIT))
+        self.assertEqual([t.id for t in replies[0].tokens], want)
 
     def test_generation_stops_at_im_end(self):
         conversation, kwargs = CONVERSATIONS[0]
