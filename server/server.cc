@@ -115,6 +115,13 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
       Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
   if (!engine.ok()) return engine.status();
   server->engine_ = *std::move(engine);
+  TextServiceOptions service_options = options.service;
+  service_options.bos_token = options.chat_template.bos_token;
+  service_options.eos_token = options.chat_template.eos_token;
+  if (auto it = options.chat_template.templates.find("default");
+      it != options.chat_template.templates.end()) {
+    service_options.chat_template = it->second;
+  }
   std::unique_ptr<ChatPrompter> chat;
   if (!options.chat_template.empty()) {
     const Tokenizer* chat_tokenizer = server->engine_->tokenizer();
@@ -129,7 +136,7 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
     chat = *std::move(created);
   }
   server->text_service_ = std::make_unique<TextService>(
-      options.service, server->engine_.get(), std::move(attention_decoder),
+      service_options, server->engine_.get(), std::move(attention_decoder),
       &server->metrics_, std::move(chat));
   server->grpc_service_ = std::make_unique<TextGenerationService>(
       *server->text_service_, server->front_door_.get());

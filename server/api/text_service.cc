@@ -161,9 +161,27 @@ absl::StatusOr<pb::TokenizeResponse> TextService::Tokenize(
     return absl::InvalidArgumentError(
         absl::StrCat("text: ", ids.status().message()));
   }
+  if (request.add_special_tokens() && tokenizer_->bos_id() >= 0) {
+    ids->insert(ids->begin(), tokenizer_->bos_id());
+  }
   pb::TokenizeResponse response;
   AppendPromptTokens(*ids, tokenizer_, *response.mutable_tokens());
   return response;
+}
+
+absl::StatusOr<std::string> TextService::Detokenize(
+    absl::Span<const int> ids) const {
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError("this model has no tokenizer");
+  }
+  if (ids.size() > options_.max_tokenize_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokens: ", ids.size(), " ids; at most ",
+                     options_.max_tokenize_bytes, " (--max_tokenize_bytes)"));
+  }
+  TEXTGEN_RETURN_IF_ERROR(
+      CheckIndices(ids, tokenizer_->vocab_size(), "tokens", "vocabulary"));
+  return tokenizer_->Decode(ids);
 }
 
 absl::StatusOr<std::shared_ptr<const void>> TextService::AdmitDebugAttention(

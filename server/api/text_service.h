@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "base/background_queue.h"
 #include "engine/engine.h"
 #include "model/decoder.h"
@@ -69,6 +70,12 @@ struct TextServiceOptions {
   // A 256 KiB text is ~10 ms to ~1 s of one core, on the transport's thread:
   // unbounded, 16 of them at once starved gRPC's health service for seconds.
   int max_concurrent_tokenize = 4;
+  // What the HTTP API's GET /tokenizer_info reports (vLLM's endpoint, which
+  // lm-evaluation-harness reads): the special tokens as the model's files
+  // spell them, and its chat template ("" if none).
+  std::string bos_token;
+  std::string eos_token;
+  std::string chat_template;
 };
 
 class TextService {
@@ -125,6 +132,11 @@ class TextService {
   // priority than serving; the calling thread waits for the reply.
   absl::StatusOr<textgen::v1::TokenizeResponse> TokenizeText(
       const textgen::v1::TokenizeRequest& request);
+
+  // The text of token ids (special tokens contribute none), or
+  // FAILED_PRECONDITION (no tokenizer), INVALID_ARGUMENT (an id outside the
+  // vocabulary, more ids than max_tokenize_bytes).
+  absl::StatusOr<std::string> Detokenize(absl::Span<const int> ids) const;
 
   // TokenizeText for a caller whose thread must not wait on it (gRPC's
   // callback threads, which also answer health checks): done(its result) on

@@ -114,12 +114,13 @@ std::string ChatCompletionBuilder::FinishEvents(const FinishEvent& finish) {
                               OpenAiFinishReason(finish.reason)));
   if (!done()) return out;
   if (options_.include_usage) {
-    Json usage = {{"id", options_.id},
-                  {"object", "chat.completion.chunk"},
-                  {"created", options_.created},
-                  {"model", options_.model},
-                  {"choices", Json::array()},
-                  {"usage", UsageJson(TotalUsage(finishes_))}};
+    Json usage = {
+        {"id", options_.id},
+        {"object", "chat.completion.chunk"},
+        {"created", options_.created},
+        {"model", options_.model},
+        {"choices", Json::array()},
+        {"usage", UsageJson(TotalUsage(finishes_, options_.completions))}};
     absl::StrAppend(&out, "data: ", DumpJson(usage), "\n\n");
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -175,12 +176,13 @@ std::string ChatCompletionBuilder::Response() const {
                                ? Json(OpenAiFinishReason(finish->reason))
                                : Json(nullptr)}});
   }
-  Json response = {{"id", options_.id},
-                   {"object", "chat.completion"},
-                   {"created", options_.created},
-                   {"model", options_.model},
-                   {"choices", std::move(choices)},
-                   {"usage", UsageJson(TotalUsage(finishes_))}};
+  Json response = {
+      {"id", options_.id},
+      {"object", "chat.completion"},
+      {"created", options_.created},
+      {"model", options_.model},
+      {"choices", std::move(choices)},
+      {"usage", UsageJson(TotalUsage(finishes_, options_.completions))}};
   if (!finishes_.empty()) {
     // Choice i used seed + i.
     response["seed"] =

@@ -345,6 +345,40 @@ void HttpServer::AddRoutes() {
       },
       Runs::kOnPool);
 
+  // vLLM's, which lm-evaluation-harness's remote tokenizer calls.
+  route(
+      "POST", "/detokenize",
+      [this, admit, model, limits](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        absl::StatusOr<std::vector<int>> ids =
+            ParseDetokenizeRequest(request.body, model, limits);
+        if (!ids.ok()) return ErrorResponse(ids.status());
+        absl::StatusOr<std::string> text = service_.Detokenize(*ids);
+        if (!text.ok()) {
+          return ErrorResponse(WithParam(text.status(), "tokens"));
+        }
+        HttpResponse response;
+        response.SetContent(DetokenizeJson(*text), kJson);
+        return response;
+      },
+      Runs::kOnPool);
+
+  route(
+      "GET", "/tokenizer_info",
+      [this, admit](const HttpRequest& request) {
+        absl::StatusOr<FrontDoor::Pass> pass =
+            admit(request, Need::kGenerate, FrontDoor::CallKind::kUnary);
+        if (!pass.ok()) return ErrorResponse(pass.status());
+        HttpResponse response;
+        response.SetContent(
+            TokenizerInfoJson(service_.DescribeServer(), service_.options()),
+            kJson);
+        return response;
+      },
+      Runs::kInline);
+
   route(
       "POST", "/v1/attention",
       [this, admit, model, limits](const HttpRequest& request) {
@@ -369,18 +403,21 @@ void HttpServer::AddRoutes() {
   route(
       "POST", "/v1/completions",
       [this, model, limits](const HttpRequest& request) {
+        const bool encoder_decoder =
+            service_.engine().config().is_encoder_decoder();
         absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
-            request.body, model,
-            service_.engine().config().is_encoder_decoder(), limits);
+            request.body, model, encoder_decoder, limits);
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
+        const int n = CompletionsOf(parsed->generate);
         return ServeGeneration(
-            request, parsed->generate, parsed->stream,
+            request, parsed->PerPrompt(encoder_decoder), parsed->stream,
             OpenAiEndpoint::kCompletions,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               return std::make_unique<CompletionBuilder>(
                   absl::StrCat("cmpl-", id), model,
                   absl::ToUnixSeconds(absl::Now()), parsed->logprobs,
-                  parsed->include_usage, CompletionsOf(parsed->generate));
+                  parsed->include_usage,
+                  n * static_cast<int>(parsed->prompts.size()), n);
             });
       },
       Runs::kOnPool);
@@ -393,7 +430,7 @@ void HttpServer::AddRoutes() {
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
         const ChatPrompter* chat = service_.chat();
         return ServeGeneration(
-            request, parsed->generate, parsed->stream, OpenAiEndpoint::kChat,
+            request, {parsed->generate}, parsed->stream, OpenAiEndpoint::kChat,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               ChatBuilderOptions options;
               options.id = absl::StrCat("chatcmpl-", id);
@@ -428,58 +465,74 @@ HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,
 }
 
 HttpResponse HttpServer::ServeGeneration(
-    const HttpRequest& request, const textgen::v1::GenerateRequest& generate,
-    bool stream, OpenAiEndpoint endpoint, BuilderFactory make_builder) {
+    const HttpRequest& request,
+    const std::vector<textgen::v1::GenerateRequest>& generates, bool stream,
+    OpenAiEndpoint endpoint, BuilderFactory make_builder) {
   Metrics* metrics = service_.metrics();
+  const int n = CompletionsOf(generates[0]);
   absl::StatusOr<FrontDoor::Pass> pass = front_door_.Admit(
       request.Header("Authorization"), request.peer,
-      generate.has_attention_tap() ? Need::kDebug : Need::kGenerate,
-      FrontDoor::CallKind::kStream, CompletionsOf(generate));
+      generates[0].has_attention_tap() ? Need::kDebug : Need::kGenerate,
+      FrontDoor::CallKind::kStream, n * static_cast<int>(generates.size()));
   if (!pass.ok()) {
     if (metrics != nullptr) metrics->RecordRequest(pass.status().code());
     return ErrorResponse(pass.status());
   }
-  absl::StatusOr<std::shared_ptr<RequestStream>> events =
-      service_.SubmitGenerate(generate, absl::InfiniteFuture(), pass->caller,
-                              /*max_new_tokens_must_fit=*/true);
-  if (!events.ok()) {
-    return ErrorResponse(NameHttpParam(events.status(), endpoint));
+  // A batch's prompts all go to the engine at once, to run side by side.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const textgen::v1::GenerateRequest& generate : generates) {
+    absl::StatusOr<std::shared_ptr<RequestStream>> events =
+        service_.SubmitGenerate(generate, absl::InfiniteFuture(), pass->caller,
+                                /*max_new_tokens_must_fit=*/true);
+    if (!events.ok()) {
+      for (const auto& submitted : streams) submitted->Cancel();
+      return ErrorResponse(NameHttpParam(events.status(), endpoint));
+    }
+    streams.push_back(*std::move(events));
   }
   std::unique_ptr<ResponseBuilder> builder =
-      make_builder(absl::StrCat((*events)->id()));
+      make_builder(absl::StrCat(streams[0]->id()));
   HttpResponse response;
-  if (stream) {
+  if (stream) {  // One prompt (the parser refuses a streamed batch).
     response.SetHeader("Content-Type", "text/event-stream");
     response.SetHeader("Cache-Control", "no-cache");
     // Tells nginx not to buffer the events.
     response.SetHeader("X-Accel-Buffering", "no");
     response.stream = std::make_shared<CompletionEvents>(
-        *std::move(events), std::move(pass->stream), std::move(builder),
+        std::move(streams[0]), std::move(pass->stream), std::move(builder),
         metrics);
     return response;
   }
   // The events, then one response. The engine bounds the wait (max_tokens;
-  // the stream's idle timeout does not apply: we read).
-  for (;;) {
-    std::optional<StreamEvent> event = (*events)->WaitNext(absl::Seconds(1));
-    if (!event) continue;
-    if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-      builder->Add(*token);
-      continue;
+  // the stream's idle timeout does not apply: we read). Prompt i's choices
+  // are the reply's i * n .. i * n + n - 1.
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const int offset = static_cast<int>(i) * n;
+    int finished = 0;
+    while (finished < n) {
+      std::optional<StreamEvent> event = streams[i]->WaitNext(absl::Seconds(1));
+      if (!event) continue;
+      if (auto* token = std::get_if<TokenEvent>(&*event)) {
+        token->completion_index += offset;
+        builder->Add(*token);
+        continue;
+      }
+      FinishEvent& finish = std::get<FinishEvent>(*event);
+      if (!finish.status.ok()) {
+        // One failed choice fails the request; the others stop too.
+        for (const auto& other : streams) other->Cancel();
+        if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
+        return ErrorResponse(finish.status);
+      }
+      if (metrics != nullptr) metrics->RecordFinish(finish);
+      finish.completion_index += offset;
+      builder->Finish(finish);
+      ++finished;
     }
-    const FinishEvent& finish = std::get<FinishEvent>(*event);
-    if (!finish.status.ok()) {
-      // One failed choice fails the request; the others stop too.
-      (*events)->Cancel();
-      if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
-      return ErrorResponse(finish.status);
-    }
-    if (metrics != nullptr) metrics->RecordFinish(finish);
-    if (!builder->Finish(finish)) continue;
-    if (metrics != nullptr) metrics->RecordRequest(finish.status.code());
-    response.SetContent(builder->Response(), kJson);
-    return response;
+    if (metrics != nullptr) metrics->RecordRequest(absl::StatusCode::kOk);
   }
+  response.SetContent(builder->Response(), kJson);
+  return response;
 }
 
 }  // namespace textgen

@@ -134,10 +134,12 @@ class HttpServer {
   // names the field as `endpoint` calls it (NameHttpParam).
   using BuilderFactory =
       absl::FunctionRef<std::unique_ptr<ResponseBuilder>(const std::string&)>;
-  HttpResponse ServeGeneration(const HttpRequest& request,
-                               const textgen::v1::GenerateRequest& generate,
-                               bool stream, OpenAiEndpoint endpoint,
-                               BuilderFactory make_builder);
+  // `generates` holds one request per prompt (a batch answers in one body;
+  // only one prompt is streamed).
+  HttpResponse ServeGeneration(
+      const HttpRequest& request,
+      const std::vector<textgen::v1::GenerateRequest>& generates, bool stream,
+      OpenAiEndpoint endpoint, BuilderFactory make_builder);
   // A request whose body was refused (`refused`): the front door's refusal
   // if it has one (who calls comes before what they ask), else `refused`.
   HttpResponse ServeGeneration(const HttpRequest& request,

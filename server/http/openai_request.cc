@@ -23,18 +23,11 @@ namespace {
 namespace pb = ::textgen::v1;
 using Json = nlohmann::json;
 
-// OpenAI's prompt: a string, an array of token ids, or a one-element array of
-// either (a batch of one; larger batches are n > 1 in disguise).
-absl::Status ParsePrompt(const Json& json, pb::Prompt& prompt) {
-  const Json* value = Field(json, "prompt");
-  if (value == nullptr) {
-    return InvalidParam("prompt",
-                        "is required (a string or an array of token ids)");
-  }
-  if (value->is_array() && value->size() == 1 &&
-      ((*value)[0].is_string() || (*value)[0].is_array())) {
-    value = &(*value)[0];
-  }
+// The most prompts one completion request may carry.
+constexpr size_t kMaxPromptBatch = 64;
+
+// One prompt: a string or an array of token ids.
+absl::Status ParseOnePrompt(const Json* value, pb::Prompt& prompt) {
   if (value->is_string()) {
     prompt.set_text(value->get<std::string>());
     return absl::OkStatus();
@@ -47,12 +40,49 @@ absl::Status ParsePrompt(const Json& json, pb::Prompt& prompt) {
     // applies.
     return absl::OkStatus();
   }
-  if (value->is_array()) {
+  return InvalidParam("prompt",
+                      "must be a string, an array of token ids, or an array "
+                      "of either (a batch)");
+}
+
+// OpenAI's prompt: one (a string or an array of token ids) or a batch (an
+// array of strings or of token-id arrays).
+absl::StatusOr<std::vector<pb::Prompt>> ParsePrompts(const Json& json) {
+  const Json* value = Field(json, "prompt");
+  if (value == nullptr) {
     return InvalidParam("prompt",
-                        "a batch of several prompts is not supported; send "
-                        "one prompt per request");
+                        "is required (a string or an array of token ids)");
   }
-  return InvalidParam("prompt", "must be a string or an array of token ids");
+  std::vector<pb::Prompt> prompts;
+  const bool batch = value->is_array() && !value->empty() &&
+                     ((*value)[0].is_string() || (*value)[0].is_array());
+  if (!batch) {
+    TEXTGEN_RETURN_IF_ERROR(ParseOnePrompt(value, prompts.emplace_back()));
+    return prompts;
+  }
+  if (value->size() > kMaxPromptBatch) {
+    return InvalidParam("prompt", absl::StrCat("a batch holds at most ",
+                                               kMaxPromptBatch, " prompts"));
+  }
+  for (const Json& item : *value) {
+    if (!item.is_string() && !item.is_array()) {
+      return InvalidParam("prompt",
+                          "a batch is an array of strings or of token-id "
+                          "arrays");
+    }
+    TEXTGEN_RETURN_IF_ERROR(ParseOnePrompt(&item, prompts.emplace_back()));
+  }
+  return prompts;
+}
+
+// POST /v1/attention's prompt: exactly one.
+absl::Status ParsePrompt(const Json& json, pb::Prompt& prompt) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::vector<pb::Prompt> prompts, ParsePrompts(json));
+  if (prompts.size() != 1) {
+    return InvalidParam("prompt", "takes one prompt, not a batch");
+  }
+  prompt = std::move(prompts[0]);
+  return absl::OkStatus();
 }
 
 // `max_tokens` as given (0 is checked later: it depends on scoring), or
@@ -122,9 +152,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
   pb::GenerateRequest& request = out.generate;
   // An encoder-decoder model reads the prompt as its source and answers
   // from its decoder start token.
-  TEXTGEN_RETURN_IF_ERROR(ParsePrompt(json, encoder_decoder
-                                                ? *request.mutable_source()
-                                                : *request.mutable_prompt()));
+  TEXTGEN_ASSIGN_OR_RETURN(out.prompts, ParsePrompts(json));
+  *(encoder_decoder ? request.mutable_source() : request.mutable_prompt()) =
+      out.prompts[0];
   if (const Json* n = Field(json, "n")) {
     // The range is the engine's (--max_completions), checked there.
     TEXTGEN_ASSIGN_OR_RETURN(const int value, Int(*n, "n"));
@@ -138,7 +168,22 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
   TEXTGEN_RETURN_IF_ERROR(
       ParseLogprobsAndEcho(json, encoder_decoder, max_tokens, out));
   TEXTGEN_RETURN_IF_ERROR(ParseStream(json, out.stream, out.include_usage));
+  if (out.stream && out.prompts.size() > 1) {
+    return InvalidParam("stream",
+                        "a batch of prompts is answered in one response; "
+                        "stream one prompt per request");
+  }
   TEXTGEN_RETURN_IF_ERROR(ParseAttentionTap(json, request));
+  return out;
+}
+
+std::vector<pb::GenerateRequest> CompletionRequest::PerPrompt(
+    bool encoder_decoder) const {
+  std::vector<pb::GenerateRequest> out;
+  for (const pb::Prompt& prompt : prompts) {
+    pb::GenerateRequest& one = out.emplace_back(generate);
+    *(encoder_decoder ? one.mutable_source() : one.mutable_prompt()) = prompt;
+  }
   return out;
 }
 
@@ -197,7 +242,24 @@ absl::StatusOr<pb::TokenizeRequest> ParseTokenizeRequest(
   }
   pb::TokenizeRequest request;
   request.set_text(text->get<std::string>());
+  if (const Json* value = Field(json, "add_special_tokens")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const bool add,
+                             Bool(*value, "add_special_tokens"));
+    request.set_add_special_tokens(add);
+  }
   return request;
+}
+
+absl::StatusOr<std::vector<int>> ParseDetokenizeRequest(
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits) {
+  TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseJsonBody(body, limits));
+  TEXTGEN_RETURN_IF_ERROR(CheckModel(json, model_name));
+  const Json* tokens = Field(json, "tokens");
+  if (tokens == nullptr) {
+    return InvalidParam("tokens", "is required (an array of token ids)");
+  }
+  return IntList(*tokens, "tokens");
 }
 
 }  // namespace textgen

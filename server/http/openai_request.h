@@ -9,7 +9,7 @@
 // validation, one set of limits and one set of messages.
 //
 // POST /v1/completions accepts OpenAI's `model`, `prompt` (a string or an
-// array of token ids; a one-element array of either too), `max_tokens`,
+// array of token ids, or a batch: an array of either), `max_tokens`,
 // `temperature`, `top_p`, `stop` (a string or an array), `seed`, `logprobs`
 // (0..20 alternatives), `echo`, `stream`, `stream_options.include_usage`,
 // `n` (choices, up to the server's --max_completions; choice i samples with
@@ -49,6 +49,8 @@
 #ifndef TEXTGEN_SERVER_HTTP_OPENAI_REQUEST_H_
 #define TEXTGEN_SERVER_HTTP_OPENAI_REQUEST_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "explorer/attention_json.h"
@@ -59,7 +61,16 @@ namespace textgen {
 
 // A parsed POST /v1/completions.
 struct CompletionRequest {
+  // With the first prompt.
   textgen::v1::GenerateRequest generate;
+  // Every prompt: one, or a batch (`prompt` as an array of strings or of
+  // token-id arrays, as lm-evaluation-harness sends with batch_size > 1;
+  // at most 64, not streamed). Choice k of the reply is prompt k / n's
+  // completion k % n, as vLLM numbers them.
+  std::vector<textgen::v1::Prompt> prompts;
+  // `generate` once per prompt.
+  std::vector<textgen::v1::GenerateRequest> PerPrompt(
+      bool encoder_decoder) const;
   bool stream = false;
   // stream_options.include_usage: a last chunk with the usage.
   bool include_usage = false;
@@ -87,8 +98,14 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     absl::string_view body, absl::string_view model_name,
     const JsonLimits& limits = JsonLimits());
 
-// POST /tokenize: {"prompt": text} (vLLM's name; "text" is accepted too).
+// POST /tokenize: {"prompt": text} (vLLM's name; "text" is accepted too),
+// and "add_special_tokens" (the tokenizer's BOS first; default false).
 absl::StatusOr<textgen::v1::TokenizeRequest> ParseTokenizeRequest(
+    absl::string_view body, absl::string_view model_name,
+    const JsonLimits& limits = JsonLimits());
+
+// POST /detokenize: {"tokens": [ids]} (vLLM's).
+absl::StatusOr<std::vector<int>> ParseDetokenizeRequest(
     absl::string_view body, absl::string_view model_name,
     const JsonLimits& limits = JsonLimits());
 

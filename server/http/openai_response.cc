@@ -64,13 +64,15 @@ void AppendJsonString(absl::string_view text, std::string& out) {
 
 CompletionBuilder::CompletionBuilder(std::string id, std::string model,
                                      int64_t created, bool logprobs,
-                                     bool include_usage, int completions)
+                                     bool include_usage, int completions,
+                                     int per_prompt)
     : id_(std::move(id)),
       model_(std::move(model)),
       created_(created),
       logprobs_(logprobs),
       include_usage_(include_usage),
-      completions_(completions) {}
+      completions_(completions),
+      per_prompt_(per_prompt > 0 ? per_prompt : completions) {}
 
 namespace {
 
@@ -160,11 +162,13 @@ bool CompletionBuilder::Finish(const FinishEvent& finish) {
   return done();
 }
 
-Usage TotalUsage(const std::vector<FinishEvent>& finishes) {
+Usage TotalUsage(const std::vector<FinishEvent>& finishes, int per_prompt) {
   Usage total;
   for (const FinishEvent& f : finishes) {
-    total.prompt_tokens = f.usage.prompt_tokens;  // One prompt for all.
-    total.source_tokens = f.usage.source_tokens;
+    if (f.completion_index % std::max(per_prompt, 1) == 0) {
+      total.prompt_tokens += f.usage.prompt_tokens;
+      total.source_tokens += f.usage.source_tokens;
+    }
     total.generated_tokens += f.usage.generated_tokens;
   }
   return total;
@@ -185,7 +189,7 @@ std::string CompletionBuilder::FinishEvents(const FinishEvent& finish) {
   if (include_usage_) {
     Json usage = Envelope(id_, created_, model_);
     usage["choices"] = Json::array();
-    usage["usage"] = UsageJson(TotalUsage(finishes_));
+    usage["usage"] = UsageJson(TotalUsage(finishes_, per_prompt_));
     absl::StrAppend(&out, DataEvent(usage));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -204,11 +208,12 @@ void CompletionBuilder::Add(const TokenEvent& token) {
 std::string CompletionBuilder::Response() const {
   Json choices = Json::array();
   for (int i = 0; i < completions_; ++i) {
-    // The engine sends an echoed prompt once, with completion 0; every choice
-    // starts with it, as OpenAI's do.
+    // The engine sends an echoed prompt once, with its prompt's first
+    // completion; every choice of that prompt starts with it, as OpenAI's do.
     std::vector<TokenEvent> tokens;
-    if (i > 0 && !tokens_.empty()) {
-      for (const TokenEvent& t : tokens_[0]) {
+    const int first = i - i % per_prompt_;
+    if (i != first && first < static_cast<int>(tokens_.size())) {
+      for (const TokenEvent& t : tokens_[first]) {
         if (t.is_prompt) tokens.push_back(t);
       }
     }
@@ -236,12 +241,13 @@ std::string CompletionBuilder::Response() const {
     choices.push_back(std::move(choice));
   }
   Json response = Envelope(id_, created_, model_);
-  // Completion i used seed + i.
-  response["seed"] = finishes_.empty() ? 0
-                                       : finishes_.front().seed -
-                                             finishes_.front().completion_index;
+  // A prompt's completion j used seed + j.
+  response["seed"] = finishes_.empty()
+                         ? 0
+                         : finishes_.front().seed -
+                               finishes_.front().completion_index % per_prompt_;
   response["choices"] = std::move(choices);
-  response["usage"] = UsageJson(TotalUsage(finishes_));
+  response["usage"] = UsageJson(TotalUsage(finishes_, per_prompt_));
   return DumpJson(response);
 }
 
@@ -338,6 +344,23 @@ std::string ModelJson(const pb::ModelInfo& info, int64_t created) {
 std::string ModelsJson(const pb::ModelInfo& info, int64_t created) {
   Json out = {{"object", "list"}, {"data", {ModelObject(info, created)}}};
   return DumpJson(out);
+}
+
+std::string DetokenizeJson(const std::string& text) {
+  return DumpJson(Json{{"prompt", text}});
+}
+
+std::string TokenizerInfoJson(const pb::ModelInfo& info,
+                              const TextServiceOptions& options) {
+  auto or_null = [](const std::string& s) {
+    return s.empty() ? Json(nullptr) : Json(s);
+  };
+  return DumpJson(Json{{"tokenizer_class", info.tokenizer()},
+                       {"bos_token", or_null(options.bos_token)},
+                       {"eos_token", or_null(options.eos_token)},
+                       {"pad_token", nullptr},
+                       {"model_max_length", info.context_length()},
+                       {"chat_template", or_null(options.chat_template)}});
 }
 
 std::string TokenizeJson(const pb::TokenizeResponse& response,

@@ -17,6 +17,7 @@
 #include "engine/request.h"
 #include "explorer/attention_json.h"
 #include "nlohmann/json.hpp"
+#include "server/api/text_service.h"
 #include "server/http/response_builder.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -28,8 +29,11 @@ namespace textgen {
 // streaming client sees tokens as the engine makes them.
 class CompletionBuilder : public ResponseBuilder {
  public:
+  // `completions` choices in all, `per_prompt` of them (the request's n)
+  // from each prompt of a batch (0: all from one prompt).
   CompletionBuilder(std::string id, std::string model, int64_t created,
-                    bool logprobs, bool include_usage, int completions = 1);
+                    bool logprobs, bool include_usage, int completions = 1,
+                    int per_prompt = 0);
 
   // Streaming: one event per token; a finished choice's chunk carries its
   // finish reason; the usage chunk counts all choices' tokens.
@@ -50,6 +54,7 @@ class CompletionBuilder : public ResponseBuilder {
   const bool logprobs_;
   const bool include_usage_;
   const int completions_;
+  const int per_prompt_;
   std::vector<std::vector<TokenEvent>> tokens_;  // Add's, by completion.
   std::vector<FinishEvent> finishes_;            // In the order they came.
 };
@@ -62,9 +67,9 @@ const char* OpenAiFinishReason(FinishReason reason);
 // source's (what the client sent).
 nlohmann::json UsageJson(const Usage& usage);
 
-// The prompt's tokens once (n choices share one prompt), the generated ones
-// of every choice.
-Usage TotalUsage(const std::vector<FinishEvent>& finishes);
+// Each prompt's tokens once (its n choices share it; choices i * per_prompt
+// .. are prompt i's), the generated ones of every choice.
+Usage TotalUsage(const std::vector<FinishEvent>& finishes, int per_prompt);
 
 // The DebugAttention replies as one JSON object (explorer/attention_json.h):
 // the prompt's tokens and, per (layer, head), the causal map as rows of
@@ -80,6 +85,12 @@ std::string AttentionJson(
 // GET /v1/models, and GET /v1/models/{id} (the one model's object).
 std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);
 std::string ModelJson(const textgen::v1::ModelInfo& info, int64_t created);
+// POST /detokenize's reply: {"prompt": text}.
+std::string DetokenizeJson(const std::string& text);
+// GET /tokenizer_info (vLLM's shape): tokenizer_class, bos_token, eos_token,
+// pad_token, model_max_length, chat_template (null where there is none).
+std::string TokenizerInfoJson(const textgen::v1::ModelInfo& info,
+                              const TextServiceOptions& options);
 // POST /tokenize's reply.
 std::string TokenizeJson(const textgen::v1::TokenizeResponse& response,
                          int max_model_len);

@@ -321,11 +321,55 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
                 self.assertEqual(error["code"], "invalid_argument")
                 self.assertEqual(error["type"], "invalid_request_error")
 
+    def test_lm_eval_harness_request_shapes(self):
+        # Tokenizer discovery, as lm-evaluation-harness's remote tokenizer does it.
+        status, _, info = call(self.port, "GET", "/tokenizer_info")
+        self.assertEqual(status, 200, info)
+        self.assertIn("eos_token", info)
+        self.assertEqual(info["model_max_length"], 256)
+        status, _, tokenized = call(self.port, "POST", "/tokenize",
+                                    {"prompt": "ROMEO: Peace!", "add_special_tokens": False})
+        self.assertEqual(status, 200, tokenized)
+        ids = tokenized["tokens"]
+        status, _, detokenized = call(self.port, "POST", "/detokenize", {"tokens": ids})
+        self.assertEqual(status, 200, detokenized)
+        self.assertEqual(detokenized, {"prompt": "ROMEO: Peace!"})
+        status, headers, body = call(self.port, "POST", "/detokenize", {"tokens": [10**6]})
+        self.assertOpenAiError(status, headers, body, 400, "tokens")
+
+        # local-completions' loglikelihood: a batch of 4 token-id prompts, echo, one
+        # alternative, max_tokens 1, greedy. Each choice equals its prompt asked alone.
+        texts = ["ROMEO: Peace!", "JULIET: Ay me.", "First Citizen:\nSpeak.", "O Romeo"]
+        batch = []
+        for text in texts:
+            _, _, t = call(self.port, "POST", "/tokenize", {"prompt": text})
+            batch.append(t["tokens"])
+        request = {"model": "shakespeare-char", "temperature": 0, "max_tokens": 1,
+                   "logprobs": 1, "seed": 1234, "echo": True}
+        status, _, reply = call(self.port, "POST", "/v1/completions",
+                                {**request, "prompt": batch})
+        self.assertEqual(status, 200, reply)
+        choices = sorted(reply["choices"], key=lambda c: c["index"])
+        self.assertEqual([c["index"] for c in choices], [0, 1, 2, 3])
+        prompt_tokens = 0
+        for ids, choice in zip(batch, choices):
+            status, _, alone = call(self.port, "POST", "/v1/completions",
+                                    {**request, "prompt": ids})
+            self.assertEqual(status, 200, alone)
+            self.assertEqual(choice["logprobs"], alone["choices"][0]["logprobs"])
+            self.assertEqual(choice["text"], alone["choices"][0]["text"])
+            self.assertEqual(choice["token_ids"][:len(ids)], ids)
+            prompt_tokens += alone["usage"]["prompt_tokens"]
+        self.assertEqual(reply["usage"]["prompt_tokens"], prompt_tokens)
+        self.assertEqual(reply["usage"]["completion_tokens"], 4)
+
     def test_400s(self):
         cases = [
             ({"prompt": PROMPT, "n": "two"}, "n"),
             ({"prompt": PROMPT, "best_of": 3}, "best_of"),
-            ({"prompt": ["a", "b"]}, "prompt"),
+            ({"prompt": ["a", "b"], "stream": True}, "stream"),
+            ({"prompt": ["a", 5]}, "prompt"),
+            ({"prompt": ["a"] * 65}, "prompt"),
             ({}, "prompt"),
             ({"prompt": PROMPT, "max_tokens": "ten"}, "max_tokens"),
             ({"prompt": PROMPT, "stream_options": {"include_usage": True}}, "stream_options"),
