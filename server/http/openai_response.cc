@@ -237,7 +237,19 @@ std::string CompletionBuilder::Response() const {
                     finish != nullptr ? Json(OpenAiFinishReason(finish->reason))
                                       : Json(nullptr)},
                    {"token_ids", std::move(ids)}};
-    if (logprobs_) choice["logprobs"] = LogprobsJson(tokens, 0);
+    if (logprobs_) {
+      // The tokens of a stop string carry none of the text (the string is
+      // cut): they are left out of logprobs, as OpenAI and vLLM leave them.
+      size_t scored = tokens.size();
+      if (finish != nullptr && finish->reason == FinishReason::kStop) {
+        while (scored > 0 && !tokens[scored - 1].is_prompt &&
+               tokens[scored - 1].text.empty()) {
+          --scored;
+        }
+      }
+      choice["logprobs"] = LogprobsJson(
+          std::vector<TokenEvent>(tokens.begin(), tokens.begin() + scored), 0);
+    }
     choices.push_back(std::move(choice));
   }
   Json response = Envelope(id_, created_, model_);

@@ -236,10 +236,36 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         self.assertEqual([t.id for t in scored], ids)
         self.assertEqual(choice["logprobs"]["token_logprobs"][:len(ids)],
                          [None] + [t.logprob for t in scored[1:]])
-        self.assertEqual(choice["logprobs"]["token_logprobs"][len(ids):],
-                         [t.logprob for t in tokens if not t.is_prompt])
+        generated = [t for t in tokens if not t.is_prompt]
         want_reason = {1: "length", 2: "stop", 3: "stop", 4: "length"}[stream.finished.reason]
+        if stream.finished.reason == 2:  # A stop string: its tokens carry no logprobs.
+            self.assertEqual(generated[-1].text, "")
+            while generated and not generated[-1].text:
+                generated.pop()
+        self.assertEqual(choice["logprobs"]["token_logprobs"][len(ids):],
+                         [t.logprob for t in generated])
         self.assertEqual(choice["finish_reason"], want_reason)
+
+    def test_stop_string_tokens_are_left_out_of_logprobs(self):
+        request = {"prompt": PROMPT, "max_tokens": 40, "temperature": 0, "logprobs": 1}
+        status, _, free = call(self.port, "POST", "/v1/completions", request)
+        self.assertEqual(status, 200, free)
+        text = free["choices"][0]["text"]
+        stop = text[20:23]  # Three characters (tokens) the greedy answer holds.
+        cut = text.index(stop)
+        status, _, stopped = call(self.port, "POST", "/v1/completions",
+                                  {**request, "stop": stop})
+        self.assertEqual(status, 200, stopped)
+        choice = stopped["choices"][0]
+        self.assertEqual(choice["finish_reason"], "stop")
+        self.assertEqual(choice["text"], text[:cut])
+        # token_ids keep every token generated; logprobs only those of the text.
+        tokens = choice["logprobs"]["tokens"]
+        self.assertEqual("".join(tokens), text[:cut])
+        self.assertEqual(len(tokens), cut)  # One character per token here.
+        self.assertEqual(len(choice["token_ids"]), cut + len(stop))
+        self.assertEqual(choice["logprobs"]["token_logprobs"],
+                         free["choices"][0]["logprobs"]["token_logprobs"][:cut])
 
     def test_echo_logprobs_and_zero_max_tokens_score_a_text(self):
         # How evaluation harnesses score text through OpenAI's completions API.
