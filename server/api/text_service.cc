@@ -104,6 +104,7 @@ pb::ModelInfo TextService::DescribeServer() const {
   info.set_chat(chat_ != nullptr);
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
+  limits->set_max_source_tokens(engine_->max_source_tokens());
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
   limits->set_max_concurrent_streams(engine_->options().num_slots);
   limits->set_max_queue(engine_->options().max_queue);

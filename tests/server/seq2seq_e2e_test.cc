@@ -232,6 +232,16 @@ TEST_F(Seq2seqE2eTest, ModelInfoSaysEncoderDecoder) {
   EXPECT_EQ(info.vocab_size(), 99);
   EXPECT_EQ(info.positional_encoding(), "sinusoidal");
   EXPECT_EQ(info.tokenizer(), "char");
+  // The limits state the source limit that is enforced (here
+  // --max_prompt_tokens' 40; without it the context: a source may fill it).
+  const int most = info.limits().max_source_tokens();
+  EXPECT_EQ(most, 40);
+  for (const int n : {most, most + 1}) {
+    pb::GenerateRequest request;
+    *request.mutable_source() = IdsPrompt(std::vector<int>(n, 5));
+    request.set_max_new_tokens(1);
+    EXPECT_EQ(Generate(request).status.ok(), n == most) << n;
+  }
 }
 
 TEST_F(Seq2seqE2eTest, DecoderOnlyModelKeepsItsFamilyAndRefusesSource) {
