@@ -69,6 +69,8 @@ async function main() {
       layers: document.getElementById('layer').options.length,
       heads: document.getElementById('head').options.length}));
     assert.ok(layers > 1 && heads > 1, `${layers} layers, ${heads} heads in the selects`);
+    // No chat template here: no chat mode (chat_explorer.js has the mode itself).
+    assert.equal(await page.$eval('#modes', (e) => getComputedStyle(e).display), 'none');
 
     // --- Streaming: record the number of generated tokens at every change of the token area.
     await page.evaluate(() => {

@@ -23,6 +23,10 @@ from live_server import start_with_http  # noqa: E402
 
 ARGS = None
 CHROMIUM = "/usr/bin/chromium"
+# --chat: only characters of models/shakespeare-char/char_vocab.json (upper case, ':', ' ',
+# '\n'); the generation prompt is a prefix of the rendering with the answer.
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] | upper }}: {{ m['content'] }}\n"
+                 "{% endfor %}{% if add_generation_prompt %}ASSISTANT: {% endif %}")
 
 
 def missing():
@@ -50,14 +54,28 @@ class ExplorerInChromiumTest(unittest.TestCase):
             model, script = os.path.join(tmp.name, "tiny-seq2seq"), "seq2seq_explorer.js"
             subprocess.run([sys.executable, os.path.join(REPO, "tests", "testing", "make_tiny_seq2seq.py"),
                             model], check=True)
-        server, port = start_with_http(ARGS.server_bin, model)
+        flags, extra_args, servers = [], [], []
+        if ARGS.chat:
+            # A chat template of the character model's own characters (it has no room for
+            # ChatML's special tokens); the same model without it, for the page with no chat.
+            template = os.path.join(tmp.name, "chat_template.jinja")
+            with open(template, "w") as f:
+                f.write(CHAT_TEMPLATE)
+            flags, script = [f"--chat_template={template}"], "chat_explorer.js"
         try:
+            server, port = start_with_http(ARGS.server_bin, model, *flags)
+            servers.append(server)
+            if ARGS.chat:
+                plain, plain_port = start_with_http(ARGS.server_bin, model)
+                servers.append(plain)
+                extra_args = [f"http://127.0.0.1:{plain_port}"]
             proc = subprocess.run(
                 ["node", os.path.join(HERE, script), f"http://127.0.0.1:{port}",
-                 CHROMIUM, ARGS.screenshot],
+                 CHROMIUM, ARGS.screenshot, *extra_args],
                 capture_output=True, text=True, timeout=240)
         finally:
-            server.stop()
+            for server in servers:
+                server.stop()
             tmp.cleanup()
         for line in proc.stdout.splitlines():
             if line.startswith("figure: "):
@@ -74,6 +92,9 @@ if __name__ == "__main__":
     parser.add_argument("--seq2seq", action="store_true",
                         help="serve tests/testing/make_tiny_seq2seq.py's encoder-decoder checkpoint "
                              "(--model unused) and run seq2seq_explorer.js")
+    parser.add_argument("--chat", action="store_true",
+                        help="serve --model with a chat template of its characters "
+                             "(--chat_template) and run chat_explorer.js")
     ARGS, rest = parser.parse_known_args()
     # A skip ctest shows as one (SKIP_RETURN_CODE 77), not as a pass.
     if missing() and os.environ.get("CI") != "true":
