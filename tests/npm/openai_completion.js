@@ -2,10 +2,10 @@
 // tests/server/http/http_test.py and chat_test.py to compare with what gRPC Generate
 // returns.
 //
-//   node openai_completion.js BASE_URL API_KEY 'REQUEST_JSON' [completions|chat]
+//   node openai_completion.js BASE_URL API_KEY 'REQUEST_JSON' [completions|chat|retrieve]
 //
-// The last argument picks the SDK call: client.completions.create (the default) or
-// client.chat.completions.create.
+// The last argument picks the SDK call: client.completions.create (the default),
+// client.chat.completions.create, or client.models.retrieve(REQUEST.model).
 // Prints one JSON line: {"chunks": [...]} (stream: true, every chunk as the SDK parsed
 // it, with `ms`: when it arrived, from the request's start), {"response": {...}}, or
 // {"error": {"status", "error", "message"}} for an API error (the SDK's APIError; `error`
@@ -21,7 +21,9 @@ async function main() {
   const request = JSON.parse(requestJson);
   const start = Date.now();
   try {
-    if (request.stream) {
+    if (endpoint === 'retrieve') {
+      console.log(JSON.stringify({ response: await client.models.retrieve(request.model) }));
+    } else if (request.stream) {
       const stream = await api.create(request);
       const chunks = [];
       for await (const chunk of stream) chunks.push({ ...chunk, ms: Date.now() - start });

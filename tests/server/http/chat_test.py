@@ -57,14 +57,14 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
         cls.client.close()
         cls.server.stop()
 
-    def sdk(self, request):
+    def sdk(self, request, endpoint="chat"):
         reason = sdk_missing()
         if reason:
             if os.environ.get("CI") == "true":
                 self.fail(reason)
             self.skipTest(reason)
         proc = subprocess.run(
-            ["node", OPENAI_JS, self.base_url, "unused", json.dumps(request), "chat"],
+            ["node", OPENAI_JS, self.base_url, "unused", json.dumps(request), endpoint],
             capture_output=True, text=True, timeout=WAIT * 2)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return json.loads(proc.stdout)
@@ -85,6 +85,9 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
         self.assertEqual(model, body["data"][0])
         status, _, _ = call(self.port, "GET", "/v1/models/not-this-one")
         self.assertEqual(status, 404)
+        retrieved = self.sdk({"model": name}, endpoint="retrieve")["response"]
+        self.assertEqual(retrieved["id"], name)
+        self.assertIs(retrieved["chat"], True)
 
     def test_sdk_answers_equal_the_heldout_answers(self):
         for case in self.cases:
