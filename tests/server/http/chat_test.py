@@ -1,8 +1,10 @@
 """Chat through a live textgen_server (issue 30), label http (and e2e):
 
-- the official `openai` npm SDK's chat.completions.create against the shipped instruct model
-  (models/chat-instruct): plain and streamed answers equal the held-out answers its model
-  card counts (greedy); n = 3 sampled choices, each equal to gRPC Generate with the same
+- every held-out conversation of the shipped instruct model (models/chat-instruct) through
+  /v1/chat/completions, greedy: each answer equals the one the training script's PyTorch
+  evaluation recorded, and the exact-match accuracy equals its model card's (metrics.json);
+- the official `openai` npm SDK's chat.completions.create against that model: plain and
+  streamed answers exact; n = 3 sampled choices, each equal to gRPC Generate with the same
   conversation and seed + i; logprobs equal gRPC's token by token; a stop string cuts the
   answer; the same seed gives the same answer;
 - the same conversations through gRPC (Prompt.conversation): the rendered prompt's ids
@@ -15,6 +17,7 @@ The SDK parts need node and `npm ci --prefix tests/npm`; without them they skip,
 except under CI=true, where that fails.
 """
 
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -37,6 +40,11 @@ def heldout(model_dir):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def metrics(model_dir):
+    with open(os.path.join(model_dir, "metrics.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def conversation(messages, **kwargs):
     out = textgen_pb2.Conversation(**kwargs)
     for m in messages:
@@ -50,7 +58,10 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
         cls.server, cls.port = start_with_http(ARGS.server_bin, ARGS.chat_model)
         cls.client = TextgenClient(cls.server.target, timeout=WAIT)
         cls.base_url = f"http://127.0.0.1:{cls.port}/v1"
-        cls.cases = heldout(ARGS.chat_model)[:HELDOUT_CASES]
+        cls.all_cases = heldout(ARGS.chat_model)
+        # Conversations the model answers right, one task after another.
+        right = [c for c in cls.all_cases if c["correct"]]
+        cls.cases = [right[i * len(right) // HELDOUT_CASES] for i in range(HELDOUT_CASES)]
 
     @classmethod
     def tearDownClass(cls):
@@ -88,6 +99,26 @@ class ChatTest(OpenAiShapeMixin, unittest.TestCase):
         retrieved = self.sdk({"model": name}, endpoint="retrieve")["response"]
         self.assertEqual(retrieved["id"], name)
         self.assertIs(retrieved["chat"], True)
+
+    def test_heldout_accuracy_through_chat_completions_equals_the_model_card(self):
+        def ask(case):
+            status, _, body = call(self.port, "POST", "/v1/chat/completions",
+                                   {"messages": case["messages"], "temperature": 0,
+                                    "max_tokens": 16})
+            self.assertEqual(status, 200, body)
+            return body["choices"][0]["message"]["content"]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(ask, self.all_cases))
+        for case, answer in zip(self.all_cases, answers):
+            self.assertEqual(answer, case["prediction"], case["messages"])
+        correct = sum(a == c["answer"] for a, c in zip(answers, self.all_cases))
+        card = metrics(ARGS.chat_model)
+        print(f"[chat_model] held-out exact match through /v1/chat/completions: "
+              f"{correct}/{len(answers)} ({100 * correct / len(answers):.2f} %), "
+              f"PyTorch: {card['exact_match_correct']}/{card['heldout_examples']}")
+        self.assertEqual(correct, card["exact_match_correct"])
+        self.assertEqual(len(answers), card["heldout_examples"])
+        self.assertGreaterEqual(correct / len(answers), 0.95)
 
     def test_sdk_answers_equal_the_heldout_answers(self):
         for case in self.cases:
