@@ -1,35 +1,36 @@
 #!/usr/bin/env python3
-"""Chat conversations about arithmetic and dates: the task of models/chat-instruct/.
+"""Chat conversations about dates: the task of models/chat-instruct/.
 
 Every conversation is a list of ChatML messages (system, then user and assistant turns:
-one turn in the held-out set, 1 to 8 in training) whose assistant messages are short exact
+one turn in the held-out set, one or (25 %) two in training) whose assistant messages are short exact
 answers:
 
   task            example question (phrasings vary)                      answer
-  add             What is 17 + 25?  /  Add 17 and 25.                     42
   days_in_month   How many days are in February 2024?                     29
   leap_year       Is 2024 a leap year?                                    Yes
   iso_date        Write March 4, 2021 as YYYY-MM-DD.                      2021-03-04
 
 Rules that make every answer exact:
-  * add: a, b in 0..99 (answer 0..198).
   * Years 1901..2099, so the leap rule is "divisible by 4" (2000 is a leap year by the
     400 rule too; 1900 and 2100, the exceptions, are outside the range).
   * iso_date: a valid date in 1901..2099 written "March 4, 2021", "4 March 2021" or
     "3/4/2021" (slashes are American: month/day/year).
 
 Held-out split: by *problem*, never by phrasing.  A fixed-seed shuffle sets aside 10 % of
-each task's problems -- the (a, b) pairs of add, the years of days_in_month and
+each task's problems -- the years of days_in_month and
 leap_year (all twelve months of a held-out year), the dates of iso_date -- and training
 never asks about them in any phrasing, so a held-out question is a problem the model has
 not seen, asked in a way it has.
 
 The tasks were chosen to be learnable to >= 95 % exact match by a ~1 M parameter model in
-about ten minutes on two CPU cores; the weekday of a date and "N days after a date" (both
-in issue 30's examples) are not: they need calendar arithmetic the model would have to
-learn from far more data.  Subtraction was tried beside addition and left out: in ten
-minutes of training neither reached even the units digit (about 7 % exact match each);
-addition alone gets the arithmetic share of the training.
+about ten minutes on two busy CPU cores; the weekday of a date and "N days after a date"
+(both in issue 30's examples) need calendar arithmetic the model would have to learn from
+far more data.  Two-digit addition and subtraction (a, b in 0..99; "What is 17 + 25?")
+were tried and left out: a 9-minute run (850 steps of 64 conversations, over half of
+them arithmetic) reached 6.5 % (add) and 7 % (sub) exact match on held-out pairs -- the
+units digit right only at chance, 10 % -- and a second with addition alone and up to six
+turns per conversation 12 % in 600 steps (the machine was shared; the steps, not the
+minutes, are what the model needs).
 
 Usage (a preview and self-check):
     /usr/bin/python3 tools/chat_dataset.py
@@ -52,21 +53,13 @@ DEFAULT_SYSTEM = "You are a helpful assistant."
 SYSTEM_PROMPTS = [
     DEFAULT_SYSTEM,
     "You are a concise assistant. Answer with the result only.",
-    "You help with arithmetic and calendar questions.",
+    "You help with calendar questions.",
     "Answer briefly.",
 ]
 # Training draws the system prompt with these weights (the default most often).
 SYSTEM_WEIGHTS = [0.55, 0.15, 0.15, 0.15]
 
 PHRASINGS = {
-    "add": [
-        "What is {a} + {b}?",
-        "Add {a} and {b}.",
-        "What is the sum of {a} and {b}?",
-        "What's {a} plus {b}?",
-        "Calculate {a}+{b}.",
-        "{a} + {b} = ?",
-    ],
     "days_in_month": [
         "How many days are in {month} {year}?",
         "How many days does {month} {year} have?",
@@ -87,8 +80,8 @@ PHRASINGS = {
     ],
 }
 TASKS = list(PHRASINGS)
-# Training mix (arithmetic is the hardest to learn, so it is asked most).
-TASK_WEIGHTS = {"add": 0.55, "days_in_month": 0.15, "leap_year": 0.10, "iso_date": 0.20}
+# Training mix (the ISO task has the most to learn: twelve month names and three styles).
+TASK_WEIGHTS = {"days_in_month": 0.3, "leap_year": 0.2, "iso_date": 0.5}
 DATE_STYLES = ["month_day_year", "day_month_year", "slash_mdy"]
 
 
@@ -113,8 +106,6 @@ def write_date(d: datetime.date, style: str) -> str:
 
 def problems(task: str) -> list:
     """Every problem of a task (the unit of the held-out split), in a fixed order."""
-    if task == "add":
-        return [(a, b) for a in range(100) for b in range(100)]
     if task in ("days_in_month", "leap_year"):
         return list(range(FIRST_YEAR, LAST_YEAR + 1))  # split by year
     assert task == "iso_date"
@@ -139,9 +130,6 @@ def split() -> dict[str, tuple[list, list]]:
 def question(rng: random.Random, task: str, problem) -> tuple[str, str]:
     """(question text, answer) for one problem, in a random phrasing."""
     phrasing = rng.choice(PHRASINGS[task])
-    if task == "add":
-        a, b = problem
-        return phrasing.format(a=a, b=b), str(a + b)
     if task == "days_in_month":
         year, month = problem, rng.randrange(1, 13)
         return (phrasing.format(month=MONTHS[month - 1], year=year),
@@ -172,14 +160,9 @@ def sample(rng: random.Random, pools: dict[str, list], turns: int = 1,
     return {"task": task, "messages": messages, "answer": answer}
 
 
-MAX_TRAINING_TURNS = 8
-
-
 def training_sample(rng: random.Random, train: dict[str, list]) -> dict:
-    """A training conversation of 1 to MAX_TRAINING_TURNS question-answer turns (uniform):
-    several answers share one system prompt and one pass of the model, which teaches
-    several times as much per unit of compute as one answer each."""
-    return sample(rng, train, turns=rng.randint(1, MAX_TRAINING_TURNS))
+    """A training conversation: one turn, or (25 %) two."""
+    return sample(rng, train, turns=2 if rng.random() < 0.25 else 1)
 
 
 def heldout_set(per_task: dict[str, int], seed: int = 7) -> list[dict]:

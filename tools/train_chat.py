@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Train models/chat-instruct/: a small Llama-shaped instruct model that answers arithmetic
-and calendar questions in ChatML, with its own byte-level BPE tokenizer.json and chat
+"""Train models/chat-instruct/: a small Llama-shaped instruct model that answers calendar
+questions in ChatML, with its own byte-level BPE tokenizer.json and chat
 template, so chat works with no download.
 
 The conversations are tools/chat_dataset.py's (fixed seeds; held-out split by problem).
@@ -10,9 +10,9 @@ the training text is the prompt text a server builds from the same messages.
 
 Tokenizer (tokenizer.json, Hugging Face's `tokenizers` serialization): byte-level BPE laid
 out as Qwen2's -- NFC normalizer, a Split pre-tokenizer with Qwen2's regex (digits one by
-one, which is what lets a small model add), ByteLevel pre-tokenizer/decoder -- with 256
+one, as numbers are best read by a small model), ByteLevel pre-tokenizer/decoder -- with 256
 byte symbols (id = byte value), merges learnt here on training text until the vocabulary
-has 493 entries (237 merges), then <|endoftext|> 493, <|im_start|> 494, <|im_end|> 495 (special).
+has 445 entries (189 merges), then <|endoftext|> 445, <|im_start|> 446, <|im_end|> 447 (special).
 Its encoder is written below in plain Python (the text is ASCII, so \\p{L} / \\p{N} are
 [A-Za-z] / [0-9]); --hf_tokenizers (the npm package `tokenizers`, Hugging Face's Rust
 library) checks that it gives the same ids on rendered training and held-out text.
@@ -63,10 +63,10 @@ import safetensors_io  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_NEW = 16          # greedy budget: the longest answer (an ISO date) is 9 tokens + <|im_end|>
-HELDOUT_PER_TASK = {"add": 300, "days_in_month": 200, "leap_year": 80, "iso_date": 200}
+HELDOUT_PER_TASK = {"days_in_month": 300, "leap_year": 80, "iso_date": 300}
 HELDOUT_SEED = 7
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-N_REGULAR = 493       # byte symbols + learnt merges; the special tokens follow (vocab 496)
+N_REGULAR = 445       # byte symbols + learnt merges; the special tokens follow (vocab 448)
 
 # Qwen2's chat template without the tool branches; Qwen2.5's shape: a default system
 # message when the conversation has none, <|im_start|>assistant\n as generation prompt.
@@ -97,7 +97,7 @@ def parse_args(argv=None):
     p.add_argument("--num_key_value_heads", type=int, default=4)
     p.add_argument("--max_position_embeddings", type=int, default=256)
     p.add_argument("--rope_theta", type=float, default=10000.0)
-    p.add_argument("--batch_size", type=int, default=24, help="conversations per step")
+    p.add_argument("--batch_size", type=int, default=64, help="conversations per step")
     p.add_argument("--buckets", type=int, default=8, help="batches per length-sorted pool")
     p.add_argument("--max_iters", type=int, default=6000)
     p.add_argument("--max_minutes", type=float, default=10.0,
@@ -374,12 +374,16 @@ def encode_conversation(tok: Tokenizer, messages: list[dict]) -> tuple[list[int]
 
 
 def length_buckets(rng: random.Random, tok: Tokenizer, train: dict[str, list],
-                   batch_size: int, buckets: int) -> list:
+                   batch_size: int, buckets: int, context: int) -> list:
     """`buckets` batches from buckets * batch_size fresh training conversations sorted by
-    length, in random order (conversations of 1 to 8 turns padded to the longest of a
-    random batch would be mostly padding)."""
-    pool = sorted((encode_conversation(tok, data.training_sample(rng, train)["messages"])
-                   for _ in range(buckets * batch_size)), key=lambda r: len(r[0]))
+    length, in random order (less padding).  A conversation longer than the
+    context is drawn again."""
+    pool = []
+    while len(pool) < buckets * batch_size:
+        row = encode_conversation(tok, data.training_sample(rng, train)["messages"])
+        if len(row[0]) <= context:
+            pool.append(row)
+    pool.sort(key=lambda r: len(r[0]))
     batches = [pool[i * batch_size:(i + 1) * batch_size] for i in range(buckets)]
     rng.shuffle(batches)
     return batches
@@ -622,9 +626,9 @@ def write_model_card(out_dir: str) -> None:
                       for t, a in m["exact_match_by_task"].items())
     phrasings = "\n".join(f"| `{t}` | " + "<br>".join(f"`{p}`" for p in data.PHRASINGS[t]) + " |"
                           for t in data.TASKS)
-    systems = "\n".join(f"* `{s}`" for s in data.SYSTEM_PROMPTS)
+    systems = "\n".join(f"  * `{s}`" for s in data.SYSTEM_PROMPTS)
     curve = ", ".join(f"{step}: {loss:.4f}" for step, loss in m["train_loss_curve"]
-                      if step % 1000 == 0 or step == m["train_loss_curve"][-1][0])
+                      if step % 200 == 0 or step == m["train_loss_curve"][-1][0])
     size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
     with open(os.path.join(out_dir, "heldout.jsonl"), encoding="utf-8") as f:
         wrong = [json.loads(line) for line in f if '"correct": false' in line]
@@ -632,15 +636,14 @@ def write_model_card(out_dir: str) -> None:
                        f"(should be `{r['answer']}`)" for r in wrong[:20]) or "  none"
     if len(wrong) > 20:
         errors += f"\n  * ... {len(wrong) - 20} more in heldout.jsonl (`\"correct\": false`)"
-    example = render([{"role": "user", "content": "What is 17 + 25?"},
-                      {"role": "assistant", "content": "42"}], False)
-    card = f"""# chat-instruct: a small ChatML model for arithmetic and calendar questions
+    example = render([{"role": "user", "content": "How many days are in February 2024?"},
+                      {"role": "assistant", "content": "29"}], False)
+    card = f"""# chat-instruct: a small ChatML model for calendar questions
 
 A Llama-shaped decoder (RMSNorm, RoPE, SwiGLU, tied head; `model_type` `llama`) with its
 own byte-level BPE `tokenizer.json` and a ChatML chat template, trained from scratch by
 `tools/train_chat.py` so that chat works out of the box, with no download:
 
-    user:       What is 17 + 25?              assistant: 42
     user:       How many days are in February 2024?        assistant: 29
     user:       Is 2023 a leap year?          assistant: No
     user:       Write March 4, 2021 as YYYY-MM-DD.         assistant: 2021-03-04
@@ -707,21 +710,20 @@ Hugging Face's own library (`tokenizers` {m['tokenizer'].get('hf_tokenizers_vers
 |---|---|
 {phrasings}
 
-* `add`: a, b in 0..99 (subtraction was tried and left out: tools/chat_dataset.py). Years 1901–2099 (the leap rule is then
-  "divisible by 4"). `iso_date` writes the date as `March 4, 2021`, `4 March 2021` or
+* Years 1901–2099 (the leap rule is then "divisible by 4"). Two-digit addition and
+  subtraction were tried and left out (tools/chat_dataset.py says why). `iso_date` writes the date as `March 4, 2021`, `4 March 2021` or
   `3/4/2021` (month/day/year).
 * System prompts (training draws the first 55 % of the time; the held-out set leaves the
   system message out in a quarter of its conversations, so the template's default stands
   in, and picks one of these uniformly otherwise):
 {systems}
-* Training conversations have 1 to {data.MAX_TRAINING_TURNS} question-answer turns (uniform; several answers per
-  pass of the model teach more per unit of compute), batches of similar lengths; every
-  assistant message is trained on (its tokens and the `<|im_end|>` closing it), nothing else
+* A quarter of the training conversations have an earlier question and answer (batches
+  of similar lengths); every assistant message is trained on (its tokens and the `<|im_end|>` closing it), nothing else
   is (system and user text, the template's markup).
 * Fresh conversations every step (seed {hp['seed']}); there is no fixed training set.
 
 **Held-out split by problem**: a seeded shuffle sets aside 10 % of each task's problems —
-(a, b) pairs, years (for `days_in_month` and `leap_year` together), dates — and training
+years (for `days_in_month` and `leap_year` together) and dates — and training
 never asks about them in any phrasing. The held-out questions are distinct.
 
 `heldout.jsonl`, one object per line: `task`, `messages` (the conversation without the
@@ -766,10 +768,9 @@ similar, not a byte-identical, model; `--max_minutes 0 --max_iters N` fixes the 
 
 ## Limitations
 
-* Only the five kinds of questions above, in phrasings close to the ones listed, with
-  numbers 0–99 and years 1901–2099. Larger numbers, other operations, other date formats
-  or free conversation were never seen.
-* It does not refuse: an unknown question still gets an answer in one of the five shapes.
+* Only the three kinds of questions above, in phrasings close to the ones listed, with
+  years 1901–2099. Arithmetic, other date formats or free conversation were never seen.
+* It does not refuse: an unknown question still gets an answer in one of the three shapes.
 * Its held-out errors:
 {errors}
 """
@@ -829,7 +830,8 @@ def main(argv=None):
         for group in opt.param_groups:
             group["lr"] = lr
         if not queue:
-            queue = length_buckets(rng, tok, train, args.batch_size, args.buckets)
+            queue = length_buckets(rng, tok, train, args.batch_size, args.buckets,
+                                       cfg["max_position_embeddings"])
         x, y = make_batch(queue.pop(), tok.endoftext)
         assert x.shape[1] <= cfg["max_position_embeddings"]
         supervised = y >= 0
