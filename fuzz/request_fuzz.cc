@@ -1,6 +1,7 @@
 // The request validation both front doors share, fuzzed: the HTTP API's JSON
 // bodies (server/http/openai_request.h: POST /v1/completions, /v1/attention,
-// /tokenize) and a serialized GenerateRequest as gRPC hands it to the
+// /tokenize; server/http/chat_request.h: /v1/chat/completions) and a
+// serialized GenerateRequest as gRPC hands it to the
 // service (bytes, parsed by server/grpc/wire.h's ParseMessage), each then
 // translated for the engine (server/api/proto_convert.h, ToEngineRequest) with
 // the shipped model's tokenizer. The first byte picks the route, the rest is
@@ -22,6 +23,7 @@
 #include "model/text/tokenizer_factory.h"
 #include "server/api/proto_convert.h"
 #include "server/grpc/wire.h"
+#include "server/http/chat_request.h"
 #include "server/http/openai_request.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -56,12 +58,16 @@ const textgen::ModelConfig& ShippedConfig() {
 }
 
 // The engine's view of an accepted request: OK or INVALID_ARGUMENT (a
-// decoder-only model refuses a source with INVALID_ARGUMENT too).
+// decoder-only model refuses a source with INVALID_ARGUMENT too), or, for a
+// conversation, FAILED_PRECONDITION: this model has no chat template.
 void CheckTranslation(const textgen::v1::GenerateRequest& request) {
   const absl::StatusOr<textgen::GenerationRequest> translated =
       textgen::ToEngineRequest(request, &ShippedTokenizer(), ShippedConfig());
-  FUZZ_CHECK(translated.ok() ||
-             translated.status().code() == absl::StatusCode::kInvalidArgument);
+  FUZZ_CHECK(
+      translated.ok() ||
+      translated.status().code() == absl::StatusCode::kInvalidArgument ||
+      (request.prompt().has_conversation() &&
+       translated.status().code() == absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace
@@ -70,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const absl::string_view body(reinterpret_cast<const char*>(data) + 1,
                                size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       auto parsed = textgen::ParseCompletionRequest(body, kModelName);
       FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
@@ -85,6 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 2: {
       auto parsed = textgen::ParseTokenizeRequest(body, kModelName);
       FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
+      break;
+    }
+    case 4: {
+      auto parsed = textgen::ParseChatRequest(body, kModelName);
+      FUZZ_CHECK(parsed.ok() || IsRefusal(parsed.status()));
+      if (parsed.ok()) CheckTranslation(parsed->generate);
       break;
     }
     default: {
