@@ -47,9 +47,7 @@ import math
 import os
 import platform
 import random
-import re
 import shlex
-import subprocess
 import sys
 import time
 
@@ -58,6 +56,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chat_dataset as data  # noqa: E402
+from chat_model_card import write_model_card  # noqa: E402
+from chatml import CHAT_TEMPLATE, render  # noqa: E402
+from chat_tokenizer import (N_REGULAR, SPECIAL_TOKENS, Tokenizer, hf_encode,  # noqa: E402
+                            learn_merges)
+from machine import cpu_model  # noqa: E402
 import reference_model  # noqa: E402
 import safetensors_io  # noqa: E402
 
@@ -65,25 +68,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_NEW = 16          # greedy budget: the longest answer (an ISO date) is 9 tokens + <|im_end|>
 HELDOUT_PER_TASK = {"days_in_month": 300, "leap_year": 80, "iso_date": 300}
 HELDOUT_SEED = 7
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-N_REGULAR = 445       # byte symbols + learnt merges; the special tokens follow (vocab 448)
-
-# Qwen2's chat template without the tool branches; Qwen2.5's shape: a default system
-# message when the conversation has none, <|im_start|>assistant\n as generation prompt.
-CHAT_TEMPLATE = (
-    "{%- if messages[0]['role'] == 'system' %}\n"
-    "    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
-    "{%- else %}\n"
-    "    {{- '<|im_start|>system\\n" + data.DEFAULT_SYSTEM + "<|im_end|>\\n' }}\n"
-    "{%- endif %}\n"
-    "{%- for message in messages %}\n"
-    "    {%- if not (loop.first and message['role'] == 'system') %}\n"
-    "        {{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}\n"
-    "    {%- endif %}\n"
-    "{%- endfor %}\n"
-    "{%- if add_generation_prompt %}\n"
-    "    {{- '<|im_start|>assistant\\n' }}\n"
-    "{%- endif %}\n")
 
 
 def parse_args(argv=None):
@@ -125,188 +109,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-# ----------------------------------------------------------------------------- template
-
-def chat_template():
-    """The template compiled as transformers compiles it (ImmutableSandboxedEnvironment,
-    trim_blocks, lstrip_blocks, loopcontrols, raise_exception)."""
-    import jinja2
-    import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
-    env.globals["raise_exception"] = raise_exception
-    return env.from_string(CHAT_TEMPLATE)
-
-
-_TEMPLATE = None
-
-
-def render(messages: list[dict], add_generation_prompt: bool) -> str:
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        _TEMPLATE = chat_template()
-    return _TEMPLATE.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                            eos_token="<|im_end|>", bos_token=None, pad_token="<|endoftext|>")
-
-
 # ----------------------------------------------------------------------------- tokenizer
-
-# Qwen2's pre-tokenizer regex, and the same for ASCII text in Python's re.
-QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-ASCII_PATTERN = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\nA-Za-z0-9]?[A-Za-z]+|[0-9]"
-                           r"| ?[^\sA-Za-z0-9]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-SPECIAL_SPLIT = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (ByteLevel)."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-          + list(range(ord("®"), ord("ÿ") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-BYTE_CHARS = bytes_to_unicode()
-
-
-def pre_tokenize(text: str) -> list[str]:
-    """Split (Qwen2 regex, Isolated) then ByteLevel: byte-level symbol strings."""
-    assert text.isascii(), "the ASCII regex stands for Qwen2's only on ASCII text"
-    pieces = ASCII_PATTERN.findall(text)
-    assert "".join(pieces) == text
-    return ["".join(BYTE_CHARS[b] for b in p.encode("utf-8")) for p in pieces]
-
-
-def learn_merges(texts: list[str], n_regular: int) -> list[tuple[str, str]]:
-    """Byte-level BPE training: repeatedly merge the most frequent adjacent pair (ties: the
-    smallest pair) until the vocabulary has n_regular entries."""
-    counts: dict[tuple[str, ...], int] = {}
-    for text in texts:
-        for segment in SPECIAL_SPLIT.split(text):
-            if segment in SPECIAL_TOKENS or not segment:
-                continue
-            for word in pre_tokenize(segment):
-                key = tuple(word)
-                counts[key] = counts.get(key, 0) + 1
-    vocab = set(BYTE_CHARS.values())
-    merges = []
-    words = dict(counts)
-    while len(vocab) < n_regular:
-        pairs: dict[tuple[str, str], int] = {}
-        for word, c in words.items():
-            for pair in zip(word, word[1:]):
-                pairs[pair] = pairs.get(pair, 0) + c
-        if not pairs:
-            break
-        best = min(pairs, key=lambda p: (-pairs[p], p))
-        merges.append(best)
-        vocab.add(best[0] + best[1])
-        words = {merge_word(w, best): c for w, c in words.items()}
-    return merges
-
-
-def merge_word(word: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
-    out, i = [], 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            out.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return tuple(out)
-
-
-class Tokenizer:
-    def __init__(self, merges: list[tuple[str, str]]):
-        self.merges = [tuple(m) for m in merges]
-        self.rank = {m: i for i, m in enumerate(self.merges)}
-        self.vocab = {BYTE_CHARS[b]: b for b in range(256)}
-        for a, b in self.merges:
-            self.vocab.setdefault(a + b, len(self.vocab))
-        assert len(self.vocab) <= N_REGULAR
-        self.special = {t: N_REGULAR + i for i, t in enumerate(SPECIAL_TOKENS)}
-        self.size = N_REGULAR + len(SPECIAL_TOKENS)
-        self.id_to_token = {i: t for t, i in self.vocab.items()}
-        self.id_to_token.update({i: t for t, i in self.special.items()})
-        self.byte_of = {c: b for b, c in BYTE_CHARS.items()}
-        self.cache: dict[str, list[int]] = {}
-        self.im_start, self.im_end = self.special["<|im_start|>"], self.special["<|im_end|>"]
-        self.endoftext = self.special["<|endoftext|>"]
-
-    def bpe(self, word: str) -> list[int]:
-        if word not in self.cache:
-            symbols = tuple(word)
-            while len(symbols) > 1:
-                ranked = [(self.rank.get(p, math.inf), p) for p in zip(symbols, symbols[1:])]
-                r, best = min(ranked)
-                if r == math.inf:
-                    break
-                symbols = merge_word(symbols, best)
-            self.cache[word] = [self.vocab[s] for s in symbols]
-        return self.cache[word]
-
-    def encode(self, text: str) -> list[int]:
-        ids = []
-        for segment in SPECIAL_SPLIT.split(text):
-            if segment in self.special:
-                ids.append(self.special[segment])
-            elif segment:
-                for word in pre_tokenize(segment):
-                    ids += self.bpe(word)
-        return ids
-
-    def decode(self, ids: list[int], skip_special: bool = True) -> str:
-        out, raw = [], bytearray()
-        for i in ids:
-            token = self.id_to_token[i]
-            if i >= N_REGULAR:
-                out.append(raw.decode("utf-8", "replace"))
-                raw = bytearray()
-                if not skip_special:
-                    out.append(token)
-            else:
-                raw += bytes(self.byte_of[c] for c in token)
-        out.append(raw.decode("utf-8", "replace"))
-        return "".join(out)
-
-    def to_json(self) -> dict:
-        """tokenizer.json, Qwen2's layout."""
-        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
-                      "use_regex": False}
-        return {
-            "version": "1.0",
-            "truncation": None,
-            "padding": None,
-            "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False,
-                              "rstrip": False, "normalized": False, "special": True}
-                             for t, i in self.special.items()],
-            "normalizer": {"type": "NFC"},
-            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": QWEN2_PATTERN}, "behavior": "Isolated",
-                 "invert": False},
-                dict(byte_level)]},
-            "post_processor": dict(byte_level),
-            "decoder": dict(byte_level),
-            "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                      "continuing_subword_prefix": "", "end_of_word_suffix": "",
-                      "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
-                      "merges": [f"{a} {b}" for a, b in self.merges]},
-        }
-
 
 def tokenizer_config() -> dict:
     """tokenizer_config.json as transformers writes it for a Qwen2-style tokenizer."""
@@ -328,29 +131,6 @@ def tokenizer_config() -> dict:
         "tokenizer_class": "Qwen2Tokenizer",
         "unk_token": None,
     }
-
-
-def hf_encode(package: str, tokenizer_json: str, texts: list[str]) -> list[list[int]] | None:
-    """Encodes `texts` with Hugging Face's tokenizers (npm, Rust); None if unavailable."""
-    if not os.path.isdir(package):
-        return None
-    script = """
-const { Tokenizer } = require(process.argv[1]);
-const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-(async () => {
-  const tok = Tokenizer.fromFile(process.argv[2]);
-  const out = [];
-  for (const t of texts) out.push(Array.from((await tok.encode(t, null, {addSpecialTokens: false})).getIds()));
-  process.stdout.write(JSON.stringify(out));
-})().catch((e) => { console.error(e); process.exit(1); });
-"""
-    try:
-        r = subprocess.run(["node", "-e", script, package, tokenizer_json],
-                           input=json.dumps(texts), capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        print(f"Hugging Face tokenizers check not run: {e}", flush=True)
-        return None
-    return json.loads(r.stdout)
 
 
 # ----------------------------------------------------------------------------- data
@@ -601,181 +381,6 @@ def verify_export(out_dir: str, n_reference: int = 40) -> dict:
     print(f"verified {len(rows)} predictions from the export; reference_model max logit "
           f"diff {max_diff:.2e}; smallest top-1 - top-2 gap {min(margins):.3f}", flush=True)
     return figures
-
-
-def cpu_model() -> str:
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-# ----------------------------------------------------------------------------- card
-
-def write_model_card(out_dir: str) -> None:
-    """models/<name>/README.md from metrics.json, so its figures are the run's own."""
-    with open(os.path.join(out_dir, "metrics.json"), encoding="utf-8") as f:
-        m = json.load(f)
-    cfg, hp = m["model"], m["hyperparameters"]
-    tasks = "\n".join(f"| `{t}` | {100 * a:.2f} % ({m['exact_match_by_task_counts'][t][0]} / "
-                      f"{m['exact_match_by_task_counts'][t][1]}) | "
-                      f"{m['split'][t]['heldout']} of {m['split'][t]['train'] + m['split'][t]['heldout']} |"
-                      for t, a in m["exact_match_by_task"].items())
-    phrasings = "\n".join(f"| `{t}` | " + "<br>".join(f"`{p}`" for p in data.PHRASINGS[t]) + " |"
-                          for t in data.TASKS)
-    systems = "\n".join(f"  * `{s}`" for s in data.SYSTEM_PROMPTS)
-    curve = ", ".join(f"{step}: {loss:.4f}" for step, loss in m["train_loss_curve"]
-                      if step % 200 == 0 or step == m["train_loss_curve"][-1][0])
-    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
-    with open(os.path.join(out_dir, "heldout.jsonl"), encoding="utf-8") as f:
-        wrong = [json.loads(line) for line in f if '"correct": false' in line]
-    errors = "\n".join(f"  * `{r['messages'][-1]['content']}` → `{r['prediction']}` "
-                       f"(should be `{r['answer']}`)" for r in wrong[:20]) or "  none"
-    if len(wrong) > 20:
-        errors += f"\n  * ... {len(wrong) - 20} more in heldout.jsonl (`\"correct\": false`)"
-    example = render([{"role": "user", "content": "How many days are in February 2024?"},
-                      {"role": "assistant", "content": "29"}], False)
-    card = f"""# chat-instruct: a small ChatML model for calendar questions
-
-A Llama-shaped decoder (RMSNorm, RoPE, SwiGLU, tied head; `model_type` `llama`) with its
-own byte-level BPE `tokenizer.json` and a ChatML chat template, trained from scratch by
-`tools/train_chat.py` so that chat works out of the box, with no download:
-
-    user:       How many days are in February 2024?        assistant: 29
-    user:       Is 2023 a leap year?          assistant: No
-    user:       Write March 4, 2021 as YYYY-MM-DD.         assistant: 2021-03-04
-
-It knows nothing else: any other question still gets a short answer of one of these
-kinds, which should not be trusted.
-
-**Held-out exact-match accuracy: {100 * m['exact_match_accuracy']:.2f} %** ({m['exact_match_correct']} of
-{m['heldout_examples']} conversations whose problems training never saw; greedy decoding in float32
-PyTorch of the prompt the chat template renders, until `<|im_end|>`; the answer text must
-equal the expected one exactly).
-
-Trained by `tools/train_chat.py` in {m['train_seconds'] / 60:.1f} minutes ({m['iterations']} steps of
-{hp['batch_size']} conversations, {m['wall_seconds'] / 60:.1f} minutes with the tokenizer, evaluation and export) on
-{m['hardware']['threads']} cores of an `{m['hardware']['cpu']}` (`lscpu`; a machine shared with other jobs, so
-the time is noisy).
-
-| held-out task | exact match | held-out problems |
-|---|---|---|
-{tasks}
-
-## Files
-
-| file | content |
-|---|---|
-| `config.json` | Hugging Face `LlamaForCausalLM` keys |
-| `model.safetensors` | F32 weights, HF Llama names, tied head (no `lm_head.weight`) ({size:,} bytes) |
-| `tokenizer.json` | Hugging Face `tokenizers` serialization: byte-level BPE in Qwen2's layout |
-| `tokenizer_config.json` | `chat_template`, `eos_token` `<|im_end|>`, `pad_token` `<|endoftext|>`, no BOS (`bos_token` null, `add_bos_token` false), as Qwen2's |
-| `chat_template.jinja` | the same template in its own file (transformers ≥ 4.43 reads it there too) |
-| `generation_config.json` | `eos_token_id` [{m['special_tokens']['<|im_end|>']}, {m['special_tokens']['<|endoftext|>']}] (`<|im_end|>`, `<|endoftext|>`): either ends a generation |
-| `heldout.jsonl` | the held-out conversations, one JSON object per line (below) |
-| `metrics.json` | the run's figures, hyperparameters, hardware, command |
-
-## Chat template (ChatML)
-
-Qwen2.5's shape without the tool branches: the system message first (`{data.DEFAULT_SYSTEM}`
-when the conversation has none), then every message as
-`<|im_start|>ROLE\\nCONTENT<|im_end|>\\n`, and with `add_generation_prompt` the opening
-`<|im_start|>assistant\\n`. A one-turn conversation renders as
-
-```
-{example}```
-
-The training text is rendered by jinja2 with transformers' settings
-(`ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)`), so it is exactly
-the prompt a server renders from the same messages.
-
-## Tokenizer
-
-Byte-level BPE with Qwen2's normalizer (NFC), pre-tokenizer (its regex, which splits
-digits one by one, then ByteLevel) and decoder (ByteLevel). Vocabulary {cfg['vocab_size']}: ids 0–255 are
-the 256 byte symbols (id = byte value), {m['tokenizer']['merges']} merges learnt on {hp['bpe_corpus']:,}
-rendered training conversations fill ids 256–{N_REGULAR - 1}, then the special tokens
-`<|endoftext|>` {m['special_tokens']['<|endoftext|>']}, `<|im_start|>` {m['special_tokens']['<|im_start|>']}, `<|im_end|>` {m['special_tokens']['<|im_end|>']}.
-A rendered one-turn conversation is about {m['tokenizer']['mean_tokens_per_conversation']:.0f} tokens.
-Hugging Face's own library (`tokenizers` {m['tokenizer'].get('hf_tokenizers_version', '?')}, npm) encodes
-{m['tokenizer'].get('hf_checked_texts', 0)} rendered training and held-out texts to the same ids as the script:
-{m['tokenizer'].get('hf_agrees', 'not checked')}.
-
-## Data (tools/chat_dataset.py)
-
-| task | phrasings |
-|---|---|
-{phrasings}
-
-* Years 1901–2099 (the leap rule is then "divisible by 4"). Two-digit addition and
-  subtraction were tried and left out (tools/chat_dataset.py says why). `iso_date` writes the date as `March 4, 2021`, `4 March 2021` or
-  `3/4/2021` (month/day/year).
-* System prompts (training draws the first 55 % of the time; the held-out set leaves the
-  system message out in a quarter of its conversations, so the template's default stands
-  in, and picks one of these uniformly otherwise):
-{systems}
-* A quarter of the training conversations have an earlier question and answer (batches
-  of similar lengths); every assistant message is trained on (its tokens and the `<|im_end|>` closing it), nothing else
-  is (system and user text, the template's markup).
-* Fresh conversations every step (seed {hp['seed']}); there is no fixed training set.
-
-**Held-out split by problem**: a seeded shuffle sets aside 10 % of each task's problems —
-years (for `days_in_month` and `leap_year` together) and dates — and training
-never asks about them in any phrasing. The held-out questions are distinct.
-
-`heldout.jsonl`, one object per line: `task`, `messages` (the conversation without the
-answer), `answer`, `prompt` (the template's rendering with `add_generation_prompt`: the
-exact text to send as a raw prompt), `prompt_ids` (its ids), `prediction` and
-`prediction_ids` (PyTorch's greedy answer, without the closing `<|im_end|>`), `correct`.
-The C++ decoder, given `prompt` and greedy decoding until `<|im_end|>`, is expected to
-produce `prediction` for every line (`tests/model/chat_model_test.cc`). The smallest gap
-between the top two logits over every greedy step of the held-out set is
-{m.get('greedy_min_logit_margin', 'n/a')} (conversations with a step below 1: {m.get('greedy_logit_margins_below_1', 'n/a')}).
-`tools/reference_model.py` (float64) agrees with the training forward on {m.get('reference_model_sequences', 0)} exported
-held-out sequences to {m.get('reference_model_max_logit_diff', 'n/a')} in the logits.
-
-## Model
-
-| | |
-|---|---|
-| architecture | Llama: {cfg['num_hidden_layers']} layers, pre-RMSNorm (eps {cfg['rms_norm_eps']}), SwiGLU MLP, tied head |
-| width / heads / MLP | hidden {cfg['hidden_size']}, {cfg['num_attention_heads']} heads of {cfg['head_dim']} ({cfg['num_key_value_heads']} key/value heads), intermediate {cfg['intermediate_size']} |
-| positions | RoPE (HF rotate_half), θ {cfg['rope_theta']:g}, context {cfg['max_position_embeddings']} tokens |
-| vocabulary | {cfg['vocab_size']} |
-| parameters | {m['params']:,} ({size / 1e6:.1f} MB, F32 safetensors) |
-
-## Training
-
-AdamW (β 0.9 / 0.98, weight decay {hp['weight_decay']} on matrices), batch {hp['batch_size']} conversations,
-learning rate {hp['lr']} after {hp['warmup_iters']} warm-up steps, cosine decay to {hp['min_lr']} over the budget
-({hp['max_iters']} steps or {hp['max_minutes']} minutes, whichever ends first: this run made
-{m['iterations']} steps), gradient clipping {hp['grad_clip']}, matrices N(0, {hp['init_std']}) (o_proj and down_proj
-/ sqrt(2 × layers)). Matrix multiplies in bfloat16 autocast; weights, optimizer, norms,
-softmax and loss in float32; evaluation and export in float32. The loss is the mean
-cross-entropy over the assistant tokens of the batch.
-
-Training loss (nats per assistant token, mean over the last {hp['log_every']} steps): {curve}.
-
-Retrain (writes this directory; about {m['wall_seconds'] / 60:.0f} minutes here):
-
-    {m['command']}
-
-The step count depends on the machine's speed (the minutes budget), so a rerun gives a
-similar, not a byte-identical, model; `--max_minutes 0 --max_iters N` fixes the schedule.
-
-## Limitations
-
-* Only the three kinds of questions above, in phrasings close to the ones listed, with
-  years 1901–2099. Arithmetic, other date formats or free conversation were never seen.
-* It does not refuse: an unknown question still gets an answer in one of the three shapes.
-* Its held-out errors:
-{errors}
-"""
-    with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
-        f.write(card)
 
 
 # ----------------------------------------------------------------------------- main

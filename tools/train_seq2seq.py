@@ -34,7 +34,6 @@ import os
 import platform
 import random
 import shlex
-import subprocess
 import sys
 import time
 
@@ -44,6 +43,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dates_dataset as data  # noqa: E402
 import seq2seq_model as s2s  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELDOUT_N = 2000
@@ -254,16 +254,6 @@ def verify_export(out_dir: str) -> None:
         f.write(json.dumps(metrics, indent=2) + "\n")
     print(f"verified {len(rows)} predictions from the export; smallest top-1 - top-2 logit "
           f"gap {min(margins):.3f}", flush=True)
-
-
-def cpu_model() -> str:
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def write_model_card(out_dir: str) -> None:
