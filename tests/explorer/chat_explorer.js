@@ -13,8 +13,7 @@
 // rendered conversation; Clear empties the list.
 'use strict';
 const assert = require('node:assert/strict');
-const path = require('node:path');
-const puppeteer = require(path.join(__dirname, '..', 'npm', 'node_modules', 'puppeteer-core'));
+const {launch, openPage, parseRgb} = require('./browser');
 
 const [baseUrl, chromium, screenshot, plainUrl] = process.argv.slice(2);
 const SYSTEM = 'Thou art a king.';
@@ -31,25 +30,10 @@ async function attention(messages) {
   return response.json();
 }
 
-function parseRgb(css) {
-  const m = /rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)/.exec(css);
-  assert.ok(m, css);
-  return {rgb: [+m[1], +m[2], +m[3]], transparent: m[4] === '0'};
-}
-
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-  });
+  const browser = await launch(chromium);
   try {
-    const page = await browser.newPage();
-    await page.setViewport({width: 1120, height: 900});
-    const errors = [];
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('requestfailed', (r) => errors.push(`${r.url()}: ${r.failure().errorText}`));
-    page.on('response', (r) => { if (r.status() >= 400) errors.push(`${r.url()}: ${r.status()}`); });
+    const {page, errors} = await openPage(browser);
     const ready = () => page.waitForFunction(
         () => /layers ×/.test(document.getElementById('status').textContent));
 

@@ -12,8 +12,7 @@
 // the wire) as `figure: ...` lines.
 'use strict';
 const assert = require('node:assert/strict');
-const path = require('node:path');
-const puppeteer = require(path.join(__dirname, '..', 'npm', 'node_modules', 'puppeteer-core'));
+const {launch, parseRgb} = require('./browser');
 
 const [baseUrl, chromium, screenshot] = process.argv.slice(2);
 const GENERATE = 60;  // Tokens to generate (the issue asks for >= 20).
@@ -40,18 +39,8 @@ function assertColourNear(actual, want, what) {
             `${what}: rgb(${actual}) is not the legend's rgb(${want})`);
 }
 
-function parseRgb(css) {
-  const m = /rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)/.exec(css);
-  assert.ok(m, css);
-  return {rgb: [+m[1], +m[2], +m[3]], transparent: m[4] === '0'};
-}
-
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    // Root in a container: Chromium's sandbox needs user namespaces it may not have.
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-  });
+  const browser = await launch(chromium);
   try {
     const page = await browser.newPage();
     await page.setViewport({width: 1120, height: 900});

@@ -11,26 +11,16 @@
 // the source's tokens (its cross row); the encoder's map is S x S over its 3 layers.
 'use strict';
 const assert = require('node:assert/strict');
-const path = require('node:path');
-const puppeteer = require(path.join(__dirname, '..', 'npm', 'node_modules', 'puppeteer-core'));
+const {launch, openPage} = require('./browser');
 
 const [baseUrl, chromium, screenshot] = process.argv.slice(2);
 const SOURCE = '3rd of March 99';
 const GENERATE = 6;
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-  });
+  const browser = await launch(chromium);
   try {
-    const page = await browser.newPage();
-    await page.setViewport({width: 1120, height: 900});
-    const errors = [];
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('requestfailed', (r) => errors.push(`${r.url()}: ${r.failure().errorText}`));
-    page.on('response', (r) => { if (r.status() >= 400) errors.push(`${r.url()}: ${r.status()}`); });
+    const {page, errors} = await openPage(browser);
 
     await page.goto(baseUrl + '/', {waitUntil: 'networkidle0'});
     await page.waitForFunction(() => /layers ×/.test(document.getElementById('status').textContent));
