@@ -20,7 +20,7 @@ using Json = nlohmann::json;
 
 absl::StatusOr<std::string> String(const Json& value, const std::string& param,
                                    const char* what = "must be a string") {
-  if (!value.is_string()) return InvalidParam(param.c_str(), what);
+  if (!value.is_string()) return InvalidParam(param, what);
   return value.get<std::string>();
 }
 
@@ -31,8 +31,7 @@ absl::StatusOr<std::string> Content(const Json& message,
   if (content == nullptr) return std::string();
   if (content->is_string()) return content->get<std::string>();
   if (!content->is_array()) {
-    return InvalidParam(param.c_str(),
-                        "must be a string or an array of text parts");
+    return InvalidParam(param, "must be a string or an array of text parts");
   }
   std::string text;
   for (size_t i = 0; i < content->size(); ++i) {
@@ -40,13 +39,13 @@ absl::StatusOr<std::string> Content(const Json& message,
     const std::string part_param = absl::StrCat(param, "[", i, "]");
     if (!part.is_object() || Field(part, "type") == nullptr ||
         (*Field(part, "type")) != "text") {
-      return InvalidParam(part_param.c_str(),
+      return InvalidParam(part_param,
                           "only {\"type\": \"text\", \"text\": ...} parts are "
                           "supported (this model reads text)");
     }
     const Json* part_text = Field(part, "text");
     if (part_text == nullptr) {
-      return InvalidParam(part_param.c_str(), "has no text");
+      return InvalidParam(part_param, "has no text");
     }
     TEXTGEN_ASSIGN_OR_RETURN(
         const std::string piece,
@@ -59,21 +58,19 @@ absl::StatusOr<std::string> Content(const Json& message,
 
 absl::Status ParseToolCall(const Json& call, const std::string& param,
                            pb::ToolCall& out) {
-  if (!call.is_object())
-    return InvalidParam(param.c_str(), "must be an object");
+  if (!call.is_object()) return InvalidParam(param, "must be an object");
   if (const Json* id = Field(call, "id")) {
     TEXTGEN_ASSIGN_OR_RETURN(*out.mutable_id(),
                              String(*id, absl::StrCat(param, ".id")));
   }
   const Json* function = Field(call, "function");
   if (function == nullptr || !function->is_object()) {
-    return InvalidParam(absl::StrCat(param, ".function").c_str(),
+    return InvalidParam(absl::StrCat(param, ".function"),
                         "must be an object {\"name\", \"arguments\"}");
   }
   const Json* name = Field(*function, "name");
   if (name == nullptr) {
-    return InvalidParam(absl::StrCat(param, ".function.name").c_str(),
-                        "is required");
+    return InvalidParam(absl::StrCat(param, ".function.name"), "is required");
   }
   TEXTGEN_ASSIGN_OR_RETURN(
       *out.mutable_name(),
@@ -90,12 +87,11 @@ absl::Status ParseMessage(const Json& message, int index,
                           pb::ChatMessage& out) {
   const std::string param = absl::StrCat("messages[", index, "]");
   if (!message.is_object()) {
-    return InvalidParam(param.c_str(),
-                        "must be an object {\"role\", \"content\"}");
+    return InvalidParam(param, "must be an object {\"role\", \"content\"}");
   }
   const Json* role = Field(message, "role");
   if (role == nullptr) {
-    return InvalidParam(absl::StrCat(param, ".role").c_str(), "is required");
+    return InvalidParam(absl::StrCat(param, ".role"), "is required");
   }
   TEXTGEN_ASSIGN_OR_RETURN(std::string role_name,
                            String(*role, absl::StrCat(param, ".role")));
@@ -103,7 +99,7 @@ absl::Status ParseMessage(const Json& message, int index,
   if (role_name != "system" && role_name != "user" &&
       role_name != "assistant" && role_name != "tool") {
     return InvalidParam(
-        absl::StrCat(param, ".role").c_str(),
+        absl::StrCat(param, ".role"),
         "must be \"system\", \"developer\", \"user\", \"assistant\" or "
         "\"tool\"");
   }
@@ -112,7 +108,7 @@ absl::Status ParseMessage(const Json& message, int index,
                            Content(message, absl::StrCat(param, ".content")));
   if (const Json* calls = Field(message, "tool_calls")) {
     if (!calls->is_array()) {
-      return InvalidParam(absl::StrCat(param, ".tool_calls").c_str(),
+      return InvalidParam(absl::StrCat(param, ".tool_calls"),
                           "must be an array");
     }
     for (size_t i = 0; i < calls->size(); ++i) {
