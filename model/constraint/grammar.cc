@@ -1,0 +1,196 @@
+#include "model/constraint/grammar.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace textgen {
+namespace {
+
+// A byte set as a GBNF character class, e.g. [a-z_] or [\x80-\xBF].
+std::string ByteSetToString(const ByteSet& set) {
+  auto byte = [](int b) {
+    if (b >= 0x21 && b < 0x7F && b != '\\' && b != ']' && b != '-' &&
+        b != '^') {
+      return std::string(1, static_cast<char>(b));
+    }
+    return absl::StrFormat("\\x%02X", b);
+  };
+  std::string out = "[";
+  for (int b = 0; b < 256;) {
+    if (!set.Has(static_cast<uint8_t>(b))) {
+      ++b;
+      continue;
+    }
+    int end = b;
+    while (end + 1 < 256 && set.Has(static_cast<uint8_t>(end + 1))) ++end;
+    out += byte(b);
+    if (end > b) out += "-" + byte(end);
+    b = end + 1;
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string Grammar::ToString() const {
+  std::string out;
+  for (const Rule& rule : rules_) {
+    absl::StrAppend(&out, rule.name, " ::=");
+    for (size_t a = 0; a < rule.alternatives.size(); ++a) {
+      if (a > 0) out += " |";
+      for (int pos = rule.alternatives[a];
+           elements_[pos].kind != GrammarElement::Kind::kEnd; ++pos) {
+        const GrammarElement& e = elements_[pos];
+        out += " ";
+        out += e.kind == GrammarElement::Kind::kRule
+                   ? rules_[e.value].name
+                   : ByteSetToString(byte_sets_[e.value]);
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+absl::StatusOr<int> GrammarBuilder::RuleId(std::string_view name) {
+  if (auto it = ids_.find(std::string(name)); it != ids_.end()) {
+    return it->second;
+  }
+  if (static_cast<int>(names_.size()) >= limits_.max_rules) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the grammar has more than ", limits_.max_rules, " rules"));
+  }
+  const int id = static_cast<int>(names_.size());
+  names_.emplace_back(name);
+  ids_.emplace(std::string(name), id);
+  alternatives_.emplace_back();
+  return id;
+}
+
+absl::StatusOr<int> GrammarBuilder::NewRule(std::string_view base) {
+  std::string name(base);
+  for (int n = static_cast<int>(names_.size()); ids_.contains(name); ++n) {
+    name = absl::StrCat(std::string(base), "-", n);
+  }
+  return RuleId(name);
+}
+
+GrammarElement GrammarBuilder::Bytes(const ByteSet& set) {
+  auto [it, inserted] =
+      byte_set_ids_.emplace(set, static_cast<int>(byte_sets_.size()));
+  if (inserted) byte_sets_.push_back(set);
+  return {GrammarElement::Kind::kBytes, it->second};
+}
+
+absl::Status GrammarBuilder::AddAlternative(
+    int rule, std::vector<GrammarElement> sequence) {
+  elements_ += static_cast<int64_t>(sequence.size()) + 1;
+  if (elements_ > limits_.max_elements) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the grammar has more than ", limits_.max_elements, " elements"));
+  }
+  alternatives_[rule].push_back(std::move(sequence));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
+  const auto root_it = ids_.find(std::string(root));
+  if (root_it == ids_.end() || !defined(root_it->second)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the grammar has no rule \"", std::string(root), "\" to start from"));
+  }
+  const int n = static_cast<int>(names_.size());
+  for (int r = 0; r < n; ++r) {
+    if (!defined(r)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rule \"", names_[r], "\" is used but not defined"));
+    }
+  }
+
+  // Which rules match the empty string: a fixed point.
+  std::vector<bool> nullable(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r = 0; r < n; ++r) {
+      if (nullable[r]) continue;
+      for (const auto& seq : alternatives_[r]) {
+        bool all = true;
+        for (const GrammarElement& e : seq) {
+          if (e.kind == GrammarElement::Kind::kBytes || !nullable[e.value]) {
+            all = false;
+            break;
+          }
+        }
+        if (all) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // Left recursion: rule A reaches rule B without consuming a byte if B
+  // starts an alternative of A after only nullable rules. A cycle in that
+  // graph would send the matcher round it forever.
+  std::vector<std::vector<int>> first(n);
+  for (int r = 0; r < n; ++r) {
+    for (const auto& seq : alternatives_[r]) {
+      for (const GrammarElement& e : seq) {
+        if (e.kind == GrammarElement::Kind::kBytes) break;
+        first[r].push_back(e.value);
+        if (!nullable[e.value]) break;
+      }
+    }
+  }
+  // Depth-first search with colours, iterative so a long chain of rules
+  // cannot overflow the stack.
+  std::vector<uint8_t> colour(n, 0);  // 0 new, 1 on the path, 2 done.
+  for (int start = 0; start < n; ++start) {
+    if (colour[start] != 0) continue;
+    std::vector<std::pair<int, size_t>> path = {{start, 0}};
+    colour[start] = 1;
+    while (!path.empty()) {
+      auto& [rule, next] = path.back();
+      if (next == first[rule].size()) {
+        colour[rule] = 2;
+        path.pop_back();
+        continue;
+      }
+      const int to = first[rule][next++];
+      if (colour[to] == 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rule \"", names_[to],
+            "\" is left-recursive (it can reach itself without matching a "
+            "character); rewrite it with repetition, e.g. x ::= y (\"+\" y)*"));
+      }
+      if (colour[to] == 0) {
+        colour[to] = 1;
+        path.emplace_back(to, 0);
+      }
+    }
+  }
+
+  Grammar grammar;
+  grammar.root_ = root_it->second;
+  grammar.byte_sets_ = std::move(byte_sets_);
+  grammar.rules_.resize(n);
+  grammar.elements_.reserve(static_cast<size_t>(elements_));
+  for (int r = 0; r < n; ++r) {
+    Grammar::Rule& rule = grammar.rules_[r];
+    rule.name = std::move(names_[r]);
+    rule.nullable = nullable[r];
+    for (auto& seq : alternatives_[r]) {
+      rule.alternatives.push_back(static_cast<int>(grammar.elements_.size()));
+      grammar.elements_.insert(grammar.elements_.end(), seq.begin(), seq.end());
+      grammar.elements_.push_back({GrammarElement::Kind::kEnd, r});
+    }
+  }
+  return grammar;
+}
+
+}  // namespace textgen

@@ -1,0 +1,114 @@
+#include "model/constraint/grammar_matcher.h"
+
+#include <algorithm>
+
+namespace textgen {
+
+int32_t StackPool::Intern(int32_t pos, int32_t parent) {
+  auto [it, inserted] =
+      ids_.emplace(Key(pos, parent), static_cast<int32_t>(nodes_.size()));
+  if (inserted) nodes_.push_back({pos, parent});
+  return it->second;
+}
+
+void StackPool::Rollback(size_t mark) {
+  while (nodes_.size() > mark) {
+    ids_.erase(Key(nodes_.back().pos, nodes_.back().parent));
+    nodes_.pop_back();
+  }
+}
+
+bool GrammarMatcher::Start(int32_t pos, int32_t parent, MatchState& out) {
+  work_.clear();
+  work_.emplace_back(pos, parent);
+  return Expand(out);
+}
+
+bool GrammarMatcher::Root(MatchState& out) {
+  work_.clear();
+  for (int alt : grammar_.alternatives(grammar_.root())) {
+    work_.emplace_back(alt, kBottom);
+  }
+  return Expand(out);
+}
+
+bool GrammarMatcher::Advance(const MatchState& in, uint8_t byte,
+                             MatchState& out) {
+  work_.clear();
+  for (int32_t id : in.stacks) {
+    const StackPool::Node& node = pool_.node(id);
+    if (grammar_.byte_set(grammar_.element(node.pos).value).Has(byte)) {
+      work_.emplace_back(node.pos + 1, node.parent);
+    }
+  }
+  return Expand(out);
+}
+
+bool GrammarMatcher::AdvanceAll(const MatchState& in, std::string_view bytes,
+                                MatchState& out, MatchState& scratch) {
+  if (bytes.empty()) {
+    out = in;
+    return true;
+  }
+  // Alternate between the two buffers so the last write lands in `out`.
+  const MatchState* from = &in;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    MatchState& to = ((bytes.size() - i) % 2 == 1) ? out : scratch;
+    if (!Advance(*from, static_cast<uint8_t>(bytes[i]), to)) return false;
+    if (to.dead()) {
+      out = to;
+      return true;
+    }
+    from = &to;
+  }
+  return true;
+}
+
+bool GrammarMatcher::Expand(MatchState& out) {
+  out.stacks.clear();
+  out.accepted = out.ended = false;
+  seen_.clear();
+  while (!work_.empty()) {
+    const auto [pos, parent] = work_.back();
+    work_.pop_back();
+    const uint64_t key = (uint64_t{static_cast<uint32_t>(pos)} << 32) |
+                         static_cast<uint32_t>(parent);
+    if (!seen_.insert(key).second) continue;
+    const GrammarElement& e = grammar_.element(pos);
+    switch (e.kind) {
+      case GrammarElement::Kind::kBytes:
+        out.stacks.push_back(pool_.Intern(pos, parent));
+        if (static_cast<int>(out.stacks.size()) > max_stacks_) return false;
+        break;
+      case GrammarElement::Kind::kEnd:
+        if (parent == kBottom) {
+          out.accepted = true;
+        } else if (parent == kRuleEnd) {
+          out.ended = true;
+        } else {
+          const StackPool::Node& up = pool_.node(parent);
+          work_.emplace_back(up.pos, up.parent);
+        }
+        break;
+      case GrammarElement::Kind::kRule: {
+        // A reference that ends its alternative returns straight to
+        // `parent`: no node for the empty rest.
+        const int32_t next = pos + 1;
+        const int32_t cont =
+            grammar_.element(next).kind == GrammarElement::Kind::kEnd
+                ? parent
+                : pool_.Intern(next, parent);
+        for (int alt : grammar_.alternatives(e.value)) {
+          work_.emplace_back(alt, cont);
+        }
+        break;
+      }
+    }
+  }
+  std::sort(out.stacks.begin(), out.stacks.end());
+  out.stacks.erase(std::unique(out.stacks.begin(), out.stacks.end()),
+                   out.stacks.end());
+  return true;
+}
+
+}  // namespace textgen

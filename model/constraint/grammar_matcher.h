@@ -1,0 +1,109 @@
+// Running a Grammar over bytes: the pushdown automaton that says, byte by
+// byte, where in the grammar the text can be.
+//
+// A stack is a chain of nodes (pos, parent): `pos` is the next element to
+// match in some alternative, `parent` the node to return to when that
+// alternative ends. Stacks are persistent and hash-consed in a StackPool —
+// equal stacks are the same node id — so a set of stacks is a sorted vector
+// of ids, states compare cheaply, and the mask cache can key on them.
+//
+// A MatchState is every stack the text so far can be in (a grammar may be
+// ambiguous), each with a byte terminal on top, plus whether the whole
+// grammar can end here (`accepted`). Rule references are expanded eagerly
+// (a reference that ends its alternative is a tail call and pushes nothing,
+// so `x ::= "a" x | ""` runs in constant stack).
+//
+// Two bottoms: kBottom ends the grammar (accepted); kRuleEnd ends an analysis
+// that starts inside one rule without knowing what follows it
+// (compiled_grammar.h), and sets `ended` instead.
+//
+// Not thread-safe: one matcher (and pool) per user.
+#ifndef TEXTGEN_MODEL_CONSTRAINT_GRAMMAR_MATCHER_H_
+#define TEXTGEN_MODEL_CONSTRAINT_GRAMMAR_MATCHER_H_
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "model/constraint/grammar.h"
+
+namespace textgen {
+
+inline constexpr int32_t kBottom = -1;
+inline constexpr int32_t kRuleEnd = -2;
+
+class StackPool {
+ public:
+  struct Node {
+    int32_t pos;
+    int32_t parent;  // A node id, kBottom or kRuleEnd.
+  };
+
+  // The id of node (pos, parent), made if new.
+  int32_t Intern(int32_t pos, int32_t parent);
+  const Node& node(int32_t id) const { return nodes_[id]; }
+  size_t size() const { return nodes_.size(); }
+
+  // Rollback(Mark()) forgets every node made after the mark (scratch work).
+  size_t Mark() const { return nodes_.size(); }
+  void Rollback(size_t mark);
+
+ private:
+  static uint64_t Key(int32_t pos, int32_t parent) {
+    return (uint64_t{static_cast<uint32_t>(pos)} << 32) |
+           static_cast<uint32_t>(parent);
+  }
+  std::vector<Node> nodes_;
+  absl::flat_hash_map<uint64_t, int32_t> ids_;
+};
+
+struct MatchState {
+  std::vector<int32_t> stacks;  // Sorted, distinct node ids.
+  bool accepted = false;        // The grammar can end here (kBottom).
+  bool ended = false;           // The analysed rule can end here (kRuleEnd).
+
+  bool dead() const { return stacks.empty() && !accepted && !ended; }
+};
+
+class GrammarMatcher {
+ public:
+  // `max_stacks` bounds a state's size: an ambiguous grammar could otherwise
+  // double its stacks with every byte.
+  GrammarMatcher(const Grammar& grammar, StackPool& pool, int max_stacks = 1024)
+      : grammar_(grammar), pool_(pool), max_stacks_(max_stacks) {}
+
+  // The state before any byte, starting at `pos` with `parent` below it:
+  // Start(first position of the root's alternatives...) — use Root() for the
+  // whole grammar.
+  bool Start(int32_t pos, int32_t parent, MatchState& out);
+  // The state at the start of the grammar.
+  bool Root(MatchState& out);
+
+  // The state after `byte`. False if it would hold more than max_stacks
+  // stacks (out is then unusable).
+  bool Advance(const MatchState& in, uint8_t byte, MatchState& out);
+  // Advance over every byte of `bytes`; `scratch` is reused storage. False
+  // as Advance.
+  bool AdvanceAll(const MatchState& in, std::string_view bytes, MatchState& out,
+                  MatchState& scratch);
+
+  const Grammar& grammar() const { return grammar_; }
+  StackPool& pool() { return pool_; }
+
+ private:
+  // Expands the pending (pos, parent) items of work_ into `out`.
+  bool Expand(MatchState& out);
+
+  const Grammar& grammar_;
+  StackPool& pool_;
+  const int max_stacks_;
+  std::vector<std::pair<int32_t, int32_t>> work_;
+  absl::flat_hash_set<uint64_t> seen_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_MODEL_CONSTRAINT_GRAMMAR_MATCHER_H_
