@@ -22,13 +22,19 @@ class MaskBuilder {
         deadline_(deadline),
         matcher_(grammar, pool_, limits.max_stacks),
         states_(vocabulary.max_token_bytes() + 1),
-        ended_(vocabulary.max_token_bytes() + 1, false) {}
+        overflow_(vocabulary.max_token_bytes() + 1, false) {
+    ComputeReturns();
+  }
 
   absl::Status Compute(int pos, CompiledGrammar::PositionMask& out) {
     const size_t mark = pool_.Mark();
     std::vector<int32_t> accepted;
-    if (!matcher_.Start(pos, kRuleEnd, states_[0])) return TooAmbiguous();
-    ended_[0] = false;
+    bottom_ = kRuleEnd;
+    const int32_t parent = KnownStack(rule_of_[pos]);
+    if (!matcher_.StartAt(pos, parent, &returns_, states_[0])) {
+      return TooAmbiguous();
+    }
+    overflow_[0] = false;
     const ByteSet& first = grammar_.byte_set(grammar_.element(pos).value);
     int64_t walked = 0;
     for (int b = 0; b < 256; ++b) {
@@ -48,20 +54,23 @@ class MaskBuilder {
         const int len = static_cast<int>(bytes.size());
         if (i > begin) valid = std::min(valid, vocabulary_.lcp(i));
         int d = valid;
-        while (d < len && !states_[d].stacks.empty()) {
-          if (!matcher_.Advance(states_[d], static_cast<uint8_t>(bytes[d]),
-                                states_[d + 1])) {
-            return TooAmbiguous();
-          }
-          ended_[d + 1] = ended_[d] || states_[d + 1].ended;
+        while (d < len && !states_[d].stacks.empty() && !overflow_[d]) {
+          // Too many stacks while looking past the rule: the token's fate
+          // depends on its context, so the run-time check decides.
+          overflow_[d + 1] = !matcher_.Advance(
+              states_[d], static_cast<uint8_t>(bytes[d]), states_[d + 1]);
           ++d;
         }
         valid = d;
-        if (d == len && (!states_[len].stacks.empty() || states_[len].ended)) {
-          accepted.push_back(id);
-        } else if (ended_[d]) {
-          // The rule could end before the token does.
-          out.uncertain.push_back(id);
+        switch (Classify(d, len)) {
+          case Verdict::kAccept:
+            accepted.push_back(id);
+            break;
+          case Verdict::kUncertain:
+            out.uncertain.push_back(id);
+            break;
+          case Verdict::kReject:
+            break;
         }
       }
     }
@@ -80,6 +89,94 @@ class MaskBuilder {
   }
 
  private:
+  enum class Verdict { kAccept, kReject, kUncertain };
+
+  // A token of `len` bytes whose walk stopped at depth `d` (d == len, or its
+  // stacks died there, or overflowed).
+  Verdict Classify(int d, int len) const {
+    if (overflow_[d]) return Verdict::kUncertain;
+    if (d < len) return Verdict::kReject;  // Dead in every context.
+    const MatchState& s = states_[d];
+    // Inside the known stack, or ending exactly with it: right in any
+    // context.
+    if (bottom_ == kRuleEnd ? s.ended : s.accepted) return Verdict::kAccept;
+    for (int32_t stack : s.stacks) {
+      if (pool_.node(stack).bottom == bottom_) return Verdict::kAccept;
+    }
+    // Right only where some contexts follow.
+    if (!s.stacks.empty() || s.accepted) return Verdict::kUncertain;
+    return Verdict::kReject;
+  }
+
+  // What is known of the stack under a position of `rule`: while a rule is
+  // referenced from one place only, its caller's continuation is certain.
+  // Returns the parent node to start over (made in pool_), and sets bottom_
+  // to kBottom if the chain reaches the grammar's end.
+  int32_t KnownStack(int32_t rule) {
+    std::vector<int32_t> chain;
+    std::vector<bool> seen(grammar_.num_rules(), false);
+    while (returns_[rule].size() == 1 && !seen[rule] && chain.size() < 64) {
+      seen[rule] = true;
+      const int32_t ret = returns_[rule][0];
+      if (ret == kBottom) {
+        bottom_ = kBottom;
+        break;
+      }
+      chain.push_back(ret);
+      rule = rule_of_[ret];
+    }
+    int32_t parent = bottom_;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      parent = pool_.Intern(*it, parent);
+    }
+    return parent;
+  }
+
+  // returns_[r]: the positions a reference to rule r returns to, through tail
+  // references too (kBottom: the grammar can end after r); rule_of_[pos]:
+  // the rule of each position.
+  void ComputeReturns() {
+    const int rules = grammar_.num_rules();
+    returns_.assign(rules, {});
+    rule_of_.assign(grammar_.num_elements(), -1);
+    for (int r = 0; r < rules; ++r) {
+      for (int alt : grammar_.alternatives(r)) {
+        for (int pos = alt;; ++pos) {
+          rule_of_[pos] = r;
+          if (grammar_.element(pos).kind == GrammarElement::Kind::kEnd) break;
+        }
+      }
+    }
+    // tail_callers[r]: rules with an alternative ending in a reference to r.
+    std::vector<std::vector<int32_t>> tail_callers(rules);
+    for (int pos = 0; pos < grammar_.num_elements(); ++pos) {
+      const GrammarElement& e = grammar_.element(pos);
+      if (e.kind != GrammarElement::Kind::kRule) continue;
+      if (grammar_.element(pos + 1).kind == GrammarElement::Kind::kEnd) {
+        tail_callers[e.value].push_back(rule_of_[pos]);
+      } else {
+        returns_[e.value].push_back(pos + 1);
+      }
+    }
+    returns_[grammar_.root()].push_back(kBottom);
+    // A tail reference returns where its caller returns: a fixed point.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int r = 0; r < rules; ++r) {
+        for (int32_t caller : tail_callers[r]) {
+          if (caller == r) continue;
+          for (int32_t ret : std::vector<int32_t>(returns_[caller])) {
+            if (std::find(returns_[r].begin(), returns_[r].end(), ret) ==
+                returns_[r].end()) {
+              returns_[r].push_back(ret);
+              changed = true;
+            }
+          }
+        }
+      }
+    }
+  }
+
   absl::Status TooAmbiguous() const {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the grammar is too ambiguous: more than ", limits_.max_stacks,
@@ -93,7 +190,11 @@ class MaskBuilder {
   StackPool pool_;
   GrammarMatcher matcher_;
   std::vector<MatchState> states_;  // [depth] after that many bytes.
-  std::vector<bool> ended_;  // [depth]: the rule could end at or before it.
+  // [depth]: the walk had too many stacks at or before it.
+  std::vector<bool> overflow_;
+  int32_t bottom_ = kRuleEnd;  // The analysed stack's bottom.
+  std::vector<std::vector<int32_t>> returns_;
+  std::vector<int32_t> rule_of_;
 };
 
 }  // namespace

@@ -7,7 +7,10 @@ namespace textgen {
 int32_t StackPool::Intern(int32_t pos, int32_t parent) {
   auto [it, inserted] =
       ids_.emplace(Key(pos, parent), static_cast<int32_t>(nodes_.size()));
-  if (inserted) nodes_.push_back({pos, parent});
+  if (inserted) {
+    nodes_.push_back(
+        {pos, parent, parent < 0 ? parent : nodes_[parent].bottom});
+  }
   return it->second;
 }
 
@@ -18,13 +21,23 @@ void StackPool::Rollback(size_t mark) {
   }
 }
 
-bool GrammarMatcher::Start(int32_t pos, int32_t parent, MatchState& out) {
+bool GrammarMatcher::StartAt(int32_t pos, int32_t parent,
+                             const std::vector<std::vector<int32_t>>* returns,
+                             MatchState& out) {
+  returns_ = returns;
   work_.clear();
   work_.emplace_back(pos, parent);
   return Expand(out);
 }
 
+bool GrammarMatcher::FromStack(int32_t node, MatchState& out) {
+  out.stacks.assign(1, node);
+  out.accepted = out.ended = false;
+  return true;
+}
+
 bool GrammarMatcher::Root(MatchState& out) {
+  returns_ = nullptr;
   work_.clear();
   for (int alt : grammar_.alternatives(grammar_.root())) {
     work_.emplace_back(alt, kBottom);
@@ -83,8 +96,20 @@ bool GrammarMatcher::Expand(MatchState& out) {
       case GrammarElement::Kind::kEnd:
         if (parent == kBottom) {
           out.accepted = true;
-        } else if (parent == kRuleEnd) {
-          out.ended = true;
+        } else if (parent == kRuleEnd || parent == kCallerEnd) {
+          if (parent == kRuleEnd) out.ended = true;
+          // Wherever the ending rule is followed (a tail-called rule returns
+          // where its caller does, so its own follow set covers the
+          // caller's).
+          if (returns_ != nullptr) {
+            for (int32_t ret : (*returns_)[e.value]) {
+              if (ret == kBottom) {
+                out.accepted = true;
+              } else {
+                work_.emplace_back(ret, kCallerEnd);
+              }
+            }
+          }
         } else {
           const StackPool::Node& up = pool_.node(parent);
           work_.emplace_back(up.pos, up.parent);

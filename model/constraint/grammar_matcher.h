@@ -13,9 +13,13 @@
 // (a reference that ends its alternative is a tail call and pushes nothing,
 // so `x ::= "a" x | ""` runs in constant stack).
 //
-// Two bottoms: kBottom ends the grammar (accepted); kRuleEnd ends an analysis
-// that starts inside one rule without knowing what follows it
-// (compiled_grammar.h), and sets `ended` instead.
+// Three bottoms: kBottom ends the grammar (accepted). The other two serve
+// the analysis of a position without its real stack (compiled_grammar.h):
+// StartAt puts what is known of the stack under it, down to kRuleEnd; when
+// that ends, the matcher sets `ended` and goes on into every position that
+// can follow the ending rule anywhere in the grammar (its "follow" set, each
+// over kCallerEnd, and so on up): an over-approximation of every real
+// context, so a token that dies in all of them is refused in any.
 //
 // Not thread-safe: one matcher (and pool) per user.
 #ifndef TEXTGEN_MODEL_CONSTRAINT_GRAMMAR_MATCHER_H_
@@ -34,12 +38,14 @@ namespace textgen {
 
 inline constexpr int32_t kBottom = -1;
 inline constexpr int32_t kRuleEnd = -2;
+inline constexpr int32_t kCallerEnd = -3;
 
 class StackPool {
  public:
   struct Node {
     int32_t pos;
-    int32_t parent;  // A node id, kBottom or kRuleEnd.
+    int32_t parent;  // A node id, or one of the bottoms above.
+    int32_t bottom;  // The bottom under the whole stack.
   };
 
   // The id of node (pos, parent), made if new.
@@ -75,12 +81,16 @@ class GrammarMatcher {
   GrammarMatcher(const Grammar& grammar, StackPool& pool, int max_stacks = 1024)
       : grammar_(grammar), pool_(pool), max_stacks_(max_stacks) {}
 
-  // The state before any byte, starting at `pos` with `parent` below it:
-  // Start(first position of the root's alternatives...) — use Root() for the
-  // whole grammar.
-  bool Start(int32_t pos, int32_t parent, MatchState& out);
   // The state at the start of the grammar.
   bool Root(MatchState& out);
+  // The state at `pos` over `parent` (a node id, kRuleEnd or kBottom). With
+  // `returns` (per rule, the positions after each reference to it; kBottom
+  // where it can end the grammar), kRuleEnd and kCallerEnd continue there.
+  bool StartAt(int32_t pos, int32_t parent,
+               const std::vector<std::vector<int32_t>>* returns,
+               MatchState& out);
+  // The state of one stack, `node`.
+  bool FromStack(int32_t node, MatchState& out);
 
   // The state after `byte`. False if it would hold more than max_stacks
   // stacks (out is then unusable).
@@ -100,6 +110,7 @@ class GrammarMatcher {
   const Grammar& grammar_;
   StackPool& pool_;
   const int max_stacks_;
+  const std::vector<std::vector<int32_t>>* returns_ = nullptr;
   std::vector<std::pair<int32_t, int32_t>> work_;
   absl::flat_hash_set<uint64_t> seen_;
 };

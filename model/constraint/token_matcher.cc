@@ -59,8 +59,7 @@ absl::Status TokenMatcher::ComputeMask(std::vector<uint64_t>& mask) {
     for (int32_t id : pm.accepted_ids) set(id);
     // The uncertain ones against the whole stack; the nodes the check makes
     // are scratch.
-    single_.stacks.assign(1, stack);
-    single_.accepted = single_.ended = false;
+    matcher_.FromStack(stack, single_);
     for (int32_t id : pm.uncertain) {
       if (has(id)) continue;
       const size_t mark = pool_.Mark();
