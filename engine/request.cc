@@ -113,6 +113,11 @@ absl::Status ValidateRequest(const GenerationRequest& r,
         "stop: this model has no tokenizer, so there is no text to "
         "match stop strings in");
   }
+  if (r.constraint != nullptr && !limits.has_tokenizer) {
+    return invalid(
+        "constraint: this model has no tokenizer, so there are no token "
+        "texts to constrain");
+  }
   if (r.stop.size() > static_cast<size_t>(kMaxStopStrings)) {
     return invalid("stop: at most ", kMaxStopStrings, " strings, got ",
                    r.stop.size());

@@ -11,6 +11,7 @@
 #define TEXTGEN_ENGINE_REQUEST_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -21,6 +22,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "model/attention_maps.h"
+#include "model/constraint/compiled_grammar.h"
 #include "model/sampler.h"
 
 namespace textgen {
@@ -71,6 +73,13 @@ struct GenerationRequest {
   // is sent, its text is not (a special token has none). At most
   // kMaxStopTokenIds, each in the vocabulary.
   std::vector<int> stop_token_ids;
+  // Structured output: a grammar compiled against this model's tokenizer
+  // (the server compiles a JSON Schema, regex, GBNF grammar or choice into
+  // one, and caches it). Only tokens it allows are sampled; the model's end
+  // tokens and stop_token_ids only once the grammar is complete; the
+  // generation ends (FinishReason kEos) when nothing else may follow. Null:
+  // unconstrained. Needs a tokenizer.
+  std::shared_ptr<const CompiledGrammar> constraint;
   // Also report the top N alternatives of each generated token
   // (0..kMaxTopLogprobs).
   int top_logprobs = 0;
@@ -144,6 +153,9 @@ struct TokenEvent {
   bool is_prompt = false;
   // Which of the request's n completions this token belongs to.
   int completion_index = 0;
+  // With a constraint: how many tokens of the vocabulary it allowed at this
+  // step (end tokens included); -1 without one.
+  int allowed_tokens = -1;
   // The engine step that produced this event; steps count up from 1 over the
   // engine's life. Lets tests and traces see how requests were interleaved.
   int64_t step = 0;
@@ -152,7 +164,8 @@ struct TokenEvent {
 enum class FinishReason {
   kLength,       // max_new_tokens reached.
   kStop,         // A stop string appeared.
-  kEos,          // The model produced its end-of-sequence token.
+  kEos,          // The model produced its end-of-sequence token (or a
+                 // constraint was complete with nothing allowed after it).
   kContextFull,  // The sequence filled the model's context.
 };
 

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "base/utf8.h"
 
 namespace textgen {
@@ -40,6 +42,18 @@ Sequence::Sequence(GenerationRequest request, int completion_index,
   if (tokenizer_ != nullptr) {
     if (echoes_prompt()) prompt_text_.emplace(*tokenizer_);
     text_.emplace(*tokenizer_, request_.prompt.back());
+  }
+  if (request_.constraint != nullptr && tokenizer_ != nullptr) {
+    // Create fails only for a grammar ambiguous at its start, which the
+    // server's compile step has already tried; Advance reports it otherwise.
+    absl::StatusOr<std::unique_ptr<TokenMatcher>> matcher =
+        TokenMatcher::Create(request_.constraint);
+    if (matcher.ok()) constraint_ = *std::move(matcher);
+    end_tokens_ = tokenizer_->eos_ids();
+    const int bos = tokenizer_->bos_id();
+    if (bos >= 0 && tokenizer_->EndsSequence(bos)) end_tokens_.push_back(bos);
+    end_tokens_.insert(end_tokens_.end(), request_.stop_token_ids.begin(),
+                       request_.stop_token_ids.end());
   }
   history_.reserve(request_.prompt.size() + request_.max_new_tokens);
 }
@@ -128,9 +142,16 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   }
   logits = logits.last(vocab_size_);  // The row that picks the next token.
 
-  // The next token, and what the model thought of it and its rivals.
+  // The next token, and what the model thought of it and its rivals. A
+  // constraint's mask comes first; the logprobs stay the model's own.
+  if (request_.constraint != nullptr) {
+    if (absl::Status s = ConstrainNext(); !s.ok()) {
+      out.push_back(Finish(std::move(s), FinishReason::kLength, now));
+      return true;
+    }
+  }
   const int previous = history_.back();
-  const int id = sampler_.Sample(logits, history_);
+  const int id = sampler_.Sample(logits, history_, allowed_);
   history_.push_back(id);
   last_token_ = id;
   ++generated_;
@@ -138,6 +159,12 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
 
   TokenEvent e;
   e.id = id;
+  if (constraint_ != nullptr) {
+    e.allowed_tokens = constraint_->allowed_count();
+    if (constraint_->accepted()) {
+      e.allowed_tokens += static_cast<int>(end_tokens_.size());
+    }
+  }
   e.position = static_cast<int>(history_.size()) - 1;
   e.step = step;
   e.completion_index = completion_index_;
@@ -158,8 +185,15 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
       (tokenizer_ != nullptr && tokenizer_->EndsSequence(id)) ||
       absl::c_linear_search(request_.stop_token_ids, id);
   e.text = stop_.Push(end_token ? std::string() : DecodeNext(id));
+  // The constraint moves past the token; complete with nothing allowed
+  // after it, it ends the sequence as an end token would.
+  bool constraint_done = false;
+  if (constraint_ != nullptr && !end_token) {
+    // The mask allowed `id`, so Accept cannot refuse it.
+    constraint_done = constraint_->Accept(id).ok() && constraint_->finished();
+  }
   std::optional<FinishReason> reason;
-  if (end_token) {
+  if (end_token || constraint_done) {
     reason = FinishReason::kEos;
   } else if (generated_ == request_.max_new_tokens) {
     reason = FinishReason::kLength;
@@ -178,6 +212,33 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   if (!reason) return false;
   out.push_back(Finish(absl::OkStatus(), *reason, now));
   return true;
+}
+
+absl::Status Sequence::ConstrainNext() {
+  if (constraint_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        "the constraint's grammar is too ambiguous at its start");
+  }
+  TEXTGEN_RETURN_IF_ERROR(constraint_->FillMask(allowed_));
+  // Ids past the tokenizer's vocabulary (a padded embedding table) stay
+  // refused: the mask is only as long as the vocabulary.
+  if (constraint_->accepted()) {
+    for (int id : end_tokens_) {
+      if (id >= 0 && static_cast<size_t>(id >> 6) < allowed_.size()) {
+        allowed_[id >> 6] |= uint64_t{1} << (id & 63);
+      }
+    }
+  }
+  const bool any = absl::c_any_of(allowed_, [](uint64_t w) { return w != 0; });
+  if (!any) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no token of this model's vocabulary continues the constraint after ",
+        generated_, " generated tokens",
+        constraint_->accepted()
+            ? " (the output is complete, but the model has no end token)"
+            : ""));
+  }
+  return absl::OkStatus();
 }
 
 void Sequence::TapRows(const AttentionMaps& maps, TokenEvent& e) const {

@@ -23,6 +23,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/stop_matcher.h"
+#include "model/constraint/token_matcher.h"
 #include "model/decoder.h"
 #include "model/sampler.h"
 #include "model/text/tokenizer.h"
@@ -139,6 +140,10 @@ class Sequence {
   std::string TokenText(int id, int previous) const;
   // The text `id` completes in the generated stream, before stop matching.
   std::string DecodeNext(int id);
+  // With a constraint: fills allowed_ with the tokens it allows next (and
+  // the end tokens once it is complete). An error (the grammar too ambiguous,
+  // or no token of the vocabulary continues it) ends the request.
+  absl::Status ConstrainNext();
   FinishEvent Finish(absl::Status status, FinishReason reason,
                      absl::Time now) const;
 
@@ -162,6 +167,10 @@ class Sequence {
   std::optional<TokenEvent> next_prompt_score_;
   std::vector<int> history_;  // Prompt and generated tokens: for the penalty.
   Sampler sampler_;
+  // The request's constraint, and the tokens it allows at this step.
+  std::unique_ptr<TokenMatcher> constraint_;
+  std::vector<uint64_t> allowed_;
+  std::vector<int> end_tokens_;  // Allowed once the constraint is complete.
   std::optional<DecodeStream> prompt_text_;  // When echoing the prompt.
   std::optional<DecodeStream> text_;         // Generated text.
   StopMatcher stop_;

@@ -48,9 +48,26 @@ float Sampler::Uniform() {
 }
 
 int Sampler::Sample(absl::Span<const float> logits,
-                    absl::Span<const int> history) {
+                    absl::Span<const int> history,
+                    absl::Span<const uint64_t> allowed) {
   const int vocab = static_cast<int>(logits.size());
   scores_.assign(logits.begin(), logits.end());
+  const bool masked = !allowed.empty();
+  auto is_allowed = [&](int id) {
+    return !masked || (static_cast<size_t>(id >> 6) < allowed.size() &&
+                       ((allowed[id >> 6] >> (id & 63)) & 1));
+  };
+  if (masked) {
+    for (int w = 0; w * 64 < vocab; ++w) {
+      const uint64_t bits =
+          static_cast<size_t>(w) < allowed.size() ? allowed[w] : 0;
+      if (bits == ~uint64_t{0}) continue;
+      const int end = std::min(vocab, (w + 1) * 64);
+      for (int id = w * 64; id < end; ++id) {
+        if (!((bits >> (id & 63)) & 1)) scores_[id] = -INFINITY;
+      }
+    }
+  }
 
   // Repetition penalty (CTRL): a seen token's logit is divided by the penalty
   // when positive and multiplied when negative, so it always becomes less
@@ -73,10 +90,12 @@ int Sampler::Sample(absl::Span<const float> logits,
         scores_.begin());  // First maximum: ties go to the lower id.
   }
 
-  // Candidates: (logit / temperature, id), most likely first when filtering
+  // Candidates: (logit / temperature, id) of the allowed ids (a constraint
+  // that allows few makes the sort cheap), most likely first when filtering
   // needs order.
   candidates_.clear();
   for (int id = 0; id < vocab; ++id) {
+    if (!is_allowed(id)) continue;
     candidates_.emplace_back(scores_[id] / params_.temperature, id);
   }
   size_t keep = candidates_.size();

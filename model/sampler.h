@@ -4,8 +4,8 @@
 // tokens.
 //
 // Order of operations (the one Hugging Face's generate() uses):
-//   logits → repetition penalty → (temperature 0: argmax) → ÷ temperature →
-//   top-k → softmax → top-p → draw.
+//   logits → allowed mask (a constraint's) → repetition penalty →
+//   (temperature 0: argmax) → ÷ temperature → top-k → softmax → top-p → draw.
 #ifndef TEXTGEN_MODEL_SAMPLER_H_
 #define TEXTGEN_MODEL_SAMPLER_H_
 
@@ -40,8 +40,12 @@ class Sampler {
 
   // Picks the next token. `logits` has one entry per vocabulary id; `history`
   // holds the tokens so far (prompt and generated), which the repetition
-  // penalty discourages.
-  int Sample(absl::Span<const float> logits, absl::Span<const int> history);
+  // penalty discourages. `allowed`, when not empty, is a bitset (bit id & 63
+  // of word id >> 6) of the only ids that may be picked, as if every other
+  // logit were -inf; ids past its end are not allowed. Precondition: it
+  // allows at least one id.
+  int Sample(absl::Span<const float> logits, absl::Span<const int> history,
+             absl::Span<const uint64_t> allowed = {});
 
   const SamplingParams& params() const { return params_; }
 

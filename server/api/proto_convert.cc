@@ -234,6 +234,7 @@ void ToProto(const TokenEvent& event, pb::Token& token) {
   token.set_position(event.position);
   token.set_is_prompt(event.is_prompt);
   token.set_completion_index(event.completion_index);
+  if (event.allowed_tokens >= 0) token.set_allowed_tokens(event.allowed_tokens);
 }
 
 void ToProto(const FinishEvent& event, pb::Finished& finished) {

@@ -3,8 +3,8 @@
 // Every test runs a real model: the random-weight golden checkpoints in
 // tests/golden/ (tiny, so the tests are fast). They ship no tokenizer, so text
 // tests build one: a char_vocab.json written beside the test (the real
-// loading path), or PieceTokenizer below, whose tokens can be parts of a
-// UTF-8 character or several characters.
+// loading path), or PieceTokenizer (tests/testing/piece_tokenizer.h), whose
+// tokens can be parts of a UTF-8 character or several characters.
 //
 // What they show:
 //   - temperature 0 gives exactly the tokens, logprobs, top alternatives and
@@ -51,6 +51,7 @@
 #include "model/text/tokenizer_factory.h"
 #include "tests/testing/engine_reference.h"
 #include "tests/testing/engine_streams.h"
+#include "tests/testing/piece_tokenizer.h"
 #include "tests/testing/test_util.h"
 
 namespace textgen {
@@ -61,29 +62,7 @@ using ::testing::HasSubstr;
 // Generous: only there so that a bug fails the test instead of hanging it.
 constexpr absl::Duration kWait = absl::Seconds(60);
 
-// A tokenizer whose token `id` is the byte string pieces[id]: pieces can be
-// several characters or part of one. Enough for the engine, which only
-// decodes.
-class PieceTokenizer : public Tokenizer {
- public:
-  explicit PieceTokenizer(std::vector<std::string> pieces, int eos = -1)
-      : pieces_(std::move(pieces)), eos_(eos) {}
-
-  TokenizerKind kind() const override { return TokenizerKind::kChar; }
-  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
-  std::string Describe() const override { return "pieces"; }
-  absl::StatusOr<std::vector<int>> Encode(std::string_view) const override {
-    return absl::UnimplementedError("PieceTokenizer only decodes");
-  }
-  std::string_view TokenBytes(int id, int) const override {
-    return pieces_[id];
-  }
-  int eos_id() const override { return eos_; }
-
- private:
-  std::vector<std::string> pieces_;
-  int eos_;
-};
+using testing::PieceTokenizer;
 
 SamplingParams Greedy() {
   SamplingParams p;
