@@ -40,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "client/attention_html.h"
 #include "client/chat_command.h"
@@ -96,6 +97,18 @@ ABSL_FLAG(
 ABSL_FLAG(std::vector<std::string>, stop_token_ids, {},
           "generate, chat: token ids that end the generation as EOS does, "
           "e.g. 2,7");
+ABSL_FLAG(std::string, json_schema, "",
+          "generate, chat: a JSON Schema file the output must validate "
+          "against");
+ABSL_FLAG(bool, json_object, false,
+          "generate, chat: the output is a JSON object");
+ABSL_FLAG(std::string, regex, "",
+          "generate, chat: a regular expression the whole output matches");
+ABSL_FLAG(std::string, grammar, "",
+          "generate, chat: a GBNF grammar file (llama.cpp's notation, from "
+          "rule root) the output follows");
+ABSL_FLAG(std::vector<std::string>, choice, {},
+          "generate, chat: the output is exactly one of these strings");
 ABSL_FLAG(std::string, system, "", "chat: the system prompt");
 ABSL_FLAG(std::string, message, "",
           "chat: answer this user message and exit (one-shot; repeat the "
@@ -155,6 +168,8 @@ commands:
             [--max_new_tokens N --temperature T
             --top_k K --top_p P --repetition_penalty R --seed S --stop STR ...
             --stop_token_ids ID,...
+            --json_schema FILE | --json_object | --regex RE | --grammar FILE |
+            --choice A,B,...
             --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
             --tap_layers L,... --tap_heads H,... --json]
             Streams the text to stdout as it is made; a summary on stderr.
@@ -174,7 +189,8 @@ commands:
   tokenize  --text TEXT: one "id<TAB>token" line per token (--json for JSON).
   health    Prints the serving status; exit 0 only when SERVING.
   chat      [--system TEXT --message TEXT ... --show_prompt
-            --chat_template_kwargs JSON] + generate's sampling flags
+            --chat_template_kwargs JSON] + generate's sampling and
+            constraint flags
             A conversation with a model that has a chat template: a REPL on
             stdin (/system TEXT, /reset, /exit), each answer streamed, token
             counts on stderr. --message: answer it (repeat for more turns),
@@ -349,8 +365,50 @@ std::string TokenTableLines(const v1::Token& token) {
   return lines;
 }
 
+// Structured output: at most one of --json_schema, --json_object, --regex,
+// --grammar, --choice. INVALID_ARGUMENT for a usage problem (two of them, a
+// file that cannot be read).
+absl::Status SetConstraintFromFlags(v1::Constraint& constraint) {
+  const std::string schema = absl::GetFlag(FLAGS_json_schema);
+  const std::string regex = absl::GetFlag(FLAGS_regex);
+  const std::string grammar = absl::GetFlag(FLAGS_grammar);
+  const std::vector<std::string> choice = absl::GetFlag(FLAGS_choice);
+  const int given = !schema.empty() + absl::GetFlag(FLAGS_json_object) +
+                    !regex.empty() + !grammar.empty() + !choice.empty();
+  if (given > 1) {
+    return absl::InvalidArgumentError(
+        "give at most one of --json_schema, --json_object, --regex, "
+        "--grammar and --choice");
+  }
+  auto read = [](const std::string& path,
+                 const char* flag) -> absl::StatusOr<std::string> {
+    absl::StatusOr<std::string> text = ReadFileToString(path);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": ", text.status().message()));
+    }
+    return text;
+  };
+  if (!schema.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(*constraint.mutable_json_schema(),
+                             read(schema, "json_schema"));
+  } else if (absl::GetFlag(FLAGS_json_object)) {
+    constraint.set_json_object(true);
+  } else if (!regex.empty()) {
+    constraint.set_regex(regex);
+  } else if (!grammar.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(*constraint.mutable_grammar(),
+                             read(grammar, "grammar"));
+  } else if (!choice.empty()) {
+    for (const std::string& c : choice) {
+      constraint.mutable_choice()->add_values(c);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The fields generate and chat share: length, sampling, stop strings and
-// tokens. INVALID_ARGUMENT for a usage problem.
+// tokens, and the constraint. INVALID_ARGUMENT for a usage problem.
 absl::Status SetSamplingFromFlags(const std::vector<std::string>& stops,
                                   v1::GenerateRequest& request) {
   request.set_max_new_tokens(absl::GetFlag(FLAGS_max_new_tokens));
@@ -369,7 +427,7 @@ absl::Status SetSamplingFromFlags(const std::vector<std::string>& stops,
                            ParseIndices(absl::GetFlag(FLAGS_stop_token_ids),
                                         "stop_token_ids", "token ids"));
   request.mutable_stop_token_ids()->Add(stop_ids.begin(), stop_ids.end());
-  return absl::OkStatus();
+  return SetConstraintFromFlags(*request.mutable_constraint());
 }
 
 // Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage

@@ -350,3 +350,32 @@ write("request_fuzz", "chat", b"\x04" + json.dumps({
 # seed 7} stop "\n"}, as protoc serializes it.
 write("request_fuzz", "generate_proto",
       b"\x03" + bytes.fromhex("0a080a06524f4d454f3a10051a090dcdcc4c3f1003280722010a"))
+write("request_fuzz", "completion_constraint", b"\x00" + json.dumps({
+    "prompt": "ROMEO:", "max_tokens": 4, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "x", "strict": True, "schema": {
+            "type": "object", "properties": {"a": {"type": "integer"}}}}}},
+    separators=(",", ":")).encode())
+write("request_fuzz", "chat_guided_choice", b"\x04" + json.dumps({
+    "messages": [{"role": "user", "content": "yes?"}], "guided_choice": ["yes", "no"]},
+    separators=(",", ":")).encode())
+
+# constraint_fuzz: the first byte picks the kind (0 GBNF, 1 JSON Schema, 2 regex).
+write("constraint_fuzz", "gbnf_simple", b"\x00" + b'root ::= "a" [b-d]* ("x" | "y"){1,3}')
+write("constraint_fuzz", "gbnf_json", b"\x00" + rb'''root ::= obj
+obj ::= "{" (str ":" val ("," str ":" val)*)? "}"
+val ::= obj | str | [0-9]+ | "\u00e9"
+str ::= "\"" [^"\\]* "\""
+''')
+write("constraint_fuzz", "schema_object", b"\x01" + json.dumps({
+    "type": "object", "properties": {
+        "a": {"type": "integer", "minimum": 3, "maximum": 120},
+        "b": {"type": "array", "items": {"type": "string", "format": "date"}, "maxItems": 3},
+        "c": {"enum": ["x", 1, None]}, "d": {"type": "number", "minimum": 0}},
+    "required": ["a"]}).encode())
+write("constraint_fuzz", "schema_recursive", b"\x01" + json.dumps({
+    "$defs": {"n": {"type": "object", "properties": {
+        "v": {"type": "string", "pattern": "^[a-z]{2,4}$", "maxLength": 4},
+        "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}},
+    "$ref": "#/$defs/n"}).encode())
+write("constraint_fuzz", "regex_phone", b"\x02" + rb"^\d{3}-[A-Z]{2}(x|yz)*\.?$")
+write("constraint_fuzz", "regex_alt", b"\x02" + rb"([a-z]+@[a-z]+\.(com|org)|\u00e9{2,})")

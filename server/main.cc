@@ -108,6 +108,20 @@ ABSL_FLAG(int64_t, max_tokenize_bytes, 256 << 10,
 ABSL_FLAG(int, max_concurrent_tokenize, 4,
           "Tokenize calls (gRPC and HTTP /tokenize) running at once; beyond, "
           "RESOURCE_EXHAUSTED (HTTP 429)");
+ABSL_FLAG(int, constraint_cache_entries, 64,
+          "Compiled structured-output constraints (JSON Schemas, regexes, "
+          "grammars, choices) kept for reuse");
+ABSL_FLAG(int64_t, constraint_cache_mib, 512,
+          "Memory the cached constraints' token masks may take, in MiB");
+ABSL_FLAG(int, max_concurrent_constraint_compiles, 2,
+          "New constraints compiling at once (each can take a core for up to "
+          "--max_constraint_compile_seconds); beyond, RESOURCE_EXHAUSTED "
+          "(HTTP 429)");
+ABSL_FLAG(double, max_constraint_compile_seconds, 10,
+          "A constraint whose compilation against the vocabulary takes longer "
+          "is refused (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int64_t, max_constraint_bytes, 64 << 10,
+          "Longest constraint text (schema, regex, grammar, choices), bytes");
 ABSL_FLAG(double, stream_idle_timeout, 30,
           "Seconds a Generate stream may go unread (its buffer full) before "
           "it ends with RESOURCE_EXHAUSTED and frees its slot");
@@ -401,6 +415,17 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_tokenize_bytes)));
   options.service.max_concurrent_tokenize =
       std::max(1, absl::GetFlag(FLAGS_max_concurrent_tokenize));
+  ConstraintCompilerOptions& constraint = options.service.constraint;
+  constraint.cache_entries =
+      std::max(1, absl::GetFlag(FLAGS_constraint_cache_entries));
+  constraint.cache_bytes =
+      std::max<int64_t>(1, absl::GetFlag(FLAGS_constraint_cache_mib)) << 20;
+  constraint.max_concurrent_compiles =
+      std::max(1, absl::GetFlag(FLAGS_max_concurrent_constraint_compiles));
+  constraint.compile.max_compile_time = absl::Seconds(
+      std::max(0.001, absl::GetFlag(FLAGS_max_constraint_compile_seconds)));
+  constraint.max_constraint_bytes = static_cast<size_t>(
+      std::max<int64_t>(1, absl::GetFlag(FLAGS_max_constraint_bytes)));
   options.service.debug_attention = debug_attention != DebugAttentionMode::kOff;
   return options;
 }

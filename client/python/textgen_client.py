@@ -260,6 +260,29 @@ def _generation_request(max_new_tokens, temperature, top_k, top_p, repetition_pe
         echo_prompt=echo_prompt)
 
 
+def _constraint(json_schema, json_object, regex, grammar,
+                choice) -> Optional["textgen_pb2.Constraint"]:
+    """At most one of the structured-output arguments, as a textgen_pb2.Constraint."""
+    given = [name for name, value in (("json_schema", json_schema),
+                                      ("json_object", json_object), ("regex", regex),
+                                      ("grammar", grammar), ("choice", choice)) if value]
+    if len(given) > 1:
+        raise ValueError("give at most one of json_schema, json_object, regex, grammar "
+                         f"and choice, not {', '.join(given)}")
+    if json_schema:
+        return textgen_pb2.Constraint(json_schema=json_schema if isinstance(json_schema, str)
+                                      else json.dumps(json_schema))
+    if json_object:
+        return textgen_pb2.Constraint(json_object=True)
+    if regex:
+        return textgen_pb2.Constraint(regex=regex)
+    if grammar:
+        return textgen_pb2.Constraint(grammar=grammar)
+    if choice:
+        return textgen_pb2.Constraint(choice=textgen_pb2.Choices(values=list(choice)))
+    return None
+
+
 @dataclass
 class Attention:
     """A prompt's attention maps, in the shape BertViz's head_view takes (as nested lists).
@@ -371,6 +394,9 @@ class TextgenClient:
                  top_logprobs: int = 0, echo_prompt: bool = False, attention_tap: bool = False, tap_layers: Sequence[int] = (),
                  tap_heads: Sequence[int] = (), prompt_logprobs: int = 0, n: int = 1,
                  source: Optional[str] = None, source_ids: Optional[Sequence[int]] = None,
+                 json_schema: Optional[Union[str, Mapping[str, Any]]] = None,
+                 json_object: bool = False, regex: Optional[str] = None,
+                 grammar: Optional[str] = None, choice: Optional[Sequence[str]] = None,
                  timeout: Optional[float] = None) -> GenerateStream:
         """Starts a generation; iterate the result for its tokens (see GenerateStream).
 
@@ -393,12 +419,20 @@ class TextgenClient:
           attention_tap: each generated token carries its attention rows (token.attention),
             every layer and head unless tap_layers / tap_heads narrow it (either implies
             the tap).
+          Structured output, at most one of: json_schema (a dict or its JSON text): the
+            output validates against it; json_object: any JSON object; regex: the whole
+            output matches it; grammar: GBNF text (llama.cpp's notation, rule root);
+            choice: exactly one of these strings. Each token then carries
+            allowed_tokens, how many tokens the constraint allowed at its step.
         """
         request = _generation_request(max_new_tokens, temperature, top_k, top_p,
                                       repetition_penalty, seed, stop, stop_token_ids,
                                       top_logprobs, echo_prompt)
         request.prompt_logprobs = prompt_logprobs
         request.n = n
+        constraint = _constraint(json_schema, json_object, regex, grammar, choice)
+        if constraint is not None:
+            request.constraint.CopyFrom(constraint)
         _source_and_prompt(request, prompt, prompt_ids, source, source_ids)
         if attention_tap or tap_layers or tap_heads:
             request.attention_tap.CopyFrom(textgen_pb2.AttentionTap(
@@ -415,7 +449,11 @@ class TextgenClient:
              top_p: float = 0.0, repetition_penalty: float = 0.0,
              seed: Optional[int] = None, stop: Sequence[str] = (),
              stop_token_ids: Sequence[int] = (), top_logprobs: int = 0,
-             echo_prompt: bool = False, timeout: Optional[float] = None) -> ChatStream:
+             echo_prompt: bool = False,
+             json_schema: Optional[Union[str, Mapping[str, Any]]] = None,
+             json_object: bool = False, regex: Optional[str] = None,
+             grammar: Optional[str] = None, choice: Optional[Sequence[str]] = None,
+             timeout: Optional[float] = None) -> ChatStream:
         """Answers a conversation with the model's chat template (info().chat; a model
         without one is FAILED_PRECONDITION); iterate the result for the answer's text
         pieces, then result() (see ChatStream).
@@ -430,11 +468,16 @@ class TextgenClient:
             continue_final_message). continue_final_message: the last message is an
             assistant's to continue. chat_template_kwargs: extra template variables (a
             dict or JSON text), e.g. {"enable_thinking": False}.
-          The rest as generate's; echo_prompt gathers the rendered prompt in .prompt.
+          The rest as generate's (structured output included: the answer is then
+          what json_schema, json_object, regex, grammar or choice allows); echo_prompt
+          gathers the rendered prompt in .prompt.
         """
         request = _generation_request(max_new_tokens, temperature, top_k, top_p,
                                       repetition_penalty, seed, stop, stop_token_ids,
                                       top_logprobs, echo_prompt)
+        constraint = _constraint(json_schema, json_object, regex, grammar, choice)
+        if constraint is not None:
+            request.constraint.CopyFrom(constraint)
         request.prompt.conversation.CopyFrom(_conversation(
             messages, tools, add_generation_prompt, continue_final_message,
             chat_template_kwargs))

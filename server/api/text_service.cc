@@ -31,6 +31,7 @@ TextService::TextService(const TextServiceOptions& options, Engine* engine,
       metrics_(metrics),
       tokenizer_(engine->tokenizer()),
       chat_(std::move(chat)),
+      constraints_(options.constraint, tokenizer_),
       attention_(options.debug_attention && attention_decoder != nullptr
                      ? std::make_unique<AttentionDebugger>(
                            DebugAttentionOptions{
@@ -80,6 +81,8 @@ absl::StatusOr<std::shared_ptr<RequestStream>> TextService::SubmitGenerate(
     TEXTGEN_ASSIGN_OR_RETURN(
         GenerationRequest engine_request,
         ToEngineRequest(request, tokenizer_, engine_->config(), chat_.get()));
+    TEXTGEN_ASSIGN_OR_RETURN(engine_request.constraint,
+                             constraints_.Compile(request.constraint()));
     engine_request.deadline = deadline;
     engine_request.max_new_tokens_must_fit = max_new_tokens_must_fit;
     if (caller.authenticated) {

@@ -44,6 +44,7 @@
 #include "model/decoder.h"
 #include "model/text/tokenizer.h"
 #include "server/api/chat_prompt.h"
+#include "server/api/constraint_compiler.h"
 #include "server/api/debug_attention.h"
 #include "server/api/metrics.h"
 #include "server/front_door/auth.h"
@@ -76,6 +77,8 @@ struct TextServiceOptions {
   std::string bos_token;
   std::string eos_token;
   std::string chat_template;
+  // Structured output: the compiler's cache and limits.
+  ConstraintCompilerOptions constraint;
 };
 
 class TextService {
@@ -176,6 +179,7 @@ class TextService {
   // Null when the model has no chat template.
   const ChatPrompter* chat() const { return chat_.get(); }
   const TextServiceOptions& options() const { return options_; }
+  ConstraintCompiler& constraints() { return constraints_; }
 
  private:
   const TextServiceOptions options_;
@@ -183,6 +187,7 @@ class TextService {
   Metrics* const metrics_;                          // May be null.
   const Tokenizer* const tokenizer_;                // May be null.
   const std::unique_ptr<const ChatPrompter> chat_;  // May be null.
+  ConstraintCompiler constraints_;
   // Null when DebugAttention is off.
   const std::unique_ptr<AttentionDebugger> attention_;
   // Tokenize: the calls admitted and not yet done (up to

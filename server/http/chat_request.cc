@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/http/constraint_fields.h"
 #include "server/http/errors.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_fields.h"
@@ -151,13 +152,6 @@ absl::Status ParseLimitsAndLogprobs(const Json& json, ChatRequest& out) {
     // The range is the engine's (top_logprobs), checked there.
     request.set_top_logprobs(n);
   }
-  if (const Json* format = Field(json, "response_format")) {
-    if (!format->is_object() || Field(*format, "type") == nullptr ||
-        *Field(*format, "type") != "text") {
-      return InvalidParam("response_format",
-                          "only {\"type\": \"text\"} is supported");
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -225,6 +219,9 @@ absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
   TEXTGEN_RETURN_IF_ERROR(ParseLimitsAndLogprobs(json, out));
   TEXTGEN_RETURN_IF_ERROR(ParseStream(json, out.stream, out.include_usage));
   TEXTGEN_RETURN_IF_ERROR(ParseAttentionTap(json, request));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      out.constraint_param,
+      ParseConstraint(json, *request.mutable_constraint()));
   return out;
 }
 

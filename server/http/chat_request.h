@@ -44,6 +44,10 @@ struct ChatRequest {
   // `logprobs: true`: each content token's log-probability (and
   // generate.top_logprobs alternatives).
   bool logprobs = false;
+  // The field its constraint came in (response_format, guided_json, ...;
+  // server/http/constraint_fields.h), to name it in a compile error; "" if
+  // none.
+  std::string constraint_param;
 };
 
 // The conversation fields of a request body (`messages`, `tools`,

@@ -411,7 +411,7 @@ void HttpServer::AddRoutes() {
         const int n = CompletionsOf(parsed->generate);
         return ServeGeneration(
             request, parsed->PerPrompt(encoder_decoder), parsed->stream,
-            OpenAiEndpoint::kCompletions,
+            OpenAiEndpoint::kCompletions, parsed->constraint_param,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               return std::make_unique<CompletionBuilder>(
                   absl::StrCat("cmpl-", id), model,
@@ -431,6 +431,7 @@ void HttpServer::AddRoutes() {
         const ChatPrompter* chat = service_.chat();
         return ServeGeneration(
             request, {parsed->generate}, parsed->stream, OpenAiEndpoint::kChat,
+            parsed->constraint_param,
             [&](const std::string& id) -> std::unique_ptr<ResponseBuilder> {
               ChatBuilderOptions options;
               options.id = absl::StrCat("chatcmpl-", id);
@@ -467,7 +468,8 @@ HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,
 HttpResponse HttpServer::ServeGeneration(
     const HttpRequest& request,
     const std::vector<textgen::v1::GenerateRequest>& generates, bool stream,
-    OpenAiEndpoint endpoint, BuilderFactory make_builder) {
+    OpenAiEndpoint endpoint, absl::string_view constraint_param,
+    BuilderFactory make_builder) {
   Metrics* metrics = service_.metrics();
   const int n = CompletionsOf(generates[0]);
   absl::StatusOr<FrontDoor::Pass> pass = front_door_.Admit(
@@ -486,7 +488,8 @@ HttpResponse HttpServer::ServeGeneration(
                                 /*max_new_tokens_must_fit=*/true);
     if (!events.ok()) {
       for (const auto& submitted : streams) submitted->Cancel();
-      return ErrorResponse(NameHttpParam(events.status(), endpoint));
+      return ErrorResponse(
+          NameHttpParam(events.status(), endpoint, constraint_param));
     }
     streams.push_back(*std::move(events));
   }

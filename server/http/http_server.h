@@ -139,7 +139,8 @@ class HttpServer {
   HttpResponse ServeGeneration(
       const HttpRequest& request,
       const std::vector<textgen::v1::GenerateRequest>& generates, bool stream,
-      OpenAiEndpoint endpoint, BuilderFactory make_builder);
+      OpenAiEndpoint endpoint, absl::string_view constraint_param,
+      BuilderFactory make_builder);
   // A request whose body was refused (`refused`): the front door's refusal
   // if it has one (who calls comes before what they ask), else `refused`.
   HttpResponse ServeGeneration(const HttpRequest& request,

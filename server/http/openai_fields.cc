@@ -185,7 +185,8 @@ absl::Status ParseStream(const Json& json, bool& stream, bool& include_usage) {
   return absl::OkStatus();
 }
 
-absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint) {
+absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint,
+                           absl::string_view constraint_param) {
   if (status.ok() || !ErrorParam(status).empty()) return status;
   const bool chat = endpoint == OpenAiEndpoint::kChat;
   // The API's field, and the HTTP name it was sent under. A field matches
@@ -204,6 +205,8 @@ absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint) {
       {"attention_tap", "attention_tap"},
       {"source", "prompt"},
       {"prompt", chat ? "messages" : "prompt"},
+      {"constraint",
+       constraint_param.empty() ? "response_format" : constraint_param},
   };
   const absl::string_view message = status.message();
   for (const auto& [field, name] : kNames) {

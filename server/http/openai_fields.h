@@ -87,8 +87,11 @@ enum class OpenAiEndpoint { kCompletions, kChat };
 // the API's name of the field to blame ("sampling.temperature must be ...",
 // "max_new_tokens: ..."), with the error's param set to the name the client
 // sent it under on `endpoint` ("temperature", "max_tokens"; "messages" for a
-// chat's prompt). Unchanged if it already names one or names no known field.
-absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint);
+// chat's prompt; `constraint_param`, the field the request's constraint came
+// in, for "constraint..."). Unchanged if it already names one or names no
+// known field.
+absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint,
+                           absl::string_view constraint_param = "");
 
 }  // namespace textgen
 

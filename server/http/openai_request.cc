@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/http/chat_request.h"
+#include "server/http/constraint_fields.h"
 #include "server/http/errors.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_fields.h"
@@ -174,6 +175,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
                         "stream one prompt per request");
   }
   TEXTGEN_RETURN_IF_ERROR(ParseAttentionTap(json, request));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      out.constraint_param,
+      ParseConstraint(json, *request.mutable_constraint()));
   return out;
 }
 

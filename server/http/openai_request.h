@@ -76,6 +76,10 @@ struct CompletionRequest {
   bool include_usage = false;
   // `logprobs` was given (even 0): report each token's log-probability.
   bool logprobs = false;
+  // The field its constraint came in (response_format, guided_json, ...;
+  // server/http/constraint_fields.h), to name it in a compile error; "" if
+  // none.
+  std::string constraint_param;
 };
 
 // The request in `body` (see above); `model_name` is the model served.

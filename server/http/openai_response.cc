@@ -136,6 +136,9 @@ std::string CompletionBuilder::Event(const TokenEvent& token) {
                  // the gRPC API reports; text alone can be empty).
                  {"token_ids", {token.id}}};
   if (logprobs_) choice["logprobs"] = LogprobsJson({token}, 0);
+  // textgen's extra with a constraint: how many tokens it allowed here.
+  if (token.allowed_tokens >= 0)
+    choice["allowed_tokens"] = token.allowed_tokens;
   Json chunk = Envelope(id_, created_, model_);
   chunk["choices"] = Json::array({std::move(choice)});
   if (!token.attention.empty()) {
@@ -343,6 +346,8 @@ Json ModelObject(const pb::ModelInfo& info, int64_t created) {
           {"max_attention_tokens", info.limits().max_attention_tokens()},
           {"debug_attention", info.limits().debug_attention_enabled()},
           {"tokenizer", info.tokenizer()},
+          // How much of the vocabulary a constraint masks (the explorer).
+          {"vocab_size", info.vocab_size()},
           // A chat template is loaded: /v1/chat/completions answers.
           {"chat", info.chat()}};
 }

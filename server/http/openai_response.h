@@ -2,7 +2,8 @@
 // events as JSON, for server/http/http_server.h. Completions are OpenAI's
 // legacy completions objects (one response, or server-sent events, `data:
 // {...}` per chunk and `data: [DONE]` at the end), with textgen's extras
-// (`token_ids`, attention rows of a tapped stream); models and tokenize
+// (`token_ids`, attention rows of a tapped stream, a constraint's
+// `allowed_tokens` per streamed token); models and tokenize
 // replies are vLLM's shapes; attention maps are explorer/attention_json.h's.
 //
 // Errors are server/http/errors.h's. Free functions are pure (thread-safe); a
