@@ -11,8 +11,9 @@
 //                               document tokenized by the same tokenizer
 //   apply_mask/<vocab>          setting the refused logits to -inf
 //
-// Usage: textgen_constraint_bench --tokenizer_dir=DIR --grammar=FILE
-//        --answer=FILE [benchmark flags]
+// Usage: textgen_constraint_bench --tokenizer_dir=DIR
+//        (--grammar=FILE.gbnf | --json_schema=FILE.json) --answer=FILE
+//        [--positions] [benchmark flags]
 // The step cost is compared with the model's decode step in bench/README.md.
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "benchmark/benchmark.h"
 #include "model/constraint/compiled_grammar.h"
 #include "model/constraint/gbnf_parser.h"
+#include "model/constraint/json_schema_to_gbnf.h"
 #include "model/constraint/token_matcher.h"
 #include "model/constraint/token_vocabulary.h"
 #include "model/text/tokenizer_factory.h"
@@ -35,6 +37,9 @@
 ABSL_FLAG(std::string, tokenizer_dir, "",
           "a directory with the tokenizer (tokenizer.json, ...)");
 ABSL_FLAG(std::string, grammar, "", "a GBNF grammar file");
+ABSL_FLAG(std::string, json_schema, "",
+          "a JSON Schema file (instead of --grammar): compile includes the "
+          "conversion to GBNF");
 ABSL_FLAG(bool, positions, false,
           "first print each grammar position's accepted and uncertain token "
           "counts (what makes a step cheap or dear)");
@@ -68,7 +73,9 @@ Setup& Get() {
     }
     s->tokenizer = *std::move(tokenizer);
     s->vocabulary = std::make_shared<const TokenVocabulary>(*s->tokenizer);
-    s->grammar_text = ReadFile(absl::GetFlag(FLAGS_grammar));
+    if (!absl::GetFlag(FLAGS_grammar).empty()) {
+      s->grammar_text = ReadFile(absl::GetFlag(FLAGS_grammar));
+    }
     auto ids = s->tokenizer->Encode(ReadFile(absl::GetFlag(FLAGS_answer)));
     if (!ids.ok()) std::exit(1);
     s->answer = *ids;
@@ -79,7 +86,17 @@ Setup& Get() {
 
 std::shared_ptr<const CompiledGrammar> Compile() {
   Setup& s = Get();
-  auto grammar = ParseGbnf(s.grammar_text);
+  std::string gbnf = s.grammar_text;
+  if (!absl::GetFlag(FLAGS_json_schema).empty()) {
+    auto converted = JsonSchemaToGbnf(nlohmann::ordered_json::parse(
+        ReadFile(absl::GetFlag(FLAGS_json_schema))));
+    if (!converted.ok()) {
+      std::fprintf(stderr, "%s\n", converted.status().ToString().c_str());
+      std::exit(1);
+    }
+    gbnf = *converted;
+  }
+  auto grammar = ParseGbnf(gbnf);
   if (!grammar.ok()) {
     std::fprintf(stderr, "%s\n", grammar.status().ToString().c_str());
     std::exit(1);
@@ -165,6 +182,7 @@ BENCHMARK(BM_ApplyMask)->Name("apply_mask")->Unit(benchmark::kMicrosecond);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
+  textgen::Get();  // Load the tokenizer before anything is timed.
   if (absl::GetFlag(FLAGS_positions)) textgen::PrintPositions();
   benchmark::RunSpecifiedBenchmarks();
   return 0;

@@ -73,11 +73,9 @@ absl::StatusOr<int> GrammarBuilder::RuleId(std::string_view name) {
 }
 
 absl::StatusOr<int> GrammarBuilder::NewRule(std::string_view base) {
-  std::string name(base);
-  for (int n = static_cast<int>(names_.size()); ids_.contains(name); ++n) {
-    name = absl::StrCat(std::string(base), "-", n);
-  }
-  return RuleId(name);
+  // "~" is no name character in GBNF, so a made rule can never take the
+  // name of one the text defines further down.
+  return RuleId(absl::StrCat(std::string(base), "~", names_.size()));
 }
 
 GrammarElement GrammarBuilder::Bytes(const ByteSet& set) {

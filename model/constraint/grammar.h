@@ -112,7 +112,8 @@ class GrammarBuilder {
   // The id of the rule called `name`, declaring it if new.
   // RESOURCE_EXHAUSTED past limits.max_rules.
   absl::StatusOr<int> RuleId(std::string_view name);
-  // A new rule with a name made from `base` that no other rule has.
+  // A new rule with a name made from `base` ("base~N") that no other rule
+  // has, nor any rule a GBNF text could name.
   absl::StatusOr<int> NewRule(std::string_view base);
   bool defined(int rule) const { return !alternatives_[rule].empty(); }
 

@@ -80,13 +80,27 @@ bool GrammarMatcher::AdvanceAll(const MatchState& in, std::string_view bytes,
 bool GrammarMatcher::Expand(MatchState& out) {
   out.stacks.clear();
   out.accepted = out.ended = false;
-  seen_.clear();
+  // Items already expanded in this call: a position is nearly always seen
+  // with one parent, so a stamp per position answers without hashing; a
+  // second parent at the same position goes to the set.
+  if (++stamp_ == 0) {
+    std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  if (!seen_.empty()) seen_.clear();
   while (!work_.empty()) {
     const auto [pos, parent] = work_.back();
     work_.pop_back();
-    const uint64_t key = (uint64_t{static_cast<uint32_t>(pos)} << 32) |
-                         static_cast<uint32_t>(parent);
-    if (!seen_.insert(key).second) continue;
+    if (seen_stamp_[pos] != stamp_) {
+      seen_stamp_[pos] = stamp_;
+      seen_parent_[pos] = parent;
+    } else if (seen_parent_[pos] == parent) {
+      continue;
+    } else {
+      const uint64_t key = (uint64_t{static_cast<uint32_t>(pos)} << 32) |
+                           static_cast<uint32_t>(parent);
+      if (!seen_.insert(key).second) continue;
+    }
     const GrammarElement& e = grammar_.element(pos);
     switch (e.kind) {
       case GrammarElement::Kind::kBytes:
@@ -130,9 +144,22 @@ bool GrammarMatcher::Expand(MatchState& out) {
       }
     }
   }
-  std::sort(out.stacks.begin(), out.stacks.end());
-  out.stacks.erase(std::unique(out.stacks.begin(), out.stacks.end()),
-                   out.stacks.end());
+  if (out.stacks.size() > 1) {
+    if (out.stacks.size() <= 16) {
+      // Insertion sort: states are usually a stack or two.
+      for (size_t i = 1; i < out.stacks.size(); ++i) {
+        const int32_t v = out.stacks[i];
+        size_t j = i;
+        for (; j > 0 && out.stacks[j - 1] > v; --j)
+          out.stacks[j] = out.stacks[j - 1];
+        out.stacks[j] = v;
+      }
+    } else {
+      std::sort(out.stacks.begin(), out.stacks.end());
+    }
+    out.stacks.erase(std::unique(out.stacks.begin(), out.stacks.end()),
+                     out.stacks.end());
+  }
   return true;
 }
 

@@ -79,7 +79,11 @@ class GrammarMatcher {
   // `max_stacks` bounds a state's size: an ambiguous grammar could otherwise
   // double its stacks with every byte.
   GrammarMatcher(const Grammar& grammar, StackPool& pool, int max_stacks = 1024)
-      : grammar_(grammar), pool_(pool), max_stacks_(max_stacks) {}
+      : grammar_(grammar),
+        pool_(pool),
+        max_stacks_(max_stacks),
+        seen_stamp_(grammar.num_elements(), 0),
+        seen_parent_(grammar.num_elements(), 0) {}
 
   // The state at the start of the grammar.
   bool Root(MatchState& out);
@@ -112,6 +116,9 @@ class GrammarMatcher {
   const int max_stacks_;
   const std::vector<std::vector<int32_t>>* returns_ = nullptr;
   std::vector<std::pair<int32_t, int32_t>> work_;
+  std::vector<uint32_t> seen_stamp_;  // [pos]: the Expand call that saw it.
+  std::vector<int32_t> seen_parent_;  // [pos]: with which parent.
+  uint32_t stamp_ = 0;
   absl::flat_hash_set<uint64_t> seen_;
 };
 

@@ -99,6 +99,16 @@ TEST(GbnfParserTest, Escapes) {
   EXPECT_FALSE(Matches(g, "\"\n\t\\D\xC3\xA9-"));
 }
 
+TEST(GbnfParserTest, MadeRulesNeverTakeANameDefinedLater) {
+  // The class makes a rule of its UTF-8 sequences before "char" is defined.
+  const Grammar g = Parse(R"(root ::= [^a] char
+char ::= "x"
+group ::= "y"
+star ::= "z")");
+  EXPECT_TRUE(Matches(g, "\xC3\xA9x"));
+  EXPECT_FALSE(Matches(g, "\xC3\xA9y"));
+}
+
 TEST(GbnfParserTest, RecursionThatConsumesIsFine) {
   const Grammar g = Parse(R"g(
     root ::= expr
