@@ -161,7 +161,8 @@ void PrintPositions() {
   for (int pos = 0; pos < g.num_elements(); ++pos) {
     if (g.element(pos).kind != GrammarElement::Kind::kBytes) continue;
     const CompiledGrammar::PositionMask& m = c->mask(pos);
-    int accepted = static_cast<int>(m.accepted_ids.size());
+    int accepted =
+        static_cast<int>(m.accepted_ids.size() + m.counted_ids.size());
     for (uint64_t w : m.accepted_bits) accepted += __builtin_popcountll(w);
     int end = pos;
     while (g.element(end).kind != GrammarElement::Kind::kEnd) ++end;

@@ -29,7 +29,10 @@ class MaskBuilder {
   absl::Status Compute(int pos, CompiledGrammar::PositionMask& out) {
     const size_t mark = pool_.Mark();
     std::vector<int32_t> accepted;
+    std::vector<std::pair<int32_t, int32_t>> counted;  // (j, id), j >= 1.
     bottom_ = kRuleEnd;
+    repeat_hops_ = 0;
+    repeat_pos_ = -1;
     const int32_t parent = KnownStack(rule_of_[pos]);
     if (!matcher_.StartAt(pos, parent, &returns_, states_[0])) {
       return TooAmbiguous();
@@ -62,9 +65,14 @@ class MaskBuilder {
           ++d;
         }
         valid = d;
-        switch (Classify(d, len)) {
+        int32_t j = 0;
+        switch (Classify(d, len, j)) {
           case Verdict::kAccept:
-            accepted.push_back(id);
+            if (j == 0) {
+              accepted.push_back(id);
+            } else {
+              counted.emplace_back(j, id);
+            }
             break;
           case Verdict::kUncertain:
             out.uncertain.push_back(id);
@@ -78,6 +86,20 @@ class MaskBuilder {
     std::sort(accepted.begin(), accepted.end());
     std::sort(out.uncertain.begin(), out.uncertain.end());
     const size_t words = (vocabulary_.size() + 63) / 64;
+    if (repeat_hops_ > 0) {
+      out.repeat_hops = repeat_hops_;
+      out.repeat_pos = repeat_pos_;
+      std::sort(counted.begin(), counted.end());
+      out.all_bits.assign(words, 0);
+      for (int32_t id : accepted)
+        out.all_bits[id >> 6] |= uint64_t{1} << (id & 63);
+      for (const auto& [j, id] : counted) {
+        out.counted_j.push_back(j);
+        out.counted_ids.push_back(id);
+        out.all_bits[id >> 6] |= uint64_t{1} << (id & 63);
+        out.max_j = j;
+      }
+    }
     if (accepted.size() * 4 > words * 8) {
       out.accepted_bits.assign(words, 0);
       for (int32_t id : accepted)
@@ -92,16 +114,55 @@ class MaskBuilder {
   enum class Verdict { kAccept, kReject, kUncertain };
 
   // A token of `len` bytes whose walk stopped at depth `d` (d == len, or its
-  // stacks died there, or overflowed).
-  Verdict Classify(int d, int len) const {
+  // stacks died there, or overflowed). Accepted inside a counted repetition:
+  // `j`, the fewest items it begins.
+  Verdict Classify(int d, int len, int32_t& j) const {
     if (overflow_[d]) return Verdict::kUncertain;
     if (d < len) return Verdict::kReject;  // Dead in every context.
     const MatchState& s = states_[d];
     // Inside the known stack, or ending exactly with it: right in any
-    // context.
-    if (bottom_ == kRuleEnd ? s.ended : s.accepted) return Verdict::kAccept;
-    for (int32_t stack : s.stacks) {
-      if (pool_.node(stack).bottom == bottom_) return Verdict::kAccept;
+    // context — inside a repetition, as long as its count allows the items
+    // the token begins; a path that left the repetition lost its count, so
+    // the run-time check decides.
+    const bool ended = bottom_ == kRuleEnd ? s.ended : s.accepted;
+    if (repeat_hops_ == 0) {
+      if (ended) return Verdict::kAccept;
+      for (int32_t stack : s.stacks) {
+        if (pool_.node(stack).bottom == bottom_) return Verdict::kAccept;
+      }
+    } else {
+      bool inside = false, left = ended;
+      j = INT32_MAX;
+      for (int32_t stack : s.stacks) {
+        if (pool_.node(stack).bottom != bottom_) continue;
+        inside = true;
+        // Up to the repetition's node; the stack is a fresh item (nothing
+        // of it matched yet) if every level below is at the start of its
+        // alternative.
+        int32_t n = stack;
+        bool fresh = alternative_start_[pool_.node(n).pos];
+        while (n >= 0 && !(pool_.node(n).pos == repeat_pos_ &&
+                           pool_.node(n).count >= kCountBase)) {
+          n = pool_.node(n).parent;
+          if (n >= 0 && pool_.node(n).pos != repeat_pos_) {
+            fresh = fresh && alternative_start_[pool_.node(n).pos - 1];
+          }
+        }
+        if (n < 0) {
+          left = true;
+        } else {
+          // The count includes the item under way at the start and, when
+          // the token ends between items, the fresh one begun after it.
+          j = std::min(j, pool_.node(n).count - kCountBase - (fresh ? 1 : 0));
+        }
+      }
+      // A path that left the repetition at the token's very end began as
+      // many items as one that stays (an analysis's count never runs out),
+      // so the staying paths' count decides. (In an ambiguous grammar a path
+      // that left earlier might need fewer: the token is then refused when
+      // the count is short, a loss of choice, never of validity.)
+      if (j != INT32_MAX) return Verdict::kAccept;
+      if (inside || left) return Verdict::kUncertain;
     }
     // Right only where some contexts follow.
     if (!s.stacks.empty() || s.accepted) return Verdict::kUncertain;
@@ -112,6 +173,9 @@ class MaskBuilder {
   // referenced from one place only, its caller's continuation is certain.
   // Returns the parent node to start over (made in pool_), and sets bottom_
   // to kBottom if the chain reaches the grammar's end.
+  // A counted repetition in the chain (the first; the chain stops before a
+  // second) is made with an unknown count (kCountBase), and repeat_hops_ /
+  // repeat_pos_ say where it is.
   int32_t KnownStack(int32_t rule) {
     std::vector<int32_t> chain;
     std::vector<bool> seen(grammar_.num_rules(), false);
@@ -122,12 +186,17 @@ class MaskBuilder {
         bottom_ = kBottom;
         break;
       }
+      if (grammar_.element(ret).kind == GrammarElement::Kind::kRepeat) {
+        if (repeat_hops_ > 0) break;
+        repeat_hops_ = static_cast<int>(chain.size()) + 1;
+        repeat_pos_ = ret;
+      }
       chain.push_back(ret);
       rule = rule_of_[ret];
     }
     int32_t parent = bottom_;
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      parent = pool_.Intern(*it, parent);
+      parent = pool_.Intern(*it, parent, *it == repeat_pos_ ? kCountBase : 0);
     }
     return parent;
   }
@@ -147,10 +216,19 @@ class MaskBuilder {
         }
       }
     }
+    alternative_start_.assign(grammar_.num_elements(), false);
+    for (int r = 0; r < rules; ++r) {
+      for (int alt : grammar_.alternatives(r)) alternative_start_[alt] = true;
+    }
     // tail_callers[r]: rules with an alternative ending in a reference to r.
     std::vector<std::vector<int32_t>> tail_callers(rules);
     for (int pos = 0; pos < grammar_.num_elements(); ++pos) {
       const GrammarElement& e = grammar_.element(pos);
+      if (e.kind == GrammarElement::Kind::kRepeat) {
+        // Each item returns to the repetition itself.
+        returns_[grammar_.repeat(e.value).rule].push_back(pos);
+        continue;
+      }
       if (e.kind != GrammarElement::Kind::kRule) continue;
       if (grammar_.element(pos + 1).kind == GrammarElement::Kind::kEnd) {
         tail_callers[e.value].push_back(rule_of_[pos]);
@@ -193,8 +271,11 @@ class MaskBuilder {
   // [depth]: the walk had too many stacks at or before it.
   std::vector<bool> overflow_;
   int32_t bottom_ = kRuleEnd;  // The analysed stack's bottom.
+  int repeat_hops_ = 0;        // Where KnownStack put a counted repetition.
+  int32_t repeat_pos_ = -1;
   std::vector<std::vector<int32_t>> returns_;
   std::vector<int32_t> rule_of_;
+  std::vector<bool> alternative_start_;  // [pos]: first of an alternative.
 };
 
 }  // namespace
@@ -214,8 +295,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Compile(
     if (g.element(pos).kind != GrammarElement::Kind::kBytes) continue;
     PositionMask& mask = compiled->masks_[pos];
     if (absl::Status s = builder.Compute(pos, mask); !s.ok()) return s;
-    bytes += (mask.accepted_bits.size() * 8) +
-             (mask.accepted_ids.size() + mask.uncertain.size()) * 4;
+    bytes += (mask.accepted_bits.size() + mask.all_bits.size()) * 8 +
+             (mask.accepted_ids.size() + mask.uncertain.size() +
+              2 * mask.counted_ids.size()) *
+                 4;
     if (static_cast<int64_t>(bytes) > limits.max_mask_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the constraint's token masks would take more than ",

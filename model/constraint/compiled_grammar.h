@@ -50,6 +50,17 @@ class CompiledGrammar {
     std::vector<uint64_t> accepted_bits;
     std::vector<int32_t> accepted_ids;
     std::vector<int32_t> uncertain;  // Sorted ids.
+    // Inside a counted repetition (kRepeat) `repeat_hops` nodes below the
+    // stack's top: a token that begins j more of its items is allowed only
+    // while the count leaves room for j. Those tokens (j >= 1) are here,
+    // by j; accepted_* above hold the ones that begin none. All of them:
+    // all_bits (when every j fits).
+    int repeat_hops = 0;  // 0: not inside one.
+    int32_t repeat_pos = -1;
+    int32_t max_j = 0;
+    std::vector<int32_t> counted_ids;  // Sorted by j.
+    std::vector<int32_t> counted_j;
+    std::vector<uint64_t> all_bits;
   };
 
   // RESOURCE_EXHAUSTED if an ambiguous grammar holds more than

@@ -185,8 +185,7 @@ class Parser {
       item = GrammarBuilder::Ref(rule);
     }
     seq.resize(item_start);
-    for (int i = 0; i < min; ++i) seq.push_back(item);
-    if (max == -1) {
+    if (max == -1 && min == 0) {
       // star ::= item star | ε  (right recursion: the matcher's stack does
       // not grow, as the recursive reference ends its alternative).
       TEXTGEN_ASSIGN_OR_RETURN(const int star, builder_.NewRule("star"));
@@ -194,19 +193,25 @@ class Parser {
           builder_.AddAlternative(star, {item, GrammarBuilder::Ref(star)}));
       TEXTGEN_RETURN_IF_ERROR(builder_.AddAlternative(star, {}));
       seq.push_back(GrammarBuilder::Ref(star));
-    } else if (max > min) {
-      // Nested optionals, opt_k ::= item opt_(k-1) | ε: one way to match
-      // each count, so the matcher keeps one stack, not one per split.
-      int inner = -1;
-      for (int k = 0; k < max - min; ++k) {
+    } else if (max == 1) {
+      if (min == 1) {
+        seq.push_back(item);
+      } else {
+        // opt ::= item | ε
         TEXTGEN_ASSIGN_OR_RETURN(const int opt, builder_.NewRule("opt"));
-        Sequence body = {item};
-        if (inner >= 0) body.push_back(GrammarBuilder::Ref(inner));
-        TEXTGEN_RETURN_IF_ERROR(builder_.AddAlternative(opt, std::move(body)));
+        TEXTGEN_RETURN_IF_ERROR(builder_.AddAlternative(opt, {item}));
         TEXTGEN_RETURN_IF_ERROR(builder_.AddAlternative(opt, {}));
-        inner = opt;
+        seq.push_back(GrammarBuilder::Ref(opt));
       }
-      seq.push_back(GrammarBuilder::Ref(inner));
+    } else if (max != 0) {
+      // A counted repetition of the item as a rule: x+, x{m,n}, x{m,}.
+      int rule = item.value;
+      if (item.kind != GrammarElement::Kind::kRule) {
+        TEXTGEN_ASSIGN_OR_RETURN(rule, builder_.NewRule("item"));
+        TEXTGEN_RETURN_IF_ERROR(builder_.AddAlternative(rule, {item}));
+      }
+      seq.push_back(
+          builder_.Repeat(rule, min, max == -1 ? kUnboundedRepeat : max));
     }
     return absl::OkStatus();
   }

@@ -1,5 +1,6 @@
 #include "model/constraint/grammar.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 
 namespace textgen {
 namespace {
@@ -47,9 +49,16 @@ std::string Grammar::ToString() const {
            elements_[pos].kind != GrammarElement::Kind::kEnd; ++pos) {
         const GrammarElement& e = elements_[pos];
         out += " ";
-        out += e.kind == GrammarElement::Kind::kRule
-                   ? rules_[e.value].name
-                   : ByteSetToString(byte_sets_[e.value]);
+        if (e.kind == GrammarElement::Kind::kRule) {
+          out += rules_[e.value].name;
+        } else if (e.kind == GrammarElement::Kind::kRepeat) {
+          const Repeat& r = repeats_[e.value];
+          absl::StrAppend(&out, rules_[r.rule].name, "{", r.min, ",",
+                          r.max == kUnboundedRepeat ? "" : absl::StrCat(r.max),
+                          "}");
+        } else {
+          out += ByteSetToString(byte_sets_[e.value]);
+        }
       }
     }
     out += "\n";
@@ -96,19 +105,72 @@ absl::Status GrammarBuilder::AddAlternative(
   return absl::OkStatus();
 }
 
+// Token masks are precomputed per position, and a position inside a rule
+// used from several places cannot know what follows it (compiled_grammar.h):
+// a JSON string's character rule shared by every bounded string would leave
+// most tokens to the run-time check. So each counted repetition gets its own
+// copy of its item, and of the small non-recursive rules under it.
+absl::Status GrammarBuilder::GiveRepeatsTheirOwnItems() {
+  // Whether `rule` and what it uses are a small tree: at most kMaxRules
+  // rules, none reaching itself.
+  constexpr int kMaxRules = 8;
+  constexpr int kMaxDepth = 4;
+  auto small = [&](int rule) {
+    std::vector<std::pair<int, int>> todo = {{rule, 0}};
+    int seen = 0;
+    while (!todo.empty()) {
+      const auto [r, depth] = todo.back();
+      todo.pop_back();
+      if (++seen > kMaxRules || depth > kMaxDepth) return false;
+      for (const auto& seq : alternatives_[r]) {
+        for (const GrammarElement& e : seq) {
+          if (e.kind == GrammarElement::Kind::kRepeat) return false;
+          if (e.kind != GrammarElement::Kind::kRule) continue;
+          if (e.value == rule) return false;
+          todo.emplace_back(e.value, depth + 1);
+        }
+      }
+    }
+    return true;
+  };
+  std::function<absl::StatusOr<int>(int)> copy =
+      [&](int rule) -> absl::StatusOr<int> {
+    TEXTGEN_ASSIGN_OR_RETURN(const int clone, NewRule(names_[rule]));
+    // alternatives_ may grow (and move) while copying: index, do not hold.
+    const size_t alts = alternatives_[rule].size();
+    for (size_t a = 0; a < alts; ++a) {
+      std::vector<GrammarElement> seq = alternatives_[rule][a];
+      for (GrammarElement& e : seq) {
+        if (e.kind == GrammarElement::Kind::kRule) {
+          TEXTGEN_ASSIGN_OR_RETURN(e.value, copy(e.value));
+        }
+      }
+      TEXTGEN_RETURN_IF_ERROR(AddAlternative(clone, std::move(seq)));
+    }
+    return clone;
+  };
+  for (Grammar::Repeat& repeat : repeats_) {
+    if (!small(repeat.rule)) continue;
+    TEXTGEN_ASSIGN_OR_RETURN(repeat.rule, copy(repeat.rule));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
   const auto root_it = ids_.find(std::string(root));
   if (root_it == ids_.end() || !defined(root_it->second)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the grammar has no rule \"", std::string(root), "\" to start from"));
   }
-  const int n = static_cast<int>(names_.size());
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < static_cast<int>(names_.size()); ++r) {
     if (!defined(r)) {
       return absl::InvalidArgumentError(
           absl::StrCat("rule \"", names_[r], "\" is used but not defined"));
     }
   }
+  const int root_id = root_it->second;  // ids_ may rehash below.
+  TEXTGEN_RETURN_IF_ERROR(GiveRepeatsTheirOwnItems());
+  const int n = static_cast<int>(names_.size());
 
   // Which rules match the empty string: a fixed point.
   std::vector<bool> nullable(n, false);
@@ -119,7 +181,12 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
       for (const auto& seq : alternatives_[r]) {
         bool all = true;
         for (const GrammarElement& e : seq) {
-          if (e.kind == GrammarElement::Kind::kBytes || !nullable[e.value]) {
+          if (e.kind == GrammarElement::Kind::kRepeat &&
+              (repeats_[e.value].min == 0 ||
+               nullable[repeats_[e.value].rule])) {
+            continue;
+          }
+          if (e.kind != GrammarElement::Kind::kRule || !nullable[e.value]) {
             all = false;
             break;
           }
@@ -140,6 +207,12 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
     for (const auto& seq : alternatives_[r]) {
       for (const GrammarElement& e : seq) {
         if (e.kind == GrammarElement::Kind::kBytes) break;
+        if (e.kind == GrammarElement::Kind::kRepeat) {
+          const Grammar::Repeat& rep = repeats_[e.value];
+          first[r].push_back(rep.rule);
+          if (rep.min == 0 || nullable[rep.rule]) continue;
+          break;
+        }
         first[r].push_back(e.value);
         if (!nullable[e.value]) break;
       }
@@ -174,8 +247,9 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
   }
 
   Grammar grammar;
-  grammar.root_ = root_it->second;
+  grammar.root_ = root_id;
   grammar.byte_sets_ = std::move(byte_sets_);
+  grammar.repeats_ = std::move(repeats_);
   grammar.rules_.resize(n);
   grammar.elements_.reserve(static_cast<size_t>(elements_));
   for (int r = 0; r < n; ++r) {

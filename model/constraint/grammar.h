@@ -9,6 +9,11 @@
 // small rule of UTF-8 byte sequences (utf8_ranges.h), so a token that ends in
 // the middle of a character needs nothing special.
 //
+// Repetition (x+, x{m,n}, x{m,}) is one kRepeat element with a count, not n
+// nested rules: the matcher keeps the count in the stack (grammar_matcher.h),
+// so a string of at most 500 characters is one set of positions, compiled
+// once, not 500.
+//
 // Positions: every element has an index in one flat array (element(pos)), so
 // "where the matcher is" is a position — the next element to match — plus
 // where to go when the rule ends (grammar_matcher.h). The element after the
@@ -54,11 +59,15 @@ class ByteSet {
   std::array<uint64_t, 4> bits_{};
 };
 
+// A repetition's maximum when it has none (below the matcher's kCountBase).
+inline constexpr int32_t kUnboundedRepeat = (1 << 24) - 1;
+
 struct GrammarElement {
   enum class Kind : uint8_t {
-    kBytes,  // Matches one byte of byte_set(value).
-    kRule,   // Matches rule `value`.
-    kEnd,    // The end of an alternative.
+    kBytes,   // Matches one byte of byte_set(value).
+    kRule,    // Matches rule `value`.
+    kRepeat,  // Matches repeat(value).rule min..max times.
+    kEnd,     // The end of an alternative.
   };
   Kind kind = Kind::kEnd;
   int32_t value = 0;
@@ -79,6 +88,12 @@ class Grammar {
 
   const GrammarElement& element(int pos) const { return elements_[pos]; }
   const ByteSet& byte_set(int index) const { return byte_sets_[index]; }
+  struct Repeat {
+    int32_t rule;  // The item.
+    int32_t min;   // At least this many,
+    int32_t max;   // at most this many (>= 2; kUnboundedRepeat: no end).
+  };
+  const Repeat& repeat(int index) const { return repeats_[index]; }
   // The first position of each alternative of `rule`.
   absl::Span<const int> alternatives(int rule) const {
     return rules_[rule].alternatives;
@@ -101,6 +116,7 @@ class Grammar {
   std::vector<Rule> rules_;
   std::vector<GrammarElement> elements_;
   std::vector<ByteSet> byte_sets_;
+  std::vector<Repeat> repeats_;
 };
 
 // Builds a Grammar rule by rule. Rules may be referenced (RuleId) before they
@@ -122,6 +138,12 @@ class GrammarBuilder {
   static GrammarElement Ref(int rule) {
     return {GrammarElement::Kind::kRule, rule};
   }
+  // An element matching `rule` min..max times.
+  GrammarElement Repeat(int rule, int min, int max) {
+    repeats_.push_back({rule, min, max});
+    return {GrammarElement::Kind::kRepeat,
+            static_cast<int32_t>(repeats_.size() - 1)};
+  }
 
   // Appends an alternative (a sequence, possibly empty) to `rule`.
   // RESOURCE_EXHAUSTED past limits.max_elements.
@@ -132,12 +154,17 @@ class GrammarBuilder {
   absl::StatusOr<Grammar> Build(std::string_view root) &&;
 
  private:
+  // A copy of each counted repetition's item (and of the small rules under
+  // it), so its positions are its own (grammar.cc says why).
+  absl::Status GiveRepeatsTheirOwnItems();
+
   GrammarLimits limits_;
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, int> ids_;
   std::vector<std::vector<std::vector<GrammarElement>>> alternatives_;
   std::vector<ByteSet> byte_sets_;
   absl::flat_hash_map<ByteSet, int> byte_set_ids_;
+  std::vector<Grammar::Repeat> repeats_;
   int64_t elements_ = 0;
 };
 

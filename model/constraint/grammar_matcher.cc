@@ -4,19 +4,35 @@
 
 namespace textgen {
 
-int32_t StackPool::Intern(int32_t pos, int32_t parent) {
-  auto [it, inserted] =
-      ids_.emplace(Key(pos, parent), static_cast<int32_t>(nodes_.size()));
+int32_t StackPool::Intern(int32_t pos, int32_t parent, int32_t count) {
+  const int32_t next = static_cast<int32_t>(nodes_.size());
+  int32_t id;
+  bool inserted;
+  if (count == 0) {
+    const auto result = ids_.emplace(Key(pos, parent), next);
+    id = result.first->second;
+    inserted = result.second;
+  } else {
+    const auto result =
+        counted_ids_.emplace(std::make_tuple(pos, parent, count), next);
+    id = result.first->second;
+    inserted = result.second;
+  }
   if (inserted) {
     nodes_.push_back(
-        {pos, parent, parent < 0 ? parent : nodes_[parent].bottom});
+        {pos, parent, parent < 0 ? parent : nodes_[parent].bottom, count});
   }
-  return it->second;
+  return id;
 }
 
 void StackPool::Rollback(size_t mark) {
   while (nodes_.size() > mark) {
-    ids_.erase(Key(nodes_.back().pos, nodes_.back().parent));
+    const Node& n = nodes_.back();
+    if (n.count == 0) {
+      ids_.erase(Key(n.pos, n.parent));
+    } else {
+      counted_ids_.erase(std::make_tuple(n.pos, n.parent, n.count));
+    }
     nodes_.pop_back();
   }
 }
@@ -26,7 +42,7 @@ bool GrammarMatcher::StartAt(int32_t pos, int32_t parent,
                              MatchState& out) {
   returns_ = returns;
   work_.clear();
-  work_.emplace_back(pos, parent);
+  work_.push_back({pos, parent, 0});
   return Expand(out);
 }
 
@@ -40,7 +56,7 @@ bool GrammarMatcher::Root(MatchState& out) {
   returns_ = nullptr;
   work_.clear();
   for (int alt : grammar_.alternatives(grammar_.root())) {
-    work_.emplace_back(alt, kBottom);
+    work_.push_back({alt, kBottom, 0});
   }
   return Expand(out);
 }
@@ -51,7 +67,7 @@ bool GrammarMatcher::Advance(const MatchState& in, uint8_t byte,
   for (int32_t id : in.stacks) {
     const StackPool::Node& node = pool_.node(id);
     if (grammar_.byte_set(grammar_.element(node.pos).value).Has(byte)) {
-      work_.emplace_back(node.pos + 1, node.parent);
+      work_.push_back({node.pos + 1, node.parent, 0});
     }
   }
   return Expand(out);
@@ -89,17 +105,16 @@ bool GrammarMatcher::Expand(MatchState& out) {
   }
   if (!seen_.empty()) seen_.clear();
   while (!work_.empty()) {
-    const auto [pos, parent] = work_.back();
+    const auto [pos, parent, count] = work_.back();
     work_.pop_back();
     if (seen_stamp_[pos] != stamp_) {
       seen_stamp_[pos] = stamp_;
       seen_parent_[pos] = parent;
-    } else if (seen_parent_[pos] == parent) {
+      seen_count_[pos] = count;
+    } else if (seen_parent_[pos] == parent && seen_count_[pos] == count) {
       continue;
-    } else {
-      const uint64_t key = (uint64_t{static_cast<uint32_t>(pos)} << 32) |
-                           static_cast<uint32_t>(parent);
-      if (!seen_.insert(key).second) continue;
+    } else if (!seen_.insert(std::make_tuple(pos, parent, count)).second) {
+      continue;
     }
     const GrammarElement& e = grammar_.element(pos);
     switch (e.kind) {
@@ -120,13 +135,13 @@ bool GrammarMatcher::Expand(MatchState& out) {
               if (ret == kBottom) {
                 out.accepted = true;
               } else {
-                work_.emplace_back(ret, kCallerEnd);
+                work_.push_back({ret, kCallerEnd, 0});
               }
             }
           }
         } else {
           const StackPool::Node& up = pool_.node(parent);
-          work_.emplace_back(up.pos, up.parent);
+          work_.push_back({up.pos, up.parent, up.count});
         }
         break;
       case GrammarElement::Kind::kRule: {
@@ -138,8 +153,23 @@ bool GrammarMatcher::Expand(MatchState& out) {
                 ? parent
                 : pool_.Intern(next, parent);
         for (int alt : grammar_.alternatives(e.value)) {
-          work_.emplace_back(alt, cont);
+          work_.push_back({alt, cont, 0});
         }
+        break;
+      }
+      case GrammarElement::Kind::kRepeat: {
+        // Another item, while the count allows (an analysis's never runs
+        // out), or on past the repetition.
+        // `count` items are complete. (An analysis's count is unknown: it
+        // may always go on, and leave, which its run-time check settles.)
+        const Grammar::Repeat& repeat = grammar_.repeat(e.value);
+        if (count < repeat.max || count >= kCountBase) {
+          const int32_t cont = pool_.Intern(pos, parent, count + 1);
+          for (int alt : grammar_.alternatives(repeat.rule)) {
+            work_.push_back({alt, cont, 0});
+          }
+        }
+        if (count >= repeat.min) work_.push_back({pos + 1, parent, 0});
         break;
       }
     }

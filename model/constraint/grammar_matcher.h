@@ -7,6 +7,10 @@
 // equal stacks are the same node id — so a set of stacks is a sorted vector
 // of ids, states compare cheaply, and the mask cache can key on them.
 //
+// A counted repetition (kRepeat) is a node too: the item under way returns
+// to it, and its count says how many items have begun; past the maximum only
+// the way out remains.
+//
 // A MatchState is every stack the text so far can be in (a grammar may be
 // ambiguous), each with a byte terminal on top, plus whether the whole
 // grammar can end here (`accepted`). Rule references are expanded eagerly
@@ -27,6 +31,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,6 +44,9 @@ namespace textgen {
 inline constexpr int32_t kBottom = -1;
 inline constexpr int32_t kRuleEnd = -2;
 inline constexpr int32_t kCallerEnd = -3;
+// Counts from here stand for an unknown count (see StackPool::Node::count):
+// a repetition never runs out while an analysis walks it.
+inline constexpr int32_t kCountBase = 1 << 24;
 
 class StackPool {
  public:
@@ -46,10 +54,14 @@ class StackPool {
     int32_t pos;
     int32_t parent;  // A node id, or one of the bottoms above.
     int32_t bottom;  // The bottom under the whole stack.
+    // At a kRepeat position: the items matched, counting the one under way
+    // (0 elsewhere). From kCountBase up: an analysis's unknown count plus
+    // the items it has begun since (compiled_grammar.h).
+    int32_t count;
   };
 
-  // The id of node (pos, parent), made if new.
-  int32_t Intern(int32_t pos, int32_t parent);
+  // The id of node (pos, parent, count), made if new.
+  int32_t Intern(int32_t pos, int32_t parent, int32_t count = 0);
   const Node& node(int32_t id) const { return nodes_[id]; }
   size_t size() const { return nodes_.size(); }
 
@@ -63,7 +75,9 @@ class StackPool {
            static_cast<uint32_t>(parent);
   }
   std::vector<Node> nodes_;
-  absl::flat_hash_map<uint64_t, int32_t> ids_;
+  absl::flat_hash_map<uint64_t, int32_t> ids_;  // Nodes of count 0.
+  absl::flat_hash_map<std::tuple<int32_t, int32_t, int32_t>, int32_t>
+      counted_ids_;
 };
 
 struct MatchState {
@@ -83,7 +97,8 @@ class GrammarMatcher {
         pool_(pool),
         max_stacks_(max_stacks),
         seen_stamp_(grammar.num_elements(), 0),
-        seen_parent_(grammar.num_elements(), 0) {}
+        seen_parent_(grammar.num_elements(), 0),
+        seen_count_(grammar.num_elements(), 0) {}
 
   // The state at the start of the grammar.
   bool Root(MatchState& out);
@@ -115,11 +130,15 @@ class GrammarMatcher {
   StackPool& pool_;
   const int max_stacks_;
   const std::vector<std::vector<int32_t>>* returns_ = nullptr;
-  std::vector<std::pair<int32_t, int32_t>> work_;
+  struct Item {
+    int32_t pos, parent, count;
+  };
+  std::vector<Item> work_;
   std::vector<uint32_t> seen_stamp_;  // [pos]: the Expand call that saw it.
-  std::vector<int32_t> seen_parent_;  // [pos]: with which parent.
+  std::vector<int32_t> seen_parent_;  // [pos]: with which parent,
+  std::vector<int32_t> seen_count_;   //        and count.
   uint32_t stamp_ = 0;
-  absl::flat_hash_set<uint64_t> seen_;
+  absl::flat_hash_set<std::tuple<int32_t, int32_t, int32_t>> seen_;
 };
 
 }  // namespace textgen

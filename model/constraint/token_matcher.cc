@@ -53,10 +53,30 @@ absl::Status TokenMatcher::ComputeMask(std::vector<uint64_t>& mask) {
   for (int32_t stack : state_.stacks) {
     const CompiledGrammar::PositionMask& pm =
         grammar_->mask(pool_.node(stack).pos);
-    if (!pm.accepted_bits.empty()) {
-      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= pm.accepted_bits[w];
+    auto or_bits = [&mask](const std::vector<uint64_t>& bits) {
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= bits[w];
+    };
+    int32_t room = 0;  // Items a counted repetition still allows.
+    if (pm.repeat_hops > 0) {
+      int32_t n = stack;
+      for (int h = 0; h < pm.repeat_hops && n >= 0; ++h)
+        n = pool_.node(n).parent;
+      if (n >= 0 && pool_.node(n).pos == pm.repeat_pos) {
+        const Grammar::Repeat& repeat = grammar_->grammar().repeat(
+            grammar_->grammar().element(pm.repeat_pos).value);
+        room = repeat.max - pool_.node(n).count;
+      }
     }
-    for (int32_t id : pm.accepted_ids) set(id);
+    if (pm.repeat_hops > 0 && room >= pm.max_j) {
+      or_bits(pm.all_bits);
+    } else {
+      if (!pm.accepted_bits.empty()) or_bits(pm.accepted_bits);
+      for (int32_t id : pm.accepted_ids) set(id);
+      for (size_t i = 0; i < pm.counted_ids.size() && pm.counted_j[i] <= room;
+           ++i) {
+        set(pm.counted_ids[i]);
+      }
+    }
     // The uncertain ones against the whole stack; the nodes the check makes
     // are scratch.
     matcher_.FromStack(stack, single_);

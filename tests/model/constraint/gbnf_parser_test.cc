@@ -167,9 +167,15 @@ TEST(GbnfParserTest, LimitsRefuseBeforeAllocating) {
             absl::StatusCode::kResourceExhausted);
   GbnfLimits few_rules;
   few_rules.grammar.max_rules = 3;
-  EXPECT_EQ(
-      ParseGbnf("root ::= \"a\"{0,10}", "root", few_rules).status().code(),
-      absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseGbnf("root ::= (\"a\" | \"b\") (\"c\" | \"d\") (\"e\")",
+                      "root", few_rules)
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  // A counted repetition is one element, however large its count.
+  absl::StatusOr<Grammar> counted = ParseGbnf("root ::= [a-z]{0,9000}");
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_LT(counted->num_elements(), 10);
 }
 
 }  // namespace
