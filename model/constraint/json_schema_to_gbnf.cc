@@ -28,8 +28,11 @@ using Json = nlohmann::ordered_json;
 // each value ends with `space`, bounded so a model cannot loop in it.
 const std::pair<const char*, const char*> kPrimitives[] = {
     {"space", R"(| " " | "\n" [ \t]{0,20})"},
-    {"char",
-     R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt/] | "u" [0-9a-fA-F]{4}))"},
+    // A \u escape is a character or a whole surrogate pair, never half of
+    // one: JSON.parse takes a lone surrogate, but many parsers refuse it.
+    {"char", R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt/] | "u" u-escape))"},
+    {"u-escape",
+     R"([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})"},
     // Escapes that count one character each, for strings with length bounds
     // (a \u escape could be half of a surrogate pair).
     {"plain-char", R"([^"\\\x7F\x00-\x1F] | [\\] ["\\bfnrt/])"},
@@ -68,6 +71,7 @@ const std::pair<const char*, const char*> kPrimitives[] = {
 const std::map<std::string, std::vector<std::string>>& Uses() {
   static const auto* uses = new std::map<std::string, std::vector<std::string>>{
       {"string", {"char", "space"}},
+      {"char", {"u-escape"}},
       {"number", {"integral-part", "decimal-part", "space"}},
       {"integer", {"integral-part", "space"}},
       {"boolean", {"space"}},

@@ -29,8 +29,9 @@
 // Infinity for 1e999, which no schema's "number" accepts), whitespace of at
 // most one newline and 20 spaces or tabs between tokens, formats in their
 // strict forms (a date-time with its time zone; February 29 only in leap
-// years), prefixItems always all written, enum and const values in their
-// compact form.
+// years), \u escapes of whole characters (never a lone surrogate, which
+// JSON.parse takes but many parsers refuse), prefixItems always all
+// written, enum and const values in their compact form.
 //
 // Limits (JsonSchemaOptions) are checked as the schema is read, before the
 // grammar grows: nesting depth, enum sizes, properties, rules, output size.

@@ -261,12 +261,16 @@ TEST(JsonSchemaToGbnfTest, AllOfRefusesWhatTheMergeWouldGetWrong) {
   EXPECT_FALSE(closed.Accepts(R"({"a": 1, "b": 2})"));
 }
 
-TEST(JsonSchemaToGbnfTest, NumbersStayFiniteAndDatesReal) {
+TEST(JsonSchemaToGbnfTest, NumbersFiniteStringsWholeAndDatesReal) {
   Schema n(R"({"type": "number"})");
   EXPECT_TRUE(n.Accepts("1.5e99"));
   EXPECT_TRUE(n.Accepts("-2E-07"));
   EXPECT_FALSE(n.Accepts("1e999"));  // JSON.parse: Infinity.
   EXPECT_FALSE(n.Accepts("1e100"));
+  Schema str(R"({"type": "string"})");
+  EXPECT_TRUE(str.Accepts(R"("\u00e9\uD83D\uDE00")"));  // A whole pair.
+  EXPECT_FALSE(str.Accepts(R"("\uD83D")"));             // Half of one.
+  EXPECT_FALSE(str.Accepts(R"("\uDE00\uD83D")"));
   Schema date(R"({"type": "string", "format": "date"})");
   for (const char* leap : {"2024", "2000", "1996", "0400", "2400"}) {
     EXPECT_TRUE(date.Accepts(absl::StrCat("\"", leap, "-02-29\""))) << leap;
