@@ -111,7 +111,15 @@ ChatPrompter::ChatPrompter(std::map<std::string, ChatTemplate> templates,
       origin_(files.origin),
       bos_token_(files.bos_token),
       eos_token_(files.eos_token),
-      tokenizer_(tokenizer) {}
+      tokenizer_(tokenizer) {
+  // The tool-use template if there is one (it is the one that shows calls).
+  auto source = files.templates.find("tool_use");
+  if (source == files.templates.end()) source = files.templates.find("default");
+  if (source == files.templates.end()) source = files.templates.begin();
+  if (source != files.templates.end()) {
+    tool_call_format_ = DetectToolCallFormat(source->second);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<ChatPrompter>> ChatPrompter::Create(
     const ChatTemplateFiles& files, const Tokenizer& tokenizer,

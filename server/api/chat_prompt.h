@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "model/text/chat_template.h"
 #include "model/text/tokenizer.h"
+#include "server/api/tool_calls.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -72,6 +73,9 @@ class ChatPrompter {
   bool thinks() const { return thinks_; }
   bool reasoning_opened() const { return reasoning_opened_; }
 
+  // How the template shows a tool call (server/api/tool_calls.h).
+  ToolCallFormat tool_call_format() const { return tool_call_format_; }
+
  private:
   ChatPrompter(std::map<std::string, ChatTemplate> templates,
                const ChatTemplateFiles& files, const Tokenizer& tokenizer);
@@ -91,6 +95,7 @@ class ChatPrompter {
   std::vector<int> end_of_turn_ids_;
   bool thinks_ = false;
   bool reasoning_opened_ = false;
+  ToolCallFormat tool_call_format_ = ToolCallFormat::kNone;
 };
 
 }  // namespace textgen

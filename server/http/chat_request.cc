@@ -173,13 +173,6 @@ absl::Status ParseConversation(const nlohmann::json& json,
     if (!tools->is_array()) return InvalidParam("tools", "must be an array");
     if (!tools->empty()) out.set_tools_json(tools->dump());
   }
-  if (const Json* choice = Field(json, "tool_choice")) {
-    if (*choice != "auto" && *choice != "none") {
-      return InvalidParam("tool_choice",
-                          "only \"auto\" and \"none\" are supported: the "
-                          "model's answer is not constrained to a call");
-    }
-  }
   if (const Json* kwargs = Field(json, "chat_template_kwargs")) {
     if (!kwargs->is_object()) {
       return InvalidParam("chat_template_kwargs", "must be an object");
@@ -199,6 +192,39 @@ absl::Status ParseConversation(const nlohmann::json& json,
   return absl::OkStatus();
 }
 
+absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json& json,
+                                           bool has_tools) {
+  ToolChoice choice;
+  const Json* value = Field(json, "tool_choice");
+  // OpenAI's default: "auto" with tools, "none" without.
+  if (value == nullptr) {
+    choice.kind = has_tools ? ToolChoice::kAuto : ToolChoice::kNone;
+    return choice;
+  }
+  if (*value == "none") {
+    choice.kind = ToolChoice::kNone;
+  } else if (*value == "auto") {
+    choice.kind = ToolChoice::kAuto;
+  } else if (*value == "required") {
+    choice.kind = ToolChoice::kRequired;
+  } else if (value->is_object() && Field(*value, "function") != nullptr &&
+             Field(*Field(*value, "function"), "name") != nullptr &&
+             (*Field(*value, "function"))["name"].is_string()) {
+    choice.kind = ToolChoice::kFunction;
+    choice.function = (*Field(*value, "function"))["name"].get<std::string>();
+  } else {
+    return InvalidParam(
+        "tool_choice",
+        "must be \"none\", \"auto\", \"required\" or "
+        "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  if (!has_tools && choice.kind != ToolChoice::kNone &&
+      choice.kind != ToolChoice::kAuto) {
+    return InvalidParam("tool_choice", "needs tools");
+  }
+  return choice;
+}
+
 absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
                                              absl::string_view model_name,
                                              const JsonLimits& limits) {
@@ -208,6 +234,14 @@ absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
   pb::GenerateRequest& request = out.generate;
   TEXTGEN_RETURN_IF_ERROR(ParseConversation(
       json, *request.mutable_prompt()->mutable_conversation()));
+  TEXTGEN_ASSIGN_OR_RETURN(
+      out.tool_choice,
+      ParseToolChoice(json,
+                      !request.prompt().conversation().tools_json().empty()));
+  if (const Json* parallel = Field(json, "parallel_tool_calls")) {
+    TEXTGEN_ASSIGN_OR_RETURN(out.parallel_tool_calls,
+                             Bool(*parallel, "parallel_tool_calls"));
+  }
   if (const Json* n = Field(json, "n")) {
     // The range is the engine's (--max_completions), checked there.
     TEXTGEN_ASSIGN_OR_RETURN(const int value, Int(*n, "n"));
@@ -219,9 +253,10 @@ absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
   TEXTGEN_RETURN_IF_ERROR(ParseLimitsAndLogprobs(json, out));
   TEXTGEN_RETURN_IF_ERROR(ParseStream(json, out.stream, out.include_usage));
   TEXTGEN_RETURN_IF_ERROR(ParseAttentionTap(json, request));
-  TEXTGEN_ASSIGN_OR_RETURN(
-      out.constraint_param,
-      ParseConstraint(json, *request.mutable_constraint()));
+  pb::Constraint constraint;
+  TEXTGEN_ASSIGN_OR_RETURN(out.constraint_param,
+                           ParseConstraint(json, constraint));
+  if (!out.constraint_param.empty()) *request.mutable_constraint() = constraint;
   return out;
 }
 

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "server/api/tool_calls.h"
 #include "server/http/json_body.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -44,6 +45,11 @@ struct ChatRequest {
   // `logprobs: true`: each content token's log-probability (and
   // generate.top_logprobs alternatives).
   bool logprobs = false;
+  // tool_choice (OpenAI's default: auto with tools, none without) and
+  // parallel_tool_calls. A required call or a named function is enforced by
+  // a grammar the server makes from the tools (server/api/tool_calls.h).
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   // The field its constraint came in (response_format, guided_json, ...;
   // server/http/constraint_fields.h), to name it in a compile error; "" if
   // none.
@@ -51,8 +57,8 @@ struct ChatRequest {
 };
 
 // The conversation fields of a request body (`messages`, `tools`,
-// `tool_choice`, `chat_template_kwargs`, `add_generation_prompt`,
-// `continue_final_message`) into `out`; POST /v1/attention reads them too.
+// `chat_template_kwargs`, `add_generation_prompt`, `continue_final_message`)
+// into `out`; POST /v1/attention reads them too.
 absl::Status ParseConversation(const nlohmann::json& json,
                                textgen::v1::Conversation& out);
 

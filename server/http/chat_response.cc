@@ -31,6 +31,22 @@ Json LogprobEntry(const TokenEvent& token) {
           {"top_logprobs", std::move(top)}};
 }
 
+// The calls of an answer, as OpenAI's message.tool_calls; streamed
+// (delta.tool_calls) each also has its `index`, and comes whole.
+Json ToolCallsJson(const ParsedAnswer& answer, bool streamed) {
+  Json calls = Json::array();
+  for (size_t i = 0; i < answer.calls.size(); ++i) {
+    const ParsedToolCall& call = answer.calls[i];
+    Json one = {
+        {"id", call.id},
+        {"type", "function"},
+        {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+    if (streamed) one["index"] = i;
+    calls.push_back(std::move(one));
+  }
+  return calls;
+}
+
 }  // namespace
 
 ChatCompletionBuilder::ChatCompletionBuilder(ChatBuilderOptions options)
@@ -77,7 +93,14 @@ std::string ChatCompletionBuilder::Event(const TokenEvent& token) {
     out = Chunk(token.completion_index,
                 {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
   }
-  const ReasoningSplitter::Split split = SplitText(choice, token.text);
+  ReasoningSplitter::Split split = SplitText(choice, token.text);
+  if (options_.tool_format != ToolCallFormat::kNone) {
+    // Send what cannot be part of a call; hold the rest.
+    const std::string text = choice.held + split.content;
+    const size_t start = ToolCallStart(text, options_.tool_format);
+    split.content = text.substr(0, start);
+    choice.held = text.substr(start);
+  }
   if (split.content.empty() && split.reasoning.empty()) return out;
   Json delta = Json::object();
   if (!split.reasoning.empty()) delta["reasoning_content"] = split.reasoning;
@@ -99,19 +122,31 @@ std::string ChatCompletionBuilder::FinishEvents(const FinishEvent& finish) {
     out = Chunk(finish.completion_index,
                 {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
   }
-  if (choice.splitter) {
-    const ReasoningSplitter::Split rest = choice.splitter->Flush();
-    Json delta = Json::object();
-    if (!rest.reasoning.empty()) delta["reasoning_content"] = rest.reasoning;
-    if (!rest.content.empty()) delta["content"] = rest.content;
-    if (!delta.empty()) {
-      absl::StrAppend(&out, Chunk(finish.completion_index, std::move(delta),
-                                  nullptr, nullptr));
-    }
+  ReasoningSplitter::Split rest;
+  if (choice.splitter) rest = choice.splitter->Flush();
+  ParsedAnswer answer;
+  answer.content = choice.held + rest.content;
+  choice.held.clear();
+  if (options_.tool_format != ToolCallFormat::kNone) {
+    answer =
+        ParseToolCalls(answer.content, options_.tool_format,
+                       absl::StrCat(options_.id, "/", finish.completion_index));
+  }
+  Json delta = Json::object();
+  if (!rest.reasoning.empty()) delta["reasoning_content"] = rest.reasoning;
+  if (!answer.content.empty()) delta["content"] = answer.content;
+  if (!answer.calls.empty()) {
+    delta["tool_calls"] = ToolCallsJson(answer, /*streamed=*/true);
+  }
+  if (!delta.empty()) {
+    absl::StrAppend(&out, Chunk(finish.completion_index, std::move(delta),
+                                nullptr, nullptr));
   }
   Finish(finish);
-  absl::StrAppend(&out, Chunk(finish.completion_index, Json::object(), nullptr,
-                              OpenAiFinishReason(finish.reason)));
+  absl::StrAppend(&out,
+                  Chunk(finish.completion_index, Json::object(), nullptr,
+                        answer.calls.empty() ? OpenAiFinishReason(finish.reason)
+                                             : "tool_calls"));
   if (!done()) return out;
   if (options_.include_usage) {
     Json usage = {
@@ -158,8 +193,18 @@ std::string ChatCompletionBuilder::Response() const {
     for (const FinishEvent& f : finishes_) {
       if (f.completion_index == i) finish = &f;
     }
-    Json message = {{"role", "assistant"},
-                    {"content", choice != nullptr ? choice->content : ""}};
+    ParsedAnswer answer;
+    answer.content = choice != nullptr ? choice->content : "";
+    if (options_.tool_format != ToolCallFormat::kNone) {
+      answer = ParseToolCalls(answer.content, options_.tool_format,
+                              absl::StrCat(options_.id, "/", i));
+    }
+    Json message = {{"role", "assistant"}, {"content", answer.content}};
+    if (!answer.calls.empty()) {
+      // OpenAI's shape: no text beside the calls is null content.
+      if (answer.content.empty()) message["content"] = nullptr;
+      message["tool_calls"] = ToolCallsJson(answer, /*streamed=*/false);
+    }
     if (choice != nullptr && !choice->reasoning.empty()) {
       message["reasoning_content"] = choice->reasoning;
     }
@@ -172,9 +217,10 @@ std::string ChatCompletionBuilder::Response() const {
         {{"index", i},
          {"message", std::move(message)},
          {"logprobs", std::move(logprobs)},
-         {"finish_reason", finish != nullptr
-                               ? Json(OpenAiFinishReason(finish->reason))
-                               : Json(nullptr)}});
+         {"finish_reason", finish == nullptr ? Json(nullptr)
+                           : !answer.calls.empty()
+                               ? Json("tool_calls")
+                               : Json(OpenAiFinishReason(finish->reason))}});
   }
   Json response = {
       {"id", options_.id},

@@ -13,6 +13,12 @@
 // answer is split (server/http/reasoning_split.h): the reasoning goes to
 // `reasoning_content` (message or delta), the rest to `content`.
 //
+// With tools (tool_choice not "none"), the answer's calls in the template's
+// notation (server/api/tool_calls.h) become `tool_calls` ({id, type:
+// "function", function: {name, arguments}}) and finish_reason "tool_calls";
+// streamed, text from where a call may begin is held back and the calls come
+// as one `delta.tool_calls` chunk before the finish.
+//
 // One builder per request, used from one thread at a time.
 #ifndef TEXTGEN_SERVER_HTTP_CHAT_RESPONSE_H_
 #define TEXTGEN_SERVER_HTTP_CHAT_RESPONSE_H_
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "server/api/tool_calls.h"
 #include "server/http/reasoning_split.h"
 #include "server/http/response_builder.h"
 
@@ -39,6 +46,8 @@ struct ChatBuilderOptions {
   // prompt opened it, so the answer starts inside.
   bool split_reasoning = false;
   bool reasoning_opened = false;
+  // Parse tool calls in this notation (kNone: the answer is text).
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
 };
 
 class ChatCompletionBuilder : public ResponseBuilder {
@@ -61,6 +70,7 @@ class ChatCompletionBuilder : public ResponseBuilder {
     std::optional<ReasoningSplitter> splitter;
     std::string content;
     std::string reasoning;
+    std::string held;  // Streamed content held back: it may be a call.
     nlohmann::json logprobs = nlohmann::json::array();
   };
 

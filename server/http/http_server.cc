@@ -429,6 +429,10 @@ void HttpServer::AddRoutes() {
             ParseChatRequest(request.body, model, limits);
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
         const ChatPrompter* chat = service_.chat();
+        if (absl::Status tools = ConstrainToolCalls(*parsed, chat);
+            !tools.ok()) {
+          return ServeGeneration(request, tools);
+        }
         return ServeGeneration(
             request, {parsed->generate}, parsed->stream, OpenAiEndpoint::kChat,
             parsed->constraint_param,
@@ -443,11 +447,45 @@ void HttpServer::AddRoutes() {
               options.split_reasoning = chat != nullptr && chat->thinks();
               options.reasoning_opened =
                   chat != nullptr && chat->reasoning_opened();
+              if (chat != nullptr &&
+                  parsed->tool_choice.kind != ToolChoice::kNone &&
+                  !parsed->generate.prompt()
+                       .conversation()
+                       .tools_json()
+                       .empty()) {
+                options.tool_format = chat->tool_call_format();
+              }
               return std::make_unique<ChatCompletionBuilder>(
                   std::move(options));
             });
       },
       Runs::kOnPool);
+}
+
+absl::Status HttpServer::ConstrainToolCalls(ChatRequest& parsed,
+                                            const ChatPrompter* chat) {
+  const ToolChoice& choice = parsed.tool_choice;
+  if (choice.kind != ToolChoice::kRequired &&
+      choice.kind != ToolChoice::kFunction) {
+    return absl::OkStatus();
+  }
+  if (parsed.generate.has_constraint()) {
+    return InvalidParam("tool_choice",
+                        "a required tool call cannot be combined with " +
+                            parsed.constraint_param);
+  }
+  if (chat == nullptr) return absl::OkStatus();  // The chat is refused later.
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      parsed.generate.prompt().conversation().tools_json(), nullptr, false);
+  absl::StatusOr<std::string> grammar = ToolCallGbnf(
+      tools, choice, chat->tool_call_format(), parsed.parallel_tool_calls);
+  if (!grammar.ok()) {
+    const bool tool = absl::StartsWith(grammar.status().message(), "tools[");
+    return WithParam(grammar.status(), tool ? "tools" : "tool_choice");
+  }
+  parsed.generate.mutable_constraint()->set_grammar(*grammar);
+  parsed.constraint_param = "tool_choice";
+  return absl::OkStatus();
 }
 
 HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,

@@ -71,6 +71,7 @@
 #include "server/front_door/front_door.h"
 #include "server/front_door/tls.h"
 #include "server/http/browser_guard.h"
+#include "server/http/chat_request.h"
 #include "server/http/http_listener.h"
 #include "server/http/json_body.h"
 #include "server/http/metrics_http.h"
@@ -141,6 +142,11 @@ class HttpServer {
       const std::vector<textgen::v1::GenerateRequest>& generates, bool stream,
       OpenAiEndpoint endpoint, absl::string_view constraint_param,
       BuilderFactory make_builder);
+  // tool_choice "required" or a named function: the grammar of such an
+  // answer (server/api/tool_calls.h) becomes the request's constraint.
+  // INVALID_ARGUMENT naming tools or tool_choice.
+  static absl::Status ConstrainToolCalls(ChatRequest& parsed,
+                                         const ChatPrompter* chat);
   // A request whose body was refused (`refused`): the front door's refusal
   // if it has one (who calls comes before what they ask), else `refused`.
   HttpResponse ServeGeneration(const HttpRequest& request,

@@ -175,9 +175,10 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
                         "stream one prompt per request");
   }
   TEXTGEN_RETURN_IF_ERROR(ParseAttentionTap(json, request));
-  TEXTGEN_ASSIGN_OR_RETURN(
-      out.constraint_param,
-      ParseConstraint(json, *request.mutable_constraint()));
+  pb::Constraint constraint;
+  TEXTGEN_ASSIGN_OR_RETURN(out.constraint_param,
+                           ParseConstraint(json, constraint));
+  if (!out.constraint_param.empty()) *request.mutable_constraint() = constraint;
   return out;
 }
 
