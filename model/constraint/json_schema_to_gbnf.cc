@@ -28,8 +28,11 @@ using Json = nlohmann::ordered_json;
 // each value ends with `space`, bounded so a model cannot loop in it.
 const std::pair<const char*, const char*> kPrimitives[] = {
     {"space", R"(| " " | "\n" [ \t]{0,20})"},
-    {"char",
-     R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt/] | "u" [0-9a-fA-F]{4}))"},
+    // A \u escape is a character or a whole surrogate pair, never half of
+    // one: JSON.parse takes a lone surrogate, but many parsers refuse it.
+    {"char", R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt/] | "u" u-escape))"},
+    {"u-escape",
+     R"([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})"},
     // Escapes that count one character each, for strings with length bounds
     // (a \u escape could be half of a surrogate pair).
     {"plain-char", R"([^"\\\x7F\x00-\x1F] | [\\] ["\\bfnrt/])"},
@@ -37,7 +40,7 @@ const std::pair<const char*, const char*> kPrimitives[] = {
     {"integral-part", R"([0] | [1-9] [0-9]{0,15})"},
     {"decimal-part", R"([0-9]{1,16})"},
     {"number",
-     R"(("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,3})? space)"},
+     R"(("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space)"},
     {"integer", R"("-"? integral-part space)"},
     {"boolean", R"(("true" | "false") space)"},
     {"null", R"("null" space)"},
@@ -45,8 +48,12 @@ const std::pair<const char*, const char*> kPrimitives[] = {
     {"object",
      R"("{" space ( string ":" space value ("," space string ":" space value)* )? "}" space)"},
     {"array", R"("[" space ( value ("," space value)* )? "]" space)"},
+    // February 29 only in leap years (Gregorian: divisible by 4, centuries
+    // only by 400), as ajv-formats checks.
     {"date-body",
-     R"([0-9]{4} "-" ( ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) | ( "0" [13-9] | "1" [0-2] ) "-" ( "29" | "30" ) | ( "0" [13578] | "1" [02] ) "-31" ))"},
+     R"([0-9]{4} "-" ( ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) | ( "0" [13-9] | "1" [0-2] ) "-" ( "29" | "30" ) | ( "0" [13578] | "1" [02] ) "-31" ) | leap-year "-02-29")"},
+    {"leap-year",
+     R"([0-9]{2} ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [48] | [2468] [048] | [13579] [26] ) "00")"},
     {"time-body",
      R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
     {"hex", R"([0-9a-f])"},
@@ -64,6 +71,7 @@ const std::pair<const char*, const char*> kPrimitives[] = {
 const std::map<std::string, std::vector<std::string>>& Uses() {
   static const auto* uses = new std::map<std::string, std::vector<std::string>>{
       {"string", {"char", "space"}},
+      {"char", {"u-escape"}},
       {"number", {"integral-part", "decimal-part", "space"}},
       {"integer", {"integral-part", "space"}},
       {"boolean", {"space"}},
@@ -72,6 +80,7 @@ const std::map<std::string, std::vector<std::string>>& Uses() {
       {"object", {"space", "string", "value"}},
       {"array", {"space", "value"}},
       {"uuid-body", {"hex"}},
+      {"date-body", {"leap-year"}},
       {"email-body", {"email-atom", "email-label"}},
       {"ipv4-body", {"octet"}},
   };
@@ -306,12 +315,29 @@ class Converter {
           return Invalid(pointer + "/" + k,
                          absl::StrCat(k, " must be a non-empty array"));
         }
+        if (schema.contains("anyOf") && schema.contains("oneOf")) {
+          return Invalid(pointer, "anyOf beside oneOf is not supported");
+        }
+        // Keywords beside the alternatives constrain every one of them.
+        Json siblings = Json::object();
+        for (auto it = schema.begin(); it != schema.end(); ++it) {
+          if (it.key() != k && Annotations().count(it.key()) == 0 &&
+              it.key() != "$defs" && it.key() != "definitions" &&
+              it.key().rfind("x-", 0) != 0) {
+            siblings[it.key()] = it.value();
+          }
+        }
         std::vector<std::string> alts;
         for (size_t i = 0; i < any->size(); ++i) {
-          TEXTGEN_ASSIGN_OR_RETURN(
-              std::string alt,
-              Visit((*any)[i], absl::StrCat(pointer, "/", k, "/", i),
-                    depth + 1));
+          const std::string at = absl::StrCat(pointer, "/", k, "/", i);
+          std::string alt;
+          if (siblings.empty()) {
+            TEXTGEN_ASSIGN_OR_RETURN(alt, Visit((*any)[i], at, depth + 1));
+          } else {
+            TEXTGEN_ASSIGN_OR_RETURN(Json branch,
+                                     WithSiblings((*any)[i], siblings, at));
+            TEXTGEN_ASSIGN_OR_RETURN(alt, Visit(branch, at, depth + 1));
+          }
           alts.push_back(alt);
         }
         return Rule("alternatives", absl::StrJoin(alts, " | "));
@@ -780,6 +806,7 @@ class Converter {
     merged["properties"] = Json::object();
     Json required = Json::array();
     std::vector<const Json*> parts = {&schema};
+    std::vector<const Json*> restrictive;  // additionalProperties not true.
     for (const Json& p : all) parts.push_back(&p);
     for (size_t i = 0; i < parts.size(); ++i) {
       const Json* part = parts[i];
@@ -796,8 +823,18 @@ class Converter {
         const std::string& key = it.key();
         if (key == "allOf" && i == 0) continue;
         if (key == "properties") {
-          for (auto p = it->begin(); p != it->end(); ++p)
+          for (auto p = it->begin(); p != it->end(); ++p) {
+            // Two members constraining one property would both apply; the
+            // merge keeps one schema per name, so only equal ones merge.
+            if (merged["properties"].contains(p.key()) &&
+                merged["properties"][p.key()] != p.value()) {
+              return Invalid(pointer + "/allOf",
+                             absl::StrCat("property \"", p.key(),
+                                          "\" is declared differently by two "
+                                          "allOf members (not supported)"));
+            }
             merged["properties"][p.key()] = p.value();
+          }
         } else if (key == "required") {
           for (const Json& r : *it) required.push_back(r);
         } else if (key == "type") {
@@ -805,7 +842,9 @@ class Converter {
             return Invalid(pointer + "/allOf",
                            "allOf of non-object schemas is not supported");
         } else if (key == "additionalProperties") {
-          merged[key] = *it;
+          // A member's additionalProperties sees only that member's
+          // properties; checked below, once every name is known.
+          if (*it != true) restrictive.push_back(part);
         } else if (Annotations().count(key) == 0 && key != "$defs" &&
                    key != "definitions") {
           return Invalid(pointer + "/allOf",
@@ -815,8 +854,84 @@ class Converter {
         }
       }
     }
+    // A member that limits extra properties must declare every property
+    // the others add (else it refuses them), and all such members must
+    // agree on what an extra property may be.
+    for (const Json* part : restrictive) {
+      const Json& additional = (*part)["additionalProperties"];
+      const auto own = part->find("properties");
+      for (auto p = merged["properties"].begin();
+           p != merged["properties"].end(); ++p) {
+        if (own == part->end() || !own->contains(p.key())) {
+          return Invalid(
+              pointer + "/allOf",
+              absl::StrCat("additionalProperties in an allOf member forbids "
+                           "property \"",
+                           p.key(), "\" that another member declares"));
+        }
+      }
+      if (merged.contains("additionalProperties") &&
+          merged["additionalProperties"] != additional) {
+        if (additional == false) {
+          merged["additionalProperties"] = false;
+        } else if (merged["additionalProperties"] != false) {
+          return Invalid(pointer + "/allOf",
+                         "allOf members with different additionalProperties "
+                         "schemas are not supported");
+        }
+      } else {
+        merged["additionalProperties"] = additional;
+      }
+    }
     if (!required.empty()) merged["required"] = required;
     return Visit(merged, pointer + "/allOf", depth + 1);
+  }
+
+  // `branch` (an anyOf/oneOf member, its $refs followed) with the keywords
+  // beside the anyOf added: both must hold. Refused where the two would
+  // interact rather than simply both apply — the same keyword on both
+  // sides, or properties on one side and additionalProperties on the other
+  // (additionalProperties sees only its own schema's properties), or items
+  // and prefixItems split likewise.
+  absl::StatusOr<Json> WithSiblings(const Json& branch, const Json& siblings,
+                                    const std::string& pointer) {
+    const Json* part = &branch;
+    for (int hops = 0; part->is_object() && part->contains("$ref") && hops < 16;
+         ++hops) {
+      if (!(*part)["$ref"].is_string())
+        return Invalid(pointer, "$ref must be a string");
+      TEXTGEN_ASSIGN_OR_RETURN(
+          part, Resolve((*part)["$ref"].get<std::string>(), pointer));
+    }
+    if (part->is_boolean()) {
+      if (*part == false)
+        return Invalid(pointer, "the schema false allows no value");
+      return siblings;
+    }
+    if (!part->is_object())
+      return Invalid(pointer, "a schema must be an object or a boolean");
+    auto has = [](const Json& s, const char* key) { return s.contains(key); };
+    for (const auto& [a, b] : {std::pair{"properties", "additionalProperties"},
+                               std::pair{"additionalProperties", "properties"},
+                               std::pair{"prefixItems", "items"},
+                               std::pair{"items", "prefixItems"}}) {
+      if (has(siblings, a) && has(*part, b)) {
+        return Invalid(pointer,
+                       absl::StrCat("\"", b, "\" in an alternative with \"", a,
+                                    "\" beside it is not supported"));
+      }
+    }
+    Json merged = *part;
+    for (auto it = siblings.begin(); it != siblings.end(); ++it) {
+      if (merged.contains(it.key()) && merged[it.key()] != it.value()) {
+        return Invalid(pointer,
+                       absl::StrCat("\"", it.key(),
+                                    "\" both beside anyOf/oneOf and in an "
+                                    "alternative is not supported"));
+      }
+      merged[it.key()] = it.value();
+    }
+    return merged;
   }
 
   absl::StatusOr<const Json*> Resolve(const std::string& ref,

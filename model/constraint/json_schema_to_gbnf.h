@@ -4,8 +4,11 @@
 // Supported: `type` (string, number, integer, boolean, null, object, array,
 // and lists of them), `properties`, `required`, `additionalProperties`
 // (false, true or a schema), `items`, `prefixItems`, `minItems`, `maxItems`,
-// `enum`, `const`, `anyOf`, `oneOf` (as anyOf: write disjoint branches),
-// `allOf` of object schemas (merged), `$ref` to "#", "#/$defs/..." and
+// `enum`, `const`, `anyOf`, `oneOf` (as anyOf: write disjoint branches;
+// keywords beside them are merged into each branch, refused where the two
+// would interact), `allOf` of object schemas (merged; refused where a
+// member's additionalProperties would forbid another's properties, or two
+// members declare one property differently), `$ref` to "#", "#/$defs/..." and
 // "#/definitions/..." (recursion included), `minLength`, `maxLength`,
 // `pattern` (regex_to_gbnf.h; not with a length bound), `format` (date,
 // time, date-time, uuid, email, ipv4), `minimum`, `maximum`,
@@ -21,9 +24,14 @@
 // others optional), no properties beyond `properties` unless
 // additionalProperties allows them (as llama.cpp does: absent means none are
 // generated, though the schema would accept them; extra keys never repeat a
-// declared name), numbers of at most 16 integer and 16 fraction digits,
-// whitespace of at most one newline and 20 spaces or tabs between tokens,
-// formats in their strict forms (a date-time with its time zone).
+// declared name), numbers of at most 16 integer and 16 fraction digits and
+// a two-digit exponent (every one a finite double: JSON.parse gives
+// Infinity for 1e999, which no schema's "number" accepts), whitespace of at
+// most one newline and 20 spaces or tabs between tokens, formats in their
+// strict forms (a date-time with its time zone; February 29 only in leap
+// years), \u escapes of whole characters (never a lone surrogate, which
+// JSON.parse takes but many parsers refuse), prefixItems always all
+// written, enum and const values in their compact form.
 //
 // Limits (JsonSchemaOptions) are checked as the schema is read, before the
 // grammar grows: nesting depth, enum sizes, properties, rules, output size.

@@ -1,5 +1,7 @@
 #include "model/constraint/regex_to_gbnf.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -151,8 +153,10 @@ class RegexConverter {
       auto number = [&](int64_t& out) {
         const size_t s = p;
         out = 0;
-        while (p < p_.size() && absl::ascii_isdigit(p_[p]) && out <= 1 << 30) {
-          out = out * 10 + (p_[p++] - '0');
+        // Every digit is read (a long count is still a quantifier), the
+        // value saturating past any limit.
+        while (p < p_.size() && absl::ascii_isdigit(p_[p])) {
+          out = std::min<int64_t>(out * 10 + (p_[p++] - '0'), int64_t{1} << 40);
         }
         return p > s;
       };

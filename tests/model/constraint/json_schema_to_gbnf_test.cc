@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/constraint/gbnf_parser.h"
@@ -211,6 +212,86 @@ TEST(JsonSchemaToGbnfTest, UnsupportedKeywordsAreNamedWithTheirPlace) {
               HasSubstr("backreferences"));
   EXPECT_THAT(Error(R"({"type": "strin"})"), HasSubstr("unknown type"));
   EXPECT_THAT(Error("false"), HasSubstr("allows no value"));
+}
+
+TEST(JsonSchemaToGbnfTest, KeywordsBesideAnyOfConstrainEveryBranch) {
+  Schema s(R"({"type": "object", "properties": {"id": {"type": "integer"},
+      "name": {"type": "string"}}, "additionalProperties": false,
+      "anyOf": [{"required": ["id"]}, {"required": ["name"]}]})");
+  EXPECT_TRUE(s.Accepts(R"({"id": 1})"));
+  EXPECT_TRUE(s.Accepts(R"({"name": "x"})"));
+  EXPECT_TRUE(s.Accepts(R"({"id": 1, "name": "x"})"));
+  EXPECT_FALSE(s.Accepts("{}"));
+  EXPECT_FALSE(s.Accepts(R"({"id": 1, "other": 2})"));
+  Schema str(R"({"type": "string", "oneOf": [{"format": "date"},
+      {"maxLength": 2}]})");
+  EXPECT_TRUE(str.Accepts(R"("2024-02-29")"));
+  EXPECT_TRUE(str.Accepts(R"("ab")"));
+  EXPECT_FALSE(str.Accepts("12"));  // The type applies to both branches.
+  Schema ref(R"({"$defs": {"o": {"properties": {"a": {"type": "integer"}},
+      "required": ["a"]}}, "type": "object", "anyOf": [{"$ref": "#/$defs/o"}]})");
+  EXPECT_TRUE(ref.Accepts(R"({"a": 1})"));
+  // Where the two would interact, or both say different things: refused.
+  EXPECT_THAT(Error(R"({"properties": {"a": {}}, "additionalProperties": false,
+      "anyOf": [{"properties": {"b": {}}}]})"),
+              HasSubstr("at /anyOf/0"));
+  EXPECT_THAT(Error(R"({"type": "string", "anyOf": [{"type": "integer"}]})"),
+              HasSubstr("\"type\" both beside anyOf/oneOf and in an "
+                        "alternative"));
+}
+
+TEST(JsonSchemaToGbnfTest, AllOfRefusesWhatTheMergeWouldGetWrong) {
+  Schema ok(R"({"allOf": [{"type": "object", "properties": {"a":
+      {"type": "integer"}}, "required": ["a"]}, {"properties": {"b":
+      {"type": "string"}}}]})");
+  EXPECT_TRUE(ok.Accepts(R"({"a": 1, "b": "x"})"));
+  EXPECT_FALSE(ok.Accepts(R"({"b": "x"})"));
+  // additionalProperties sees only its own schema's properties: here it
+  // forbids a and b, so no merged object would validate.
+  EXPECT_THAT(Error(R"({"allOf": [{"properties": {"a": {}}}, {"properties":
+      {"b": {}}}], "additionalProperties": false})"),
+              HasSubstr("forbids property \"a\""));
+  EXPECT_THAT(Error(R"({"allOf": [{"properties": {"a": {"type": "integer"}}},
+      {"properties": {"a": {"maximum": 5}}}]})"),
+              HasSubstr("property \"a\" is declared differently"));
+  // A member with additionalProperties that declares every property: fine.
+  Schema closed(R"({"allOf": [{"properties": {"a": {"type": "integer"}},
+      "additionalProperties": false}, {"required": ["a"]}]})");
+  EXPECT_TRUE(closed.Accepts(R"({"a": 1})"));
+  EXPECT_FALSE(closed.Accepts(R"({"a": 1, "b": 2})"));
+}
+
+TEST(JsonSchemaToGbnfTest, NumbersFiniteStringsWholeAndDatesReal) {
+  Schema n(R"({"type": "number"})");
+  EXPECT_TRUE(n.Accepts("1.5e99"));
+  EXPECT_TRUE(n.Accepts("-2E-07"));
+  EXPECT_FALSE(n.Accepts("1e999"));  // JSON.parse: Infinity.
+  EXPECT_FALSE(n.Accepts("1e100"));
+  Schema str(R"({"type": "string"})");
+  EXPECT_TRUE(str.Accepts(R"("\u00e9\uD83D\uDE00")"));  // A whole pair.
+  EXPECT_FALSE(str.Accepts(R"("\uD83D")"));             // Half of one.
+  EXPECT_FALSE(str.Accepts(R"("\uDE00\uD83D")"));
+  Schema date(R"({"type": "string", "format": "date"})");
+  for (const char* leap : {"2024", "2000", "1996", "0400", "2400"}) {
+    EXPECT_TRUE(date.Accepts(absl::StrCat("\"", leap, "-02-29\""))) << leap;
+  }
+  for (const char* common : {"2023", "1900", "2100", "2001", "0100"}) {
+    EXPECT_FALSE(date.Accepts(absl::StrCat("\"", common, "-02-29\"")))
+        << common;
+    EXPECT_TRUE(date.Accepts(absl::StrCat("\"", common, "-02-28\"")));
+  }
+}
+
+TEST(JsonSchemaToGbnfTest, ARefToItselfIsRefusedNotLooped) {
+  // The rule would be left-recursive: the converter writes it, and the
+  // grammar parser refuses it (the server reports that as a bad schema).
+  absl::StatusOr<std::string> gbnf = JsonSchemaToGbnf(Json::parse(
+      R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "null"}]}},
+      "$ref": "#/$defs/a"})"));
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status();
+  absl::StatusOr<Grammar> g = ParseGbnf(*gbnf);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << *gbnf;
+  EXPECT_THAT(g.status().message(), HasSubstr("left-recursive"));
 }
 
 TEST(JsonSchemaToGbnfTest, LimitsRefuseBeforeTheGrammarGrows) {
