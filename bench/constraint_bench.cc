@@ -13,7 +13,7 @@
 //
 // Usage: textgen_constraint_bench --tokenizer_dir=DIR
 //        (--grammar=FILE.gbnf | --json_schema=FILE.json) --answer=FILE
-//        [--positions] [benchmark flags]
+//        [--positions] [--answer_ids_out=FILE] [benchmark flags]
 // The step cost is compared with the model's decode step in bench/README.md.
 #include <cmath>
 #include <cstdio>
@@ -33,6 +33,7 @@
 #include "model/constraint/token_matcher.h"
 #include "model/constraint/token_vocabulary.h"
 #include "model/text/tokenizer_factory.h"
+#include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, tokenizer_dir, "",
           "a directory with the tokenizer (tokenizer.json, ...)");
@@ -45,6 +46,9 @@ ABSL_FLAG(bool, positions, false,
           "counts (what makes a step cheap or dear)");
 ABSL_FLAG(std::string, answer, "",
           "a text the grammar accepts, replayed token by token");
+ABSL_FLAG(std::string, answer_ids_out, "",
+          "also write the answer's token ids here (a JSON array), to check "
+          "that a peer engine replays the same tokens");
 
 namespace textgen {
 namespace {
@@ -184,6 +188,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
   textgen::Get();  // Load the tokenizer before anything is timed.
+  if (!absl::GetFlag(FLAGS_answer_ids_out).empty()) {
+    std::ofstream(absl::GetFlag(FLAGS_answer_ids_out))
+        << nlohmann::json(textgen::Get().answer).dump() << "\n";
+  }
   if (absl::GetFlag(FLAGS_positions)) textgen::PrintPositions();
   benchmark::RunSpecifiedBenchmarks();
   return 0;

@@ -93,6 +93,47 @@ def git_commit(git_dir_or_tree: str) -> str:
     return "unknown"
 
 
+def llama_source(path: str, work: str) -> tuple[str, str]:
+    """(llama.cpp source tree, commit) for a checkout or a bare git directory; a bare git
+    directory's HEAD is exported into WORK/llama.cpp-src (once per commit)."""
+    if os.path.exists(os.path.join(path, "CMakeLists.txt")):  # A checkout.
+        return path, git_commit(path)
+    if not os.path.exists(os.path.join(path, "HEAD")):
+        raise SystemExit(f"peers: {path} is neither a llama.cpp checkout, a git directory nor a "
+                         "build directory")
+    commit = git_commit(path)
+    src = os.path.join(work, "llama.cpp-src")
+    stamp = os.path.join(src, ".textgen-peers-commit")
+    if not (os.path.exists(stamp) and open(stamp).read().strip() == commit):
+        shutil.rmtree(src, ignore_errors=True)
+        os.makedirs(src)
+        # models/ holds large vocabulary files a snapshot may lack; the build needs none.
+        top = subprocess.run(["git", "--git-dir", path, "ls-tree", "--name-only", "HEAD"],
+                             check=True, capture_output=True, text=True).stdout.split()
+        archive = subprocess.Popen(["git", "--git-dir", path, "archive", "HEAD", "--",
+                                    *[t for t in top if t != "models"]],
+                                   stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", src], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise RuntimeError(f"git archive of {path} failed")
+        with open(stamp, "w") as f:
+            f.write(commit + "\n")
+    return src, commit
+
+
+def build_llama_cpp(src: str, build: str, native: bool, targets: list[str]) -> str:
+    """Configures (Release, static) and builds `targets` in `build`; returns the flags."""
+    flags = ["-DCMAKE_BUILD_TYPE=Release", f"-DGGML_NATIVE={'ON' if native else 'OFF'}",
+             "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+             "-DLLAMA_BUILD_SERVER=OFF"]
+    launcher = (["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+                if shutil.which("ccache") else [])
+    run(["cmake", "-S", src, "-B", build, "-G", "Ninja", *flags, *launcher],
+        stdout=subprocess.DEVNULL)
+    run(["cmake", "--build", build, "-j2", "--target", *targets], stdout=subprocess.DEVNULL)
+    return " ".join(flags)
+
+
 def llama_bench_binary(path: str, work: str, native: bool) -> tuple[str, str, str]:
     """Builds (or finds) llama-bench; returns (binary, llama.cpp commit, build flags)."""
     path = os.path.abspath(path)
@@ -101,42 +142,12 @@ def llama_bench_binary(path: str, work: str, native: bool) -> tuple[str, str, st
         stamp = os.path.join(path, "textgen-peers-source.txt")
         info = open(stamp).read().split("\n", 1) if os.path.exists(stamp) else ["unknown", "?"]
         return built, info[0], info[1].strip() if len(info) > 1 else "?"
-    if os.path.exists(os.path.join(path, "CMakeLists.txt")):  # A checkout.
-        src = path
-        commit = git_commit(path)
-    elif os.path.exists(os.path.join(path, "HEAD")):  # A bare git directory: export HEAD.
-        commit = git_commit(path)
-        src = os.path.join(work, "llama.cpp-src")
-        stamp = os.path.join(src, ".textgen-peers-commit")
-        if not (os.path.exists(stamp) and open(stamp).read().strip() == commit):
-            shutil.rmtree(src, ignore_errors=True)
-            os.makedirs(src)
-            # models/ holds large vocabulary files a snapshot may lack; the build needs none.
-            top = subprocess.run(["git", "--git-dir", path, "ls-tree", "--name-only", "HEAD"],
-                                 check=True, capture_output=True, text=True).stdout.split()
-            archive = subprocess.Popen(["git", "--git-dir", path, "archive", "HEAD", "--",
-                                        *[t for t in top if t != "models"]],
-                                       stdout=subprocess.PIPE)
-            subprocess.run(["tar", "-x", "-C", src], stdin=archive.stdout, check=True)
-            if archive.wait() != 0:
-                raise RuntimeError(f"git archive of {path} failed")
-            with open(stamp, "w") as f:
-                f.write(commit + "\n")
-    else:
-        raise SystemExit(f"peers: {path} is neither a llama.cpp checkout, a git directory nor a "
-                         "build directory with bin/llama-bench")
+    src, commit = llama_source(path, work)
     build = os.path.join(work, "llama.cpp-build")
-    flags = ["-DCMAKE_BUILD_TYPE=Release", f"-DGGML_NATIVE={'ON' if native else 'OFF'}",
-             "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-             "-DLLAMA_BUILD_SERVER=OFF"]
-    launcher = (["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-                if shutil.which("ccache") else [])
-    run(["cmake", "-S", src, "-B", build, "-G", "Ninja", *flags, *launcher],
-        stdout=subprocess.DEVNULL)
-    run(["cmake", "--build", build, "-j2", "--target", "llama-bench"], stdout=subprocess.DEVNULL)
+    flags = build_llama_cpp(src, build, native, ["llama-bench"])
     with open(os.path.join(build, "textgen-peers-source.txt"), "w") as f:
-        f.write(f"{commit}\n{' '.join(flags)}\n")
-    return os.path.join(build, "bin", "llama-bench"), commit, " ".join(flags)
+        f.write(f"{commit}\n{flags}\n")
+    return os.path.join(build, "bin", "llama-bench"), commit, flags
 
 
 def textgen_bench_binary(build: str) -> str:
