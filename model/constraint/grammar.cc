@@ -124,7 +124,7 @@ absl::Status GrammarBuilder::GiveRepeatsTheirOwnItems() {
       if (++seen > kMaxRules || depth > kMaxDepth) return false;
       for (const auto& seq : alternatives_[r]) {
         for (const GrammarElement& e : seq) {
-          if (e.kind == GrammarElement::Kind::kRepeat) return false;
+          // A repetition inside is copied as it is (its item stays shared).
           if (e.kind != GrammarElement::Kind::kRule) continue;
           if (e.value == rule) return false;
           todo.emplace_back(e.value, depth + 1);

@@ -16,86 +16,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
+#include "model/constraint/json_primitives.h"
 #include "model/constraint/number_ranges.h"
 #include "model/constraint/regex_to_gbnf.h"
+#include "model/constraint/schema_merge.h"
 
 namespace textgen {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// The building blocks, as llama.cpp's json-schema-to-grammar writes them:
-// each value ends with `space`, bounded so a model cannot loop in it.
-const std::pair<const char*, const char*> kPrimitives[] = {
-    {"space", R"(| " " | "\n" [ \t]{0,20})"},
-    // A \u escape is a character or a whole surrogate pair, never half of
-    // one: JSON.parse takes a lone surrogate, but many parsers refuse it.
-    {"char", R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt/] | "u" u-escape))"},
-    {"u-escape",
-     R"([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})"},
-    // Escapes that count one character each, for strings with length bounds
-    // (a \u escape could be half of a surrogate pair).
-    {"plain-char", R"([^"\\\x7F\x00-\x1F] | [\\] ["\\bfnrt/])"},
-    {"string", R"("\"" char* "\"" space)"},
-    {"integral-part", R"([0] | [1-9] [0-9]{0,15})"},
-    {"decimal-part", R"([0-9]{1,16})"},
-    {"number",
-     R"(("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space)"},
-    {"integer", R"("-"? integral-part space)"},
-    {"boolean", R"(("true" | "false") space)"},
-    {"null", R"("null" space)"},
-    {"value", R"(object | array | string | number | boolean | null)"},
-    {"object",
-     R"("{" space ( string ":" space value ("," space string ":" space value)* )? "}" space)"},
-    {"array", R"("[" space ( value ("," space value)* )? "]" space)"},
-    // February 29 only in leap years (Gregorian: divisible by 4, centuries
-    // only by 400), as ajv-formats checks.
-    {"date-body",
-     R"([0-9]{4} "-" ( ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) | ( "0" [13-9] | "1" [0-2] ) "-" ( "29" | "30" ) | ( "0" [13578] | "1" [02] ) "-31" ) | leap-year "-02-29")"},
-    {"leap-year",
-     R"([0-9]{2} ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [48] | [2468] [048] | [13579] [26] ) "00")"},
-    {"time-body",
-     R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
-    {"hex", R"([0-9a-f])"},
-    {"uuid-body", R"(hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12})"},
-    {"email-atom", R"([a-zA-Z0-9_+-]+)"},
-    {"email-label", R"([a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?)"},
-    {"email-body",
-     R"(email-atom ( "." email-atom )* "@" email-label ( "." email-label )+)"},
-    {"octet",
-     R"([0-9] | [1-9] [0-9] | "1" [0-9]{2} | "2" [0-4] [0-9] | "25" [0-5])"},
-    {"ipv4-body", R"(octet "." octet "." octet "." octet)"},
-};
-
-// Which primitives each uses, so only what is needed is written.
-const std::map<std::string, std::vector<std::string>>& Uses() {
-  static const auto* uses = new std::map<std::string, std::vector<std::string>>{
-      {"string", {"char", "space"}},
-      {"char", {"u-escape"}},
-      {"number", {"integral-part", "decimal-part", "space"}},
-      {"integer", {"integral-part", "space"}},
-      {"boolean", {"space"}},
-      {"null", {"space"}},
-      {"value", {"object", "array", "string", "number", "boolean", "null"}},
-      {"object", {"space", "string", "value"}},
-      {"array", {"space", "value"}},
-      {"uuid-body", {"hex"}},
-      {"date-body", {"leap-year"}},
-      {"email-body", {"email-atom", "email-label"}},
-      {"ipv4-body", {"octet"}},
-  };
-  return *uses;
-}
-
-const std::set<std::string>& Annotations() {
-  static const auto* keys = new std::set<std::string>{
-      "$schema",       "$id",      "$comment",         "$anchor",
-      "$vocabulary",   "title",    "description",      "examples",
-      "example",       "default",  "deprecated",       "readOnly",
-      "writeOnly",     "nullable", "contentMediaType", "contentEncoding",
-      "discriminator", "strict"};
-  return *keys;
-}
 
 const std::set<std::string>& Supported() {
   static const auto* keys = new std::set<std::string>{"type",
@@ -159,8 +88,7 @@ class Converter {
  private:
   static absl::Status Invalid(const std::string& pointer,
                               const std::string& what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " at ", pointer.empty() ? "/" : pointer));
+    return SchemaError(pointer, what);
   }
 
   absl::Status Define(const std::string& name, const std::string& body) {
@@ -203,17 +131,12 @@ class Converter {
     const std::string full = absl::StrCat(options_.rule_prefix, name);
     if (taken_.contains(full)) return full;
     taken_.insert({full, true});
-    for (const auto& [n, body] : kPrimitives) {
-      if (name == n) {
-        // Rule names inside a primitive's body get the prefix too.
-        std::string prefixed = body;
-        if (!options_.rule_prefix.empty()) prefixed = Prefix(body);
-        (void)Define(full, prefixed);
-      }
+    if (const char* body = JsonPrimitiveBody(name)) {
+      // Rule names inside a primitive's body get the prefix too.
+      (void)Define(full, options_.rule_prefix.empty() ? std::string(body)
+                                                      : Prefix(body));
     }
-    if (auto it = Uses().find(name); it != Uses().end()) {
-      for (const std::string& used : it->second) Primitive(used);
-    }
+    for (const std::string& used : JsonPrimitiveUses(name)) Primitive(used);
     return full;
   }
 
@@ -251,8 +174,7 @@ class Converter {
   absl::Status CheckKeywords(const Json& schema, const std::string& pointer) {
     for (auto it = schema.begin(); it != schema.end(); ++it) {
       const std::string& key = it.key();
-      if (Supported().count(key) > 0 || Annotations().count(key) > 0 ||
-          key.rfind("x-", 0) == 0) {
+      if (Supported().count(key) > 0 || IsSchemaAnnotation(key)) {
         continue;
       }
       return Invalid(pointer, absl::StrCat("unsupported JSON Schema keyword \"",
@@ -321,7 +243,7 @@ class Converter {
         // Keywords beside the alternatives constrain every one of them.
         Json siblings = Json::object();
         for (auto it = schema.begin(); it != schema.end(); ++it) {
-          if (it.key() != k && Annotations().count(it.key()) == 0 &&
+          if (it.key() != k && !IsSchemaAnnotation(it.key()) &&
               it.key() != "$defs" && it.key() != "definitions" &&
               it.key().rfind("x-", 0) != 0) {
             siblings[it.key()] = it.value();
@@ -334,8 +256,8 @@ class Converter {
           if (siblings.empty()) {
             TEXTGEN_ASSIGN_OR_RETURN(alt, Visit((*any)[i], at, depth + 1));
           } else {
-            TEXTGEN_ASSIGN_OR_RETURN(Json branch,
-                                     WithSiblings((*any)[i], siblings, at));
+            TEXTGEN_ASSIGN_OR_RETURN(
+                Json branch, WithSiblings(root_, (*any)[i], siblings, at));
             TEXTGEN_ASSIGN_OR_RETURN(alt, Visit(branch, at, depth + 1));
           }
           alts.push_back(alt);
@@ -344,7 +266,9 @@ class Converter {
       }
     }
     if (const auto all = schema.find("allOf"); all != schema.end()) {
-      return AllOf(schema, *all, pointer, depth);
+      TEXTGEN_ASSIGN_OR_RETURN(const Json merged,
+                               MergeAllOf(root_, schema, *all, pointer));
+      return Visit(merged, pointer + "/allOf", depth + 1);
     }
 
     // The type(s).
@@ -796,182 +720,14 @@ class Converter {
     return Rule("array", body);
   }
 
-  absl::StatusOr<std::string> AllOf(const Json& schema, const Json& all,
-                                    const std::string& pointer, int depth) {
-    if (!all.is_array() || all.empty())
-      return Invalid(pointer + "/allOf", "allOf must be a non-empty array");
-    // Object schemas merge: properties and required together.
-    Json merged = Json::object();
-    merged["type"] = "object";
-    merged["properties"] = Json::object();
-    Json required = Json::array();
-    std::vector<const Json*> parts = {&schema};
-    std::vector<const Json*> restrictive;  // additionalProperties not true.
-    for (const Json& p : all) parts.push_back(&p);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const Json* part = parts[i];
-      // Follow a $ref to the object it names.
-      for (int hops = 0;
-           part->is_object() && part->contains("$ref") && hops < 16; ++hops) {
-        TEXTGEN_ASSIGN_OR_RETURN(
-            part, Resolve((*part)["$ref"].get<std::string>(), pointer));
-      }
-      if (!part->is_object())
-        return Invalid(pointer + "/allOf",
-                       "allOf holds only object schemas here");
-      for (auto it = part->begin(); it != part->end(); ++it) {
-        const std::string& key = it.key();
-        if (key == "allOf" && i == 0) continue;
-        if (key == "properties") {
-          for (auto p = it->begin(); p != it->end(); ++p) {
-            // Two members constraining one property would both apply; the
-            // merge keeps one schema per name, so only equal ones merge.
-            if (merged["properties"].contains(p.key()) &&
-                merged["properties"][p.key()] != p.value()) {
-              return Invalid(pointer + "/allOf",
-                             absl::StrCat("property \"", p.key(),
-                                          "\" is declared differently by two "
-                                          "allOf members (not supported)"));
-            }
-            merged["properties"][p.key()] = p.value();
-          }
-        } else if (key == "required") {
-          for (const Json& r : *it) required.push_back(r);
-        } else if (key == "type") {
-          if (*it != "object")
-            return Invalid(pointer + "/allOf",
-                           "allOf of non-object schemas is not supported");
-        } else if (key == "additionalProperties") {
-          // A member's additionalProperties sees only that member's
-          // properties; checked below, once every name is known.
-          if (*it != true) restrictive.push_back(part);
-        } else if (Annotations().count(key) == 0 && key != "$defs" &&
-                   key != "definitions") {
-          return Invalid(pointer + "/allOf",
-                         absl::StrCat("\"", key,
-                                      "\" in allOf is not supported (only "
-                                      "object properties merge)"));
-        }
-      }
-    }
-    // A member that limits extra properties must declare every property
-    // the others add (else it refuses them), and all such members must
-    // agree on what an extra property may be.
-    for (const Json* part : restrictive) {
-      const Json& additional = (*part)["additionalProperties"];
-      const auto own = part->find("properties");
-      for (auto p = merged["properties"].begin();
-           p != merged["properties"].end(); ++p) {
-        if (own == part->end() || !own->contains(p.key())) {
-          return Invalid(
-              pointer + "/allOf",
-              absl::StrCat("additionalProperties in an allOf member forbids "
-                           "property \"",
-                           p.key(), "\" that another member declares"));
-        }
-      }
-      if (merged.contains("additionalProperties") &&
-          merged["additionalProperties"] != additional) {
-        if (additional == false) {
-          merged["additionalProperties"] = false;
-        } else if (merged["additionalProperties"] != false) {
-          return Invalid(pointer + "/allOf",
-                         "allOf members with different additionalProperties "
-                         "schemas are not supported");
-        }
-      } else {
-        merged["additionalProperties"] = additional;
-      }
-    }
-    if (!required.empty()) merged["required"] = required;
-    return Visit(merged, pointer + "/allOf", depth + 1);
-  }
-
-  // `branch` (an anyOf/oneOf member, its $refs followed) with the keywords
-  // beside the anyOf added: both must hold. Refused where the two would
-  // interact rather than simply both apply — the same keyword on both
-  // sides, or properties on one side and additionalProperties on the other
-  // (additionalProperties sees only its own schema's properties), or items
-  // and prefixItems split likewise.
-  absl::StatusOr<Json> WithSiblings(const Json& branch, const Json& siblings,
-                                    const std::string& pointer) {
-    const Json* part = &branch;
-    for (int hops = 0; part->is_object() && part->contains("$ref") && hops < 16;
-         ++hops) {
-      if (!(*part)["$ref"].is_string())
-        return Invalid(pointer, "$ref must be a string");
-      TEXTGEN_ASSIGN_OR_RETURN(
-          part, Resolve((*part)["$ref"].get<std::string>(), pointer));
-    }
-    if (part->is_boolean()) {
-      if (*part == false)
-        return Invalid(pointer, "the schema false allows no value");
-      return siblings;
-    }
-    if (!part->is_object())
-      return Invalid(pointer, "a schema must be an object or a boolean");
-    auto has = [](const Json& s, const char* key) { return s.contains(key); };
-    for (const auto& [a, b] : {std::pair{"properties", "additionalProperties"},
-                               std::pair{"additionalProperties", "properties"},
-                               std::pair{"prefixItems", "items"},
-                               std::pair{"items", "prefixItems"}}) {
-      if (has(siblings, a) && has(*part, b)) {
-        return Invalid(pointer,
-                       absl::StrCat("\"", b, "\" in an alternative with \"", a,
-                                    "\" beside it is not supported"));
-      }
-    }
-    Json merged = *part;
-    for (auto it = siblings.begin(); it != siblings.end(); ++it) {
-      if (merged.contains(it.key()) && merged[it.key()] != it.value()) {
-        return Invalid(pointer,
-                       absl::StrCat("\"", it.key(),
-                                    "\" both beside anyOf/oneOf and in an "
-                                    "alternative is not supported"));
-      }
-      merged[it.key()] = it.value();
-    }
-    return merged;
-  }
-
-  absl::StatusOr<const Json*> Resolve(const std::string& ref,
-                                      const std::string& pointer) {
-    if (ref.empty() || ref[0] != '#') {
-      return Invalid(
-          pointer,
-          absl::StrCat("only local $refs (\"#...\") are supported, not \"", ref,
-                       "\""));
-    }
-    const Json* node = &root_;
-    size_t pos = 1;
-    while (pos < ref.size()) {
-      if (ref[pos] != '/')
-        return Invalid(pointer, absl::StrCat("bad $ref \"", ref, "\""));
-      const size_t end = std::min(ref.find('/', pos + 1), ref.size());
-      const std::string token = absl::StrReplaceAll(
-          ref.substr(pos + 1, end - pos - 1), {{"~1", "/"}, {"~0", "~"}});
-      if (node->is_object() && node->contains(token)) {
-        node = &(*node)[token];
-      } else if (node->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoul(token) < node->size()) {
-        node = &(*node)[std::stoul(token)];
-      } else {
-        return Invalid(pointer, absl::StrCat("$ref \"", ref,
-                                             "\" names nothing in the schema"));
-      }
-      pos = end;
-    }
-    return node;
-  }
-
   absl::StatusOr<std::string> Ref(const std::string& ref,
                                   const std::string& pointer, int depth) {
     if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
     if (static_cast<int>(refs_.size()) >= options_.max_rules) {
       return absl::ResourceExhaustedError("the schema has too many $refs");
     }
-    TEXTGEN_ASSIGN_OR_RETURN(const Json* target, Resolve(ref, pointer));
+    TEXTGEN_ASSIGN_OR_RETURN(const Json* target,
+                             ResolveRef(root_, ref, pointer));
     // Name the rule first, so a recursive reference finds it.
     std::string hint = ref.substr(ref.rfind('/') + 1);
     std::string clean;
