@@ -64,6 +64,23 @@ void Split(char32_t lo, char32_t hi, std::vector<Utf8Sequence>& out) {
 
 }  // namespace
 
+char32_t SimpleEscape(char letter) {
+  switch (letter) {
+    case 'n':
+      return U'\n';
+    case 'r':
+      return U'\r';
+    case 't':
+      return U'\t';
+    case 'f':
+      return U'\f';
+    case 'v':
+      return U'\v';
+    default:
+      return 0;  // \0 is handled by its callers: it names 0 itself.
+  }
+}
+
 void CodePointSet::Add(char32_t lo, char32_t hi) {
   if (lo > hi) return;
   hi = std::min(hi, kMaxCodePoint);

@@ -31,6 +31,10 @@ class CodePointSet {
   std::vector<std::pair<char32_t, char32_t>> ranges_;
 };
 
+// The character a one-letter escape names in both GBNF and regular
+// expressions (\n \r \t \f \v), or 0 if `letter` names none of these.
+char32_t SimpleEscape(char letter);
+
 // One UTF-8 encoding pattern: byte i lies in ranges[i] (1 to 4 bytes).
 using Utf8Sequence = std::vector<std::pair<uint8_t, uint8_t>>;
 

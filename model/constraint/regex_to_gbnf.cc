@@ -301,15 +301,11 @@ class RegexConverter {
     is_set = false;
     switch (e) {
       case 'n':
-        return U'\n';
       case 'r':
-        return U'\r';
       case 't':
-        return U'\t';
       case 'f':
-        return U'\f';
       case 'v':
-        return U'\v';
+        return SimpleEscape(e);
       case '0':
         return U'\0';
       case 'x':

@@ -17,9 +17,9 @@
 #include "gtest/gtest.h"
 #include "model/constraint/compiled_grammar.h"
 #include "model/constraint/gbnf_parser.h"
-#include "model/constraint/grammar_matcher.h"
 #include "tests/testing/engine_reference.h"
 #include "tests/testing/engine_streams.h"
+#include "tests/testing/grammar_text.h"
 #include "tests/testing/piece_tokenizer.h"
 
 namespace textgen {
@@ -69,14 +69,8 @@ std::shared_ptr<const CompiledGrammar> Compile(const Tokenizer& tokenizer,
   return *compiled;
 }
 
-// Whether `grammar` matches all of `text`.
 bool Matches(const Grammar& grammar, const std::string& text) {
-  StackPool pool;
-  GrammarMatcher m(grammar, pool);
-  MatchState state, next, scratch;
-  EXPECT_TRUE(m.Root(state));
-  EXPECT_TRUE(m.AdvanceAll(state, text, next, scratch));
-  return next.accepted;
+  return testing::GrammarMatches(grammar, text);
 }
 
 GenerationRequest Request(int prompt_seed, int max_new_tokens,

@@ -28,6 +28,7 @@
 #include "model/constraint/json_schema_to_gbnf.h"
 #include "model/constraint/regex_to_gbnf.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/grammar_text.h"
 
 namespace textgen {
 namespace {
@@ -49,12 +50,7 @@ std::string ReadFile(const std::string& relative) {
 }
 
 bool Accepts(const Grammar& grammar, const std::string& text) {
-  StackPool pool;
-  GrammarMatcher m(grammar, pool);
-  MatchState s, next, scratch;
-  if (!m.Root(s)) return false;
-  if (!m.AdvanceAll(s, text, next, scratch)) return false;
-  return next.accepted;
+  return testing::GrammarMatches(grammar, text);
 }
 
 // A random sentence of `grammar`: byte by byte, uniformly among the bytes the

@@ -7,21 +7,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/constraint/grammar_matcher.h"
+#include "tests/testing/grammar_text.h"
 
 namespace textgen {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Whether `grammar` matches all of `text`.
 bool Matches(const Grammar& grammar, std::string_view text) {
-  StackPool pool;
-  GrammarMatcher matcher(grammar, pool);
-  MatchState state, next, scratch;
-  EXPECT_TRUE(matcher.Root(state));
-  EXPECT_TRUE(matcher.AdvanceAll(state, text, next, scratch));
-  return next.accepted;
+  return testing::GrammarMatches(grammar, text);
 }
 
 Grammar Parse(std::string_view text) {

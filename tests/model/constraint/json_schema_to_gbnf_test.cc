@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "model/constraint/gbnf_parser.h"
 #include "model/constraint/grammar_matcher.h"
+#include "tests/testing/grammar_text.h"
 
 namespace textgen {
 namespace {
@@ -30,12 +31,7 @@ class Schema {
     if (g.ok()) grammar_ = *std::move(g);
   }
   bool Accepts(const std::string& text) const {
-    StackPool pool;
-    GrammarMatcher m(grammar_, pool);
-    MatchState s, next, scratch;
-    EXPECT_TRUE(m.Root(s));
-    EXPECT_TRUE(m.AdvanceAll(s, text, next, scratch));
-    return next.accepted;
+    return testing::GrammarMatches(grammar_, text);
   }
   const std::string& gbnf() const { return gbnf_; }
 

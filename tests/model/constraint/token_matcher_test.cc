@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "model/constraint/gbnf_parser.h"
 #include "model/constraint/grammar_matcher.h"
+#include "tests/testing/grammar_text.h"
 
 namespace textgen {
 namespace {
@@ -51,13 +52,7 @@ std::vector<std::string> RandomVocabulary(int n, uint64_t seed) {
 
 bool Allowed(const Grammar& grammar, const std::string& history,
              const std::string& token) {
-  if (token.empty()) return false;
-  StackPool pool;
-  GrammarMatcher m(grammar, pool);
-  MatchState state, next, scratch;
-  EXPECT_TRUE(m.Root(state));
-  EXPECT_TRUE(m.AdvanceAll(state, history + token, next, scratch));
-  return !next.stacks.empty() || next.accepted;
+  return !token.empty() && testing::GrammarContinues(grammar, history + token);
 }
 
 void RandomWalks(const std::string& gbnf, uint64_t seed, int walks, int steps) {

