@@ -55,6 +55,7 @@ ctest --test-dir build-asan --output-on-failure -L soak
 echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks), the decoder's worker pool (decoder-only and encoder-decoder), each kernel family on two threads, DebugAttention's own thread, and the HTTP listener's network thread, handler pool and streams"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread
 cmake --build build-tsan -j"$jobs" --target engine_test engine_paged_test engine_seq2seq_test \
+  engine_constraint_test \
   stop_matcher_test scheduler_test decoder_test worker_pool_test seq2seq_test kernel_families_test debug_attention_test \
   http_listener_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

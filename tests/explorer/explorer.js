@@ -227,6 +227,27 @@ async function main() {
     console.log(`figure: /v1/attention for it: ${big.wire} bytes over the wire ` +
                 `(${big.body} decoded)`);
 
+    // --- A constraint: the answer is one of the choices, and each generated token shows
+    // the share of the vocabulary the constraint masked at its step.
+    await page.$eval('#prompt', (e) => { e.value = 'ROMEO:'; });
+    await page.select('#ckind', 'choice');
+    assert.notEqual(await page.$eval('#constraint', (e) => getComputedStyle(e).display), 'none');
+    await page.$eval('#constraint', (e) => { e.value = 'yes\nno\nmaybe'; });
+    await page.$eval('#max', (e) => { e.value = '10'; });
+    await page.click('#go');
+    await page.waitForFunction(() => !document.getElementById('go').disabled &&
+        /masked/.test(document.getElementById('status').textContent), {timeout: 60000});
+    const constrained = await page.$$eval('#tokens .tok.gen', (spans) => spans.map((s) => ({
+      text: s.textContent, masked: s.classList.contains('masked'), title: s.title})));
+    const answer = constrained.map((t) => t.text).join('');
+    assert.ok(['yes', 'no', 'maybe'].includes(answer), `constrained answer "${answer}"`);
+    for (const t of constrained) {
+      assert.ok(t.masked, `token "${t.text}" is not marked`);
+      assert.match(t.title, /constraint allowed \d+ of \d+ tokens \([0-9.]+% masked\)/);
+    }
+    console.log(`figure: constrained answer "${answer}": ` +
+                `${constrained.map((t) => t.title.replace(/.*\(/, '(')).join(' ')}`);
+
     assert.deepEqual(consoleErrors, [], 'console errors');
     assert.deepEqual(failedRequests, [], 'failed requests');
   } finally {
