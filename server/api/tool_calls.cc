@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "model/constraint/json_schema_to_gbnf.h"
 #include "model/constraint/regex_to_gbnf.h"
@@ -22,6 +23,21 @@ constexpr absl::string_view kHermesOpen = "<tool_call>";
 constexpr absl::string_view kHermesClose = "</tool_call>";
 constexpr absl::string_view kMistralMarker = "[TOOL_CALLS]";
 constexpr absl::string_view kPythonTag = "<|python_tag|>";
+constexpr absl::string_view kMistralArgs = "[ARGS]";
+constexpr absl::string_view kMistralCallId = "[CALL_ID]";
+// The sentence every Llama 3.1 / 3.2 / 3.3 template writes when it has tools.
+// `"parameters"` alone is not enough: Command R's template says it too and
+// writes its calls in an "Action:" block.
+constexpr absl::string_view kLlama3Instruction =
+    "{\"name\": function name, \"parameters\"";
+
+// Mistral's call ids: nine letters or digits (its templates check).
+constexpr absl::string_view kMistralIdGbnf = "[a-zA-Z0-9]{9}";
+
+bool IsMistral(ToolCallFormat format) {
+  return format == ToolCallFormat::kMistral ||
+         format == ToolCallFormat::kMistralArgs;
+}
 
 // A stable id from the request's id and the call's index (FNV-1a): OpenAI's
 // "call_" and 24 alphanumerics, or Mistral's 9 (its templates check).
@@ -32,13 +48,13 @@ std::string CallId(absl::string_view seed, int index, ToolCallFormat format) {
   }
   static constexpr char kDigits[] =
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  const int n = format == ToolCallFormat::kMistral ? 9 : 24;
+  const int n = IsMistral(format) ? 9 : 24;
   std::string out;
   for (int i = 0; i < n; ++i) {
     out += kDigits[h % 62];
     h = h / 62 + (h % 62) * 0x9E3779B97F4A7C15ull;
   }
-  return format == ToolCallFormat::kMistral ? out : "call_" + out;
+  return IsMistral(format) ? out : "call_" + out;
 }
 
 // {"name": ..., "arguments" (or "parameters"): {...} or its JSON text} as a
@@ -71,15 +87,57 @@ std::string Trimmed(absl::string_view s) {
   return std::string(absl::StripAsciiWhitespace(s));
 }
 
+// A function name as OpenAI allows them ([a-zA-Z0-9_-]+, and '.' some
+// servers use): in Mistral's [ARGS] notation the name is bare text, so
+// anything else (prose, a newline) means the text is not a call.
+bool IsFunctionName(absl::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `calls` as "[TOOL_CALLS]name[ARGS]{...}" repeated (a "[CALL_ID]id" before
+// [ARGS], as the template writes past calls, is skipped); false unless all
+// of it is calls.
+bool ReadMistralArgsCalls(absl::string_view calls,
+                          std::vector<ParsedToolCall>& out) {
+  while (!calls.empty()) {
+    if (!absl::ConsumePrefix(&calls, kMistralMarker)) return false;
+    const size_t next = calls.find(kMistralMarker);
+    absl::string_view piece = calls.substr(0, next);
+    calls.remove_prefix(piece.size());
+    const size_t args = piece.find(kMistralArgs);
+    if (args == absl::string_view::npos) return false;
+    absl::string_view name = piece.substr(0, args);
+    name = name.substr(0, name.find(kMistralCallId));
+    ParsedToolCall call;
+    if (!IsFunctionName(name) ||
+        !ReadCall(Json{{"name", std::string(name)},
+                       {"arguments",
+                        ParseJson(piece.substr(args + kMistralArgs.size()))}},
+                  call)) {
+      return false;
+    }
+    out.push_back(std::move(call));
+  }
+  return !out.empty();
+}
+
 }  // namespace
 
 ToolCallFormat DetectToolCallFormat(absl::string_view source) {
   if (absl::StrContains(source, kHermesOpen)) return ToolCallFormat::kHermes;
-  if (absl::StrContains(source, kMistralMarker))
-    return ToolCallFormat::kMistral;
+  if (absl::StrContains(source, kMistralMarker)) {
+    return absl::StrContains(source, kMistralArgs)
+               ? ToolCallFormat::kMistralArgs
+               : ToolCallFormat::kMistral;
+  }
   if (absl::StrContains(source, kPythonTag) ||
-      (absl::StrContains(source, "\"parameters\"") &&
-       absl::StrContains(source, "tools"))) {
+      absl::StrContains(source, kLlama3Instruction)) {
     return ToolCallFormat::kLlama3Json;
   }
   return ToolCallFormat::kNone;
@@ -93,6 +151,8 @@ const char* ToolCallFormatName(ToolCallFormat format) {
       return "llama3_json";
     case ToolCallFormat::kMistral:
       return "mistral";
+    case ToolCallFormat::kMistralArgs:
+      return "mistral_args";
     case ToolCallFormat::kNone:
       break;
   }
@@ -165,6 +225,18 @@ ParsedAnswer ParseToolCalls(absl::string_view answer, ToolCallFormat format,
       for (ParsedToolCall& call : parsed) add(std::move(call));
       break;
     }
+    case ToolCallFormat::kMistralArgs: {
+      const size_t marker = answer.find(kMistralMarker);
+      std::vector<ParsedToolCall> parsed;
+      if (marker == absl::string_view::npos ||
+          !ReadMistralArgsCalls(answer.substr(marker), parsed)) {
+        out.content = std::string(answer);
+        break;
+      }
+      out.content = std::string(answer.substr(0, marker));
+      for (ParsedToolCall& call : parsed) add(std::move(call));
+      break;
+    }
     case ToolCallFormat::kNone:
       out.content = std::string(answer);
       break;
@@ -180,6 +252,7 @@ size_t ToolCallStart(absl::string_view text, ToolCallFormat format) {
       marker = kHermesOpen;
       break;
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kMistralArgs:
       marker = kMistralMarker;
       break;
     case ToolCallFormat::kLlama3Json: {
@@ -267,9 +340,29 @@ absl::StatusOr<std::string> ToolCallGbnf(const Json& tools,
                             " ", options.root_rule, " ", GbnfLiteral("}"));
         break;
       case ToolCallFormat::kMistral:
+        // Nemo's template writes each past call's id after its arguments:
+        // the model may too.
         call = absl::StrCat(GbnfLiteral(absl::StrCat("{\"name\": ", quoted,
                                                      ", \"arguments\": ")),
-                            " ", options.root_rule, " ", GbnfLiteral("}"));
+                            " ", options.root_rule, " ( ",
+                            GbnfLiteral(", \"id\": \""), " ", kMistralIdGbnf,
+                            " ", GbnfLiteral("\""), " )? ", GbnfLiteral("}"));
+        break;
+      case ToolCallFormat::kMistralArgs:
+        if (!IsFunctionName(name)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tools[", i, "] (", name,
+              ").function.name: this model's template writes the name bare "
+              "([TOOL_CALLS]name[ARGS]), so it must be letters, digits, "
+              "'_', '-' or '.'"));
+        }
+        // Small 3.2's template writes [CALL_ID]id before a past call's
+        // [ARGS]: the model may too.
+        call = absl::StrCat(GbnfLiteral(absl::StrCat(kMistralMarker, name)),
+                            " ( ", GbnfLiteral(std::string(kMistralCallId)),
+                            " ", kMistralIdGbnf, " )? ",
+                            GbnfLiteral(std::string(kMistralArgs)), " ",
+                            options.root_rule);
         break;
       case ToolCallFormat::kNone:
         break;
@@ -295,8 +388,13 @@ absl::StatusOr<std::string> ToolCallGbnf(const Json& tools,
       root = "tool-call";
       break;
     case ToolCallFormat::kMistral:
-      root = absl::StrCat("\"[TOOL_CALLS] [\" tool-call",
+      // Mistral 7B v0.3's template writes "[TOOL_CALLS] [", Nemo's
+      // "[TOOL_CALLS][": the model writes what it was taught.
+      root = absl::StrCat("\"[TOOL_CALLS]\" \" \"? \"[\" tool-call",
                           several ? " ( \", \" tool-call )*" : "", " \"]\"");
+      break;
+    case ToolCallFormat::kMistralArgs:
+      root = several ? "tool-call ( tool-call )*" : "tool-call";
       break;
     case ToolCallFormat::kNone:
       break;

@@ -10,8 +10,15 @@
 //   kLlama3Json Llama 3.1 / 3.2: the whole answer is {"name": "f",
 //               "parameters": {...}} (after <|python_tag|> if the model
 //               writes one)
-//   kMistral    [TOOL_CALLS] [{"name": "f", "arguments": {...}}, ...]
-// A call that does not parse stays text, as vLLM's parsers leave it.
+//   kMistral    Mistral 7B v0.3 / Nemo: [TOOL_CALLS] [{"name": "f",
+//               "arguments": {...}}, ...] (Nemo writes no space before "[")
+//   kMistralArgs Mistral Small 3.2 and later (tokenizer v11+):
+//               [TOOL_CALLS]f[ARGS]{...}, the marker again before each call
+// A template that shows another notation (Command R's "Action:" block,
+// Granite's <|tool_call|>, DeepSeek's, Kimi's, gpt-oss's channels) is kNone:
+// its calls stay text rather than being forced into a notation the model
+// was not taught. A call that does not parse stays text, as vLLM's parsers
+// leave it.
 //
 // Transport-neutral (JSON in, JSON text out); pure functions, thread-safe.
 #ifndef TEXTGEN_SERVER_API_TOOL_CALLS_H_
@@ -26,7 +33,13 @@
 
 namespace textgen {
 
-enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral };
+enum class ToolCallFormat {
+  kNone,
+  kHermes,
+  kLlama3Json,
+  kMistral,
+  kMistralArgs
+};
 
 // The notation a chat template's source teaches (kNone if it shows none).
 ToolCallFormat DetectToolCallFormat(absl::string_view template_source);

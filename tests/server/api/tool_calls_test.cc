@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "model/constraint/gbnf_parser.h"
 #include "tests/testing/grammar_text.h"
@@ -100,6 +102,99 @@ TEST(ToolCallsTest, Llama3AndMistral) {
   EXPECT_EQ(a.calls[0].id.size(), 9u);  // Mistral's templates check the length.
 }
 
+TEST(ToolCallsTest, MistralArgsNotation) {
+  // Mistral Small 3.2: the marker before each call, the name bare, a
+  // [CALL_ID] as its template writes past calls.
+  ParsedAnswer a = ParseToolCalls(
+      "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Kyiv\"}"
+      "[TOOL_CALLS]now[CALL_ID]abcDEF123[ARGS]{}",
+      ToolCallFormat::kMistralArgs, "x");
+  ASSERT_EQ(a.calls.size(), 2u);
+  EXPECT_EQ(a.content, "Checking.");
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(a.calls[0].arguments, "{\"city\":\"Kyiv\"}");
+  EXPECT_EQ(a.calls[1].name, "now");
+  EXPECT_EQ(a.calls[1].id.size(), 9u);
+  for (const char* answer : {
+           "[TOOL_CALLS]get weather[ARGS]{}",       // Not a name.
+           "[TOOL_CALLS]now{}",                     // No [ARGS].
+           "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]f",  // A call cut short.
+           "[TOOL_CALLS]now[ARGS][1]",              // Arguments not an object.
+           "[TOOL_CALLS][ARGS]{}",                  // No name.
+       }) {
+    a = ParseToolCalls(answer, ToolCallFormat::kMistralArgs, "x");
+    EXPECT_TRUE(a.calls.empty()) << answer;
+    EXPECT_EQ(a.content, answer);
+  }
+}
+
+TEST(ToolCallsTest, NotationsFromTemplateText) {
+  EXPECT_EQ(DetectToolCallFormat("{{- '[TOOL_CALLS]' + name }}{{- '[ARGS]' }}"),
+            ToolCallFormat::kMistralArgs);
+  // Command R says "parameters" but writes an Action: block.
+  EXPECT_EQ(
+      DetectToolCallFormat(
+          "{% if tools %}\"parameters\": a dict of parameters{% endif %}"),
+      ToolCallFormat::kNone);
+  EXPECT_EQ(DetectToolCallFormat("{{- '<|python_tag|>' + call }}"),
+            ToolCallFormat::kLlama3Json);
+}
+
+// Every notation's answers, calls or not, fed one byte at a time through the
+// hold-back as the chat stream does: no marker leaks as text, nothing is
+// lost, and the calls are the whole answer's.
+TEST(ToolCallsTest, StreamedByteByByteEqualsWholeAnswer) {
+  const struct {
+    ToolCallFormat format;
+    std::string answer;
+  } kCases[] = {
+      {ToolCallFormat::kHermes,
+       "Sure. <tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": "
+       "[1, {\"y\": "
+       "\"\xE2\x82\xAC\"}]}}\n</tool_call>\n<tool_call>\n{\"name\": "
+       "\"b\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallFormat::kHermes, "a < b and <tool_ca"},  // A cut marker: text.
+      {ToolCallFormat::kHermes, "<tool_call>{oops}</tool_call> then text"},
+      {ToolCallFormat::kLlama3Json,
+       "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"}\"}}"},
+      {ToolCallFormat::kLlama3Json, "{not a call} and text"},
+      {ToolCallFormat::kLlama3Json, "Plain {text}"},
+      {ToolCallFormat::kMistral,
+       "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", "
+       "\"arguments\": {\"k\": null}}]"},
+      {ToolCallFormat::kMistral, "[TOOL_CALL] is not the marker [TOOL_"},
+      {ToolCallFormat::kMistralArgs,
+       "Ok.[TOOL_CALLS]a[ARGS]{\"s\": \"[ARGS]\"}[TOOL_CALLS]b[ARGS]{}"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.answer);
+    const ParsedAnswer whole = ParseToolCalls(c.answer, c.format, "seed");
+    std::string sent, held;
+    for (char byte : c.answer) {
+      const std::string text = held + byte;
+      const size_t start = ToolCallStart(text, c.format);
+      sent += text.substr(0, start);
+      held = text.substr(start);
+    }
+    EXPECT_EQ(sent + held, c.answer);  // Nothing lost or doubled.
+    const ParsedAnswer rest = ParseToolCalls(held, c.format, "seed");
+    EXPECT_EQ(std::string(absl::StripAsciiWhitespace(sent + rest.content)),
+              whole.calls.empty() ? c.answer : whole.content);
+    ASSERT_EQ(rest.calls.size(), whole.calls.size());
+    for (size_t i = 0; i < whole.calls.size(); ++i) {
+      EXPECT_EQ(rest.calls[i].id, whole.calls[i].id);
+      EXPECT_EQ(rest.calls[i].name, whole.calls[i].name);
+      EXPECT_EQ(rest.calls[i].arguments, whole.calls[i].arguments);
+    }
+    if (!whole.calls.empty()) {
+      for (absl::string_view marker :
+           {"<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "{\"name\""}) {
+        EXPECT_FALSE(absl::StrContains(sent, marker)) << sent;
+      }
+    }
+  }
+}
+
 TEST(ToolCallsTest, StreamingHoldsBackFromWhereACallMayBegin) {
   const std::string answer =
       "Sure: <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
@@ -161,6 +256,30 @@ TEST(ToolCallsTest, RequiredGrammarAcceptsOnlyValidCalls) {
       Accepts(*g,
               "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": "
               "{\"city\": \"x\"}}]"));
+  // Mistral v0.3 writes "[TOOL_CALLS] [", Nemo "[TOOL_CALLS][" and ids.
+  g = ToolCallGbnf(Tools(), required, ToolCallFormat::kMistral, true);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(
+      Accepts(*g,
+              "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, \"id\": "
+              "\"a1b2c3d4e\"}, {\"name\": \"now\", \"arguments\": {}}]"));
+  EXPECT_FALSE(
+      Accepts(*g, "[TOOL_CALLS]  [{\"name\": \"now\", \"arguments\": {}}]"));
+  EXPECT_FALSE(Accepts(*g,
+                       "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, "
+                       "\"id\": \"short\"}]"));
+  g = ToolCallGbnf(Tools(), required, ToolCallFormat::kMistralArgs, true);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Accepts(*g,
+                      "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}"
+                      "[TOOL_CALLS]now[CALL_ID]a1b2c3d4e[ARGS]{}"));
+  EXPECT_FALSE(Accepts(*g, "[TOOL_CALLS]get_weather[ARGS]{}"));
+  // Several calls with parallel_tool_calls, one without.
+  EXPECT_TRUE(Accepts(*g, "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]now[ARGS]{}"));
+  g = ToolCallGbnf(Tools(), required, ToolCallFormat::kMistralArgs, false);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(Accepts(*g, "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]now[ARGS]{}"));
+  EXPECT_TRUE(Accepts(*g, "[TOOL_CALLS]now[ARGS]{}"));
   g = ToolCallGbnf(Tools(), required, ToolCallFormat::kLlama3Json, true);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(Accepts(
@@ -180,6 +299,13 @@ TEST(ToolCallsTest, GrammarErrorsNameTheProblem) {
   required.kind = ToolChoice::kRequired;
   EXPECT_FALSE(
       ToolCallGbnf(Tools(), required, ToolCallFormat::kNone, true).ok());
+  const Json spaced = Json::parse(
+      R"([{"type": "function", "function": {"name": "get weather"}}])");
+  EXPECT_NE(ToolCallGbnf(spaced, required, ToolCallFormat::kMistralArgs, true)
+                .status()
+                .message()
+                .find("tools[0] (get weather).function.name"),
+            std::string::npos);
   const Json bad =
       Json::parse(R"([{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object", "patternProperties": {}}}}])");
