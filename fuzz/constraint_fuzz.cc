@@ -109,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int step = 0; step < 12; ++step) {
     const absl::Status filled = (*matcher)->FillMask(mask);
     if (!filled.ok()) {
-      FUZZ_CHECK(Allowed(filled.status()));
+      FUZZ_CHECK(Allowed(filled));
       return 0;
     }
     if ((*matcher)->finished()) FUZZ_CHECK((*matcher)->allowed_count() == 0);

@@ -201,19 +201,26 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
 
   // Left recursion: rule A reaches rule B without consuming a byte if B
   // starts an alternative of A after only nullable rules. A cycle in that
-  // graph would send the matcher round it forever.
-  std::vector<std::vector<int>> first(n);
+  // graph would grow the matcher's stack forever — unless every reference on
+  // it ends its alternative (a tail call: star ::= item star with an item
+  // that may be empty), which pushes nothing and the matcher sees twice.
+  struct Edge {
+    int to;
+    bool tail;
+  };
+  std::vector<std::vector<Edge>> first(n);
   for (int r = 0; r < n; ++r) {
     for (const auto& seq : alternatives_[r]) {
-      for (const GrammarElement& e : seq) {
+      for (size_t i = 0; i < seq.size(); ++i) {
+        const GrammarElement& e = seq[i];
         if (e.kind == GrammarElement::Kind::kBytes) break;
         if (e.kind == GrammarElement::Kind::kRepeat) {
           const Grammar::Repeat& rep = repeats_[e.value];
-          first[r].push_back(rep.rule);
+          first[r].push_back({rep.rule, false});
           if (rep.min == 0 || nullable[rep.rule]) continue;
           break;
         }
-        first[r].push_back(e.value);
+        first[r].push_back({e.value, i + 1 == seq.size()});
         if (!nullable[e.value]) break;
       }
     }
@@ -232,8 +239,16 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(std::string_view root) && {
         path.pop_back();
         continue;
       }
-      const int to = first[rule][next++];
+      const Edge edge = first[rule][next++];
+      const int to = edge.to;
       if (colour[to] == 1) {
+        // The cycle: the path from `to` on, then this edge.
+        bool tail_only = edge.tail;
+        for (size_t k = path.size() - 1; tail_only && path[k].first != to;) {
+          --k;
+          tail_only = first[path[k].first][path[k].second - 1].tail;
+        }
+        if (tail_only) continue;
         return absl::InvalidArgumentError(absl::StrCat(
             "rule \"", names_[to],
             "\" is left-recursive (it can reach itself without matching a "

@@ -104,6 +104,7 @@ bool GrammarMatcher::Expand(MatchState& out) {
     stamp_ = 1;
   }
   if (!seen_.empty()) seen_.clear();
+  if (!repeat_counts_.empty()) repeat_counts_.clear();
   while (!work_.empty()) {
     const auto [pos, parent, count] = work_.back();
     work_.pop_back();
@@ -163,6 +164,23 @@ bool GrammarMatcher::Expand(MatchState& out) {
         // `count` items are complete. (An analysis's count is unknown: it
         // may always go on, and leave, which its run-time check settles.)
         const Grammar::Repeat& repeat = grammar_.repeat(e.value);
+        // An item that may be empty comes back here with a higher count and
+        // nothing matched: no more choice than before (only the minimum may
+        // have been reached), so each count is expanded at most once past
+        // the minimum, not once per item up to the maximum.
+        const uint64_t key = (uint64_t{static_cast<uint32_t>(pos)} << 32) |
+                             static_cast<uint32_t>(parent);
+        // Below the minimum every count matters (empty items are how an
+        // item that may be empty reaches it: at most `min` of them); from
+        // the minimum on, a higher count than one already expanded adds
+        // nothing.
+        if (count >= repeat.min) {  // (An analysis's count always is.)
+          auto [lowest, fresh] = repeat_counts_.emplace(key, count);
+          if (!fresh) {
+            if (lowest->second <= count) break;
+            lowest->second = count;
+          }
+        }
         if (count < repeat.max || count >= kCountBase) {
           const int32_t cont = pool_.Intern(pos, parent, count + 1);
           for (int alt : grammar_.alternatives(repeat.rule)) {

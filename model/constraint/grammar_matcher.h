@@ -139,6 +139,9 @@ class GrammarMatcher {
   std::vector<int32_t> seen_count_;   //        and count.
   uint32_t stamp_ = 0;
   absl::flat_hash_set<std::tuple<int32_t, int32_t, int32_t>> seen_;
+  // The lowest count at or above its minimum each repetition (pos, parent)
+  // was expanded with.
+  absl::flat_hash_map<uint64_t, int32_t> repeat_counts_;
 };
 
 }  // namespace textgen

@@ -103,6 +103,20 @@ star ::= "z")");
   EXPECT_FALSE(Matches(g, "\xC3\xA9y"));
 }
 
+TEST(GbnfParserTest, RepeatedItemsThatMayBeEmpty) {
+  // A star of an item that may be empty is a tail call, not left recursion;
+  // a counted repetition of one stops counting empty items.
+  const Grammar star = Parse(R"(root ::= ("a" | "")* "b")");
+  EXPECT_TRUE(Matches(star, "b"));
+  EXPECT_TRUE(Matches(star, "aaab"));
+  const Grammar plus =
+      Parse(R"(root ::= ("a"?)+ "b" ("c"?){2,4} "d" ("e"?){1,} )");
+  EXPECT_TRUE(Matches(plus, "bd"));
+  EXPECT_TRUE(Matches(plus, "aabccccdee"));
+  EXPECT_FALSE(Matches(plus, "bcccccd"));
+  EXPECT_TRUE(Matches(Parse(R"(root ::= ("x"?){0,9000} "y")"), "xxxy"));
+}
+
 TEST(GbnfParserTest, RecursionThatConsumesIsFine) {
   const Grammar g = Parse(R"g(
     root ::= expr

@@ -120,6 +120,12 @@ TEST(TokenMatcherTest, AmbiguousAndNullableGrammars) {
               7, 6, 30);
 }
 
+TEST(TokenMatcherTest, RepeatedItemsThatMayBeEmpty) {
+  RandomWalks(
+      R"(root ::= ("a" | "")* "," ("b"?)+ "," ("c"?){2,5} "," [0-9]{1,3})", 13,
+      6, 20);
+}
+
 TEST(TokenMatcherTest, UnicodeClassesAcrossTokenBoundaries) {
   RandomWalks(R"(root ::= "\"" [^"\\]{0,12} "\"" ( "," "\"" [é€a-b]* "\"" )*)",
               11, 6, 30);
