@@ -74,6 +74,10 @@ class MaskBuilder {
               counted.emplace_back(j, id);
             }
             break;
+          case Verdict::kAcceptAndCheck:
+            counted.emplace_back(j, id);
+            out.uncertain.push_back(id);
+            break;
           case Verdict::kUncertain:
             out.uncertain.push_back(id);
             break;
@@ -111,7 +115,24 @@ class MaskBuilder {
   }
 
  private:
-  enum class Verdict { kAccept, kReject, kUncertain };
+  // kAcceptAndCheck: accepted while the count leaves room, and checked at
+  // run time when it does not (another path may need fewer items).
+  enum class Verdict { kAccept, kAcceptAndCheck, kReject, kUncertain };
+
+  // Whether `s` holds a stack of the known chain that has left the counted
+  // repetition (no node of it below).
+  bool HasLeft(const MatchState& s) const {
+    for (int32_t stack : s.stacks) {
+      if (pool_.node(stack).bottom != bottom_) continue;
+      int32_t n = stack;
+      while (n >= 0 && !(pool_.node(n).pos == repeat_pos_ &&
+                         pool_.node(n).count >= kCountBase)) {
+        n = pool_.node(n).parent;
+      }
+      if (n < 0) return true;
+    }
+    return false;
+  }
 
   // A token of `len` bytes whose walk stopped at depth `d` (d == len, or its
   // stacks died there, or overflowed). Accepted inside a counted repetition:
@@ -144,8 +165,16 @@ class MaskBuilder {
         while (n >= 0 && !(pool_.node(n).pos == repeat_pos_ &&
                            pool_.node(n).count >= kCountBase)) {
           n = pool_.node(n).parent;
-          if (n >= 0 && pool_.node(n).pos != repeat_pos_) {
-            fresh = fresh && alternative_start_[pool_.node(n).pos - 1];
+          if (n < 0 || pool_.node(n).pos == repeat_pos_) continue;
+          const StackPool::Node& up = pool_.node(n);
+          if (grammar_.element(up.pos).kind == GrammarElement::Kind::kRepeat) {
+            // An inner repetition: fresh while on its first item, and
+            // itself first in its alternative.
+            fresh = fresh && up.count == 1 && alternative_start_[up.pos];
+          } else {
+            // A continuation: the reference before it began the
+            // alternative.
+            fresh = fresh && alternative_start_[up.pos - 1];
           }
         }
         if (n < 0) {
@@ -158,10 +187,14 @@ class MaskBuilder {
       }
       // A path that left the repetition at the token's very end began as
       // many items as one that stays (an analysis's count never runs out),
-      // so the staying paths' count decides. (In an ambiguous grammar a path
-      // that left earlier might need fewer: the token is then refused when
-      // the count is short, a loss of choice, never of validity.)
-      if (j != INT32_MAX) return Verdict::kAccept;
+      // so the staying paths' count decides. One that left earlier (it was
+      // out a byte before) may have needed fewer: then the run-time check
+      // decides when the count is short.
+      if (j != INT32_MAX) {
+        return left && d > 0 && HasLeft(states_[d - 1])
+                   ? Verdict::kAcceptAndCheck
+                   : Verdict::kAccept;
+      }
       if (inside || left) return Verdict::kUncertain;
     }
     // Right only where some contexts follow.

@@ -143,15 +143,25 @@ absl::Status GrammarBuilder::GiveRepeatsTheirOwnItems() {
       for (GrammarElement& e : seq) {
         if (e.kind == GrammarElement::Kind::kRule) {
           TEXTGEN_ASSIGN_OR_RETURN(e.value, copy(e.value));
+        } else if (e.kind == GrammarElement::Kind::kRepeat) {
+          // A repetition inside gets its own entry and item too.
+          Grammar::Repeat inner = repeats_[e.value];
+          if (small(inner.rule)) {
+            TEXTGEN_ASSIGN_OR_RETURN(inner.rule, copy(inner.rule));
+          }
+          repeats_.push_back(inner);
+          e.value = static_cast<int32_t>(repeats_.size() - 1);
         }
       }
       TEXTGEN_RETURN_IF_ERROR(AddAlternative(clone, std::move(seq)));
     }
     return clone;
   };
-  for (Grammar::Repeat& repeat : repeats_) {
-    if (!small(repeat.rule)) continue;
-    TEXTGEN_ASSIGN_OR_RETURN(repeat.rule, copy(repeat.rule));
+  // By index: copying a rule with a repetition inside adds entries.
+  for (size_t i = 0, n = repeats_.size(); i < n; ++i) {
+    if (!small(repeats_[i].rule)) continue;
+    TEXTGEN_ASSIGN_OR_RETURN(const int clone, copy(repeats_[i].rule));
+    repeats_[i].rule = clone;
   }
   return absl::OkStatus();
 }

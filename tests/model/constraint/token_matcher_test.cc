@@ -126,6 +126,14 @@ TEST(TokenMatcherTest, RepeatedItemsThatMayBeEmpty) {
       6, 20);
 }
 
+TEST(TokenMatcherTest, NestedCountedRepetitions) {
+  // An IPv4-like pattern and groups of groups: the inner count full, the
+  // outer one decides what follows.
+  RandomWalks(
+      R"(root ::= ( [0-9]{1,3} "." ){3} [0-9]{1,3} "|" ( [a-b]{2} [:-] ){1,3} [a-b]{2})",
+      17, 8, 30);
+}
+
 TEST(TokenMatcherTest, UnicodeClassesAcrossTokenBoundaries) {
   RandomWalks(R"(root ::= "\"" [^"\\]{0,12} "\"" ( "," "\"" [é€a-b]* "\"" )*)",
               11, 6, 30);
