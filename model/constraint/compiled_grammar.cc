@@ -152,14 +152,17 @@ class MaskBuilder {
         if (pool_.node(stack).bottom == bottom_) return Verdict::kAccept;
       }
     } else {
-      bool inside = false, left = ended;
+      bool inside = false, left = ended, maybe_fresh = false;
       j = INT32_MAX;
       for (int32_t stack : s.stacks) {
         if (pool_.node(stack).bottom != bottom_) continue;
         inside = true;
-        // Up to the repetition's node; the stack is a fresh item (nothing
-        // of it matched yet) if every level below is at the start of its
-        // alternative.
+        // Up to the repetition's node. A stack whose levels all stand at the
+        // start of their alternatives may be a fresh item (begun at the
+        // token's end, nothing of it matched) — or, past optional parts
+        // (tail calls keep no trace of them), one that did match: its count
+        // may be one too many, so such a token is also checked at run time
+        // when the count is short.
         int32_t n = stack;
         bool fresh = alternative_start_[pool_.node(n).pos];
         while (n >= 0 && !(pool_.node(n).pos == repeat_pos_ &&
@@ -168,30 +171,27 @@ class MaskBuilder {
           if (n < 0 || pool_.node(n).pos == repeat_pos_) continue;
           const StackPool::Node& up = pool_.node(n);
           if (grammar_.element(up.pos).kind == GrammarElement::Kind::kRepeat) {
-            // An inner repetition: fresh while on its first item, and
-            // itself first in its alternative.
             fresh = fresh && up.count == 1 && alternative_start_[up.pos];
           } else {
-            // A continuation: the reference before it began the
-            // alternative.
             fresh = fresh && alternative_start_[up.pos - 1];
           }
         }
         if (n < 0) {
           left = true;
         } else {
-          // The count includes the item under way at the start and, when
-          // the token ends between items, the fresh one begun after it.
-          j = std::min(j, pool_.node(n).count - kCountBase - (fresh ? 1 : 0));
+          // The count includes the item under way at the start, and any
+          // begun since (a fresh one too: see above).
+          j = std::min(j, pool_.node(n).count - kCountBase);
+          maybe_fresh = maybe_fresh || fresh;
         }
       }
       // A path that left the repetition at the token's very end began as
       // many items as one that stays (an analysis's count never runs out),
       // so the staying paths' count decides. One that left earlier (it was
-      // out a byte before) may have needed fewer: then the run-time check
-      // decides when the count is short.
+      // out a byte before) may have needed fewer: then too the run-time
+      // check decides when the count is short.
       if (j != INT32_MAX) {
-        return left && d > 0 && HasLeft(states_[d - 1])
+        return maybe_fresh || (left && d > 0 && HasLeft(states_[d - 1]))
                    ? Verdict::kAcceptAndCheck
                    : Verdict::kAccept;
       }

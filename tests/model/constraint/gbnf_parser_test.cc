@@ -115,6 +115,14 @@ TEST(GbnfParserTest, RepeatedItemsThatMayBeEmpty) {
   EXPECT_TRUE(Matches(plus, "aabccccdee"));
   EXPECT_FALSE(Matches(plus, "bcccccd"));
   EXPECT_TRUE(Matches(Parse(R"(root ::= ("x"?){0,9000} "y")"), "xxxy"));
+  // At most three items of optional parts: "bbaabac" needs five.
+  const Grammar three = Parse(R"(root ::= ( "a"? "b"? ){0,3} "c")");
+  for (const char* ok : {"c", "abc", "abababc", "bbbc", "abac"}) {
+    EXPECT_TRUE(Matches(three, ok)) << ok;
+  }
+  for (const char* bad : {"bbaabac", "aaaac", "bbbbc", "ababababc"}) {
+    EXPECT_FALSE(Matches(three, bad)) << bad;
+  }
 }
 
 TEST(GbnfParserTest, RecursionThatConsumesIsFine) {

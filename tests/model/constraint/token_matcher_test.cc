@@ -6,6 +6,7 @@
 // that split UTF-8 characters.
 #include "model/constraint/token_matcher.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -124,6 +125,57 @@ TEST(TokenMatcherTest, RepeatedItemsThatMayBeEmpty) {
   RandomWalks(
       R"(root ::= ("a" | "")* "," ("b"?)+ "," ("c"?){2,5} "," [0-9]{1,3})", 13,
       6, 20);
+}
+
+// Every token over {a, b, c} of up to four letters, and every path of up to
+// five tokens: the mask equals brute force at each step.
+TEST(TokenMatcherTest, CountedOptionalPartsExhaustively) {
+  std::vector<std::string> pieces;
+  for (int len = 1; len <= 4; ++len) {
+    for (int code = 0; code < 81; ++code) {
+      std::string t;
+      int c = code;
+      for (int i = 0; i < len; ++i, c /= 3) t += static_cast<char>('a' + c % 3);
+      if (c == 0 || len == 4) pieces.push_back(t);
+    }
+  }
+  std::sort(pieces.begin(), pieces.end());
+  pieces.erase(std::unique(pieces.begin(), pieces.end()), pieces.end());
+  for (const char* gbnf : {R"(root ::= ((("a")? ("b")?)){0,3} "c")",
+                           R"(root ::= ( "a"? "b"? ){1,3} "c")"}) {
+    absl::StatusOr<Grammar> grammar = ParseGbnf(gbnf);
+    ASSERT_TRUE(grammar.ok()) << grammar.status();
+    const Grammar reference = *grammar;
+    auto vocab = std::make_shared<const TokenVocabulary>(pieces);
+    auto compiled = CompiledGrammar::Compile(*std::move(grammar), vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    // Depth-first over token paths whose text the grammar can continue.
+    std::vector<std::pair<std::string, std::vector<int>>> todo = {{"", {}}};
+    int checked = 0;
+    while (!todo.empty()) {
+      auto [text, path] = todo.back();
+      todo.pop_back();
+      auto m = TokenMatcher::Create(*compiled);
+      ASSERT_TRUE(m.ok());
+      for (int id : path) ASSERT_TRUE((*m)->Accept(id).ok()) << text;
+      std::vector<uint64_t> mask;
+      ASSERT_TRUE((*m)->FillMask(mask).ok());
+      for (int id = 0; id < vocab->size(); ++id) {
+        const bool got = (mask[id >> 6] >> (id & 63)) & 1;
+        const std::string next = text + std::string(vocab->bytes(id));
+        ASSERT_EQ(got, testing::GrammarContinues(reference, next))
+            << gbnf << " after \"" << text << "\" token \"" << vocab->bytes(id)
+            << "\"";
+        ++checked;
+        if (got && path.size() < 4) {
+          std::vector<int> longer = path;
+          longer.push_back(id);
+          todo.emplace_back(next, longer);
+        }
+      }
+    }
+    EXPECT_GT(checked, 1000);
+  }
 }
 
 TEST(TokenMatcherTest, NestedCountedRepetitions) {
