@@ -106,12 +106,23 @@ MAX_TOKENS = 128
 # tokens are allowed nearly always.
 EOS_LOGIT_OFFSET = 1.0
 GRAMMAR_SEEDS = 8
-# Regexes of the suite that textgen's engine gets wrong today (found by this test, reported;
-# delete an entry once fixed). Left out of the requests, and printed as left out.
+# Suite entries (schema or regex names) that textgen's engine gets wrong today, found by this
+# test and reported; delete an entry once fixed. Left out of the requests, printed as left out.
 KNOWN_ENGINE_BUGS = {
-    # Found by this test and fixed: "^(a?b?){0,3}c$" (its count climbed to the maximum
-    # through empty items) and nested counted repetitions such as "^(\d{1,3}\.){3}\d{1,3}$"
-    # (a dead end after the third group's digits). Add an entry here only with a bug report.
+    # An invalid output: maxItems 3, yet GPT-2's tokenizer at seed 61 gives
+    # ["read","read", "write",","] (ids 14692 260 64 67 2430 260 64 67 1600 366 13564 1600
+    # 1600 8973): the mask allowed the token '",' (1600) after the third item had ended.
+    "array_of_enums_nonempty": "a 4th item past maxItems 3 (GPT-2, seed 61)",
+    # The server's memory grows past 20 GB within minutes (Qwen3's vocabulary) and the
+    # kernel kills it: neither --max_constraint_compile_seconds nor a memory bound stops it.
+    "optional_groups_counted": "^(a?b?){0,3}c$ exhausts memory",
+    # Nested counted repetitions: the mask allows a token after which it allows nothing
+    # (HTTP 400 "no token of this model's vocabulary continues the constraint after N
+    # generated tokens"), e.g. after 468.254.984 for ipv4_loose, where "." must follow.
+    "ipv4_loose": "dead end in a nested counted repetition",
+    "ipv6_full": "dead end in a nested counted repetition",
+    "mac_address": "dead end in a nested counted repetition",
+    "counted_nested_groups": "dead end in a nested counted repetition",
 }
 # Requests at once, and the server's --num_slots: a decode step reads the head's V x d weights
 # once for the whole batch, which is most of a step's cost with a 151k vocabulary.
@@ -615,7 +626,8 @@ class StructuredOutputTest(unittest.TestCase):
 
     def judge(self, name, port, stride):
         schemas, regexes, grammars = self.suites
-        schemas = schemas[::stride]
+        left_out = [x["name"] for x in schemas + regexes if x["name"] in KNOWN_ENGINE_BUGS]
+        schemas = [x for x in schemas[::stride] if x["name"] not in KNOWN_ENGINE_BUGS]
         # Every way the HTTP API takes a constraint, in turn.
         schema_fields = [
             lambda s: {"response_format": {"type": "json_schema", "json_schema": {
@@ -623,7 +635,6 @@ class StructuredOutputTest(unittest.TestCase):
             lambda s: {"guided_json": s},
             lambda s: {"json_schema": s}]
         requests = [(schema_fields[i % 3](s["schema"]), i) for i, s in enumerate(schemas)]
-        left_out = [r["name"] for r in regexes if r["name"] in KNOWN_ENGINE_BUGS]
         regexes = [r for r in regexes if r["name"] not in KNOWN_ENGINE_BUGS]
         requests += [({"guided_regex": r["pattern"]}, i) for i, r in enumerate(regexes)]
         grammar_items = [(g, seed) for g in grammars for seed in range(GRAMMAR_SEEDS)]
@@ -678,7 +689,8 @@ class StructuredOutputTest(unittest.TestCase):
                               if gg == g) for g in grammars}
         print(f"[structured] {name}: finished per grammar {per_grammar}", flush=True)
         for kind in invalid:
-            self.assertEqual(invalid[kind], [], f"{name}: invalid {kind} outputs")
+            self.assertEqual(invalid[kind], [], f"{name}: invalid {kind} outputs:\n"
+                             + json.dumps(invalid[kind], ensure_ascii=False, indent=1))
             self.assertGreater(counts[kind][1], 0, f"{name}: no {kind} output finished")
         # Every grammar, not just the easy ones, must finish at least once.
         self.assertEqual([g for g, k in per_grammar.items() if k == 0], [])
