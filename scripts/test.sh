@@ -47,8 +47,9 @@ ctest --test-dir build-asan --output-on-failure -j"$jobs" -L 'unit|parity|e2e' \
   -E 'structured_output_e2e'
 # Issue 15's families and sharded checkpoints too; not the 538 MB SmolLM2-shaped cases
 # (the same code as the small families, 30 layers deep: minutes under the sanitizers).
+# (tool_calls_e2e is models and e2e: it ran above, 4 min under the sanitizers.)
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L models \
-  -E 'smollm2|server_memory|structured_output_e2e'
+  -E 'smollm2|server_memory|structured_output_e2e|tool_calls_e2e'
 
 echo "== Soak: 3 minutes of load generator soak mode against the AddressSanitizer server"
 ctest --test-dir build-asan --output-on-failure -L soak
