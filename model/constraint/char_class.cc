@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace textgen {
 namespace {
 
@@ -63,6 +65,17 @@ void Split(char32_t lo, char32_t hi, std::vector<Utf8Sequence>& out) {
 }
 
 }  // namespace
+
+std::optional<char32_t> NextUtf8Char(std::string_view text, size_t& pos) {
+  if (pos >= text.size()) return std::nullopt;
+  const unsigned char lead = static_cast<unsigned char>(text[pos]);
+  const size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  // NextCodePoint needs valid UTF-8: check the character alone.
+  if (pos + len > text.size() || !IsValidUtf8(text.substr(pos, len))) {
+    return std::nullopt;
+  }
+  return NextCodePoint(text, pos);
+}
 
 char32_t SimpleEscape(char letter) {
   switch (letter) {

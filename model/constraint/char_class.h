@@ -8,6 +8,8 @@
 #define TEXTGEN_MODEL_CONSTRAINT_CHAR_CLASS_H_
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,10 @@ class CodePointSet {
  private:
   std::vector<std::pair<char32_t, char32_t>> ranges_;
 };
+
+// The character starting at text[pos], moving pos past it; nullopt (pos
+// unchanged) if the bytes there are not one whole, valid UTF-8 character.
+std::optional<char32_t> NextUtf8Char(std::string_view text, size_t& pos);
 
 // The character a one-letter escape names in both GBNF and regular
 // expressions (\n \r \t \f \v), or 0 if `letter` names none of these.

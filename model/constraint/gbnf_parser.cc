@@ -1,5 +1,6 @@
 #include "model/constraint/gbnf_parser.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -265,23 +266,9 @@ class Parser {
   absl::StatusOr<char32_t> ParseChar() {
     if (AtEnd()) return Error("unexpected end of the grammar");
     if (text_[pos_] != '\\') {
-      // NextCodePoint needs valid UTF-8: check the character alone.
-      size_t p = pos_;
-      size_t len = 1;
-      const unsigned char lead = static_cast<unsigned char>(text_[p]);
-      if (lead >= 0xF0) {
-        len = 4;
-      } else if (lead >= 0xE0) {
-        len = 3;
-      } else if (lead >= 0xC0) {
-        len = 2;
-      }
-      if (p + len > text_.size() || !IsValidUtf8(text_.substr(p, len))) {
-        return Error("the grammar is not valid UTF-8");
-      }
-      const char32_t c = NextCodePoint(text_, p);
-      pos_ = p;
-      return c;
+      const std::optional<char32_t> c = NextUtf8Char(text_, pos_);
+      if (!c) return Error("the grammar is not valid UTF-8");
+      return *c;
     }
     ++pos_;
     if (AtEnd()) return Error("unexpected end after \\");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -237,22 +238,9 @@ class RegexConverter {
 
   // One UTF-8 character of the pattern, taken as itself.
   absl::StatusOr<char32_t> Char() {
-    size_t len = 1;
-    const unsigned char lead = static_cast<unsigned char>(p_[pos_]);
-    if (lead >= 0xF0) {
-      len = 4;
-    } else if (lead >= 0xE0) {
-      len = 3;
-    } else if (lead >= 0xC0) {
-      len = 2;
-    }
-    if (pos_ + len > p_.size() || !IsValidUtf8(p_.substr(pos_, len))) {
-      return Error("the pattern is not valid UTF-8");
-    }
-    size_t p = pos_;
-    const char32_t c = NextCodePoint(p_, p);
-    pos_ = p;
-    return c;
+    const std::optional<char32_t> c = NextUtf8Char(p_, pos_);
+    if (!c) return Error("the pattern is not valid UTF-8");
+    return *c;
   }
 
   // After a backslash: a character (returned), or a class (`set`,
