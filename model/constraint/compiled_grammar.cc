@@ -340,7 +340,6 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Compile(
   }
   compiled->memory_bytes_ = bytes + g.num_elements() * sizeof(GrammarElement) +
                             compiled->masks_.size() * sizeof(PositionMask);
-  compiled->compile_time_ = absl::Now() - start;
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
 }
 

@@ -76,7 +76,6 @@ class CompiledGrammar {
   const PositionMask& mask(int pos) const { return masks_[pos]; }
 
   size_t memory_bytes() const { return memory_bytes_; }
-  absl::Duration compile_time() const { return compile_time_; }
 
  private:
   CompiledGrammar(Grammar grammar,
@@ -91,7 +90,6 @@ class CompiledGrammar {
   const CompileLimits limits_;
   std::vector<PositionMask> masks_;  // Indexed by position; empty off kBytes.
   size_t memory_bytes_ = 0;
-  absl::Duration compile_time_;
 };
 
 }  // namespace textgen

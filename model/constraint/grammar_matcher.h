@@ -119,9 +119,6 @@ class GrammarMatcher {
   bool AdvanceAll(const MatchState& in, std::string_view bytes, MatchState& out,
                   MatchState& scratch);
 
-  const Grammar& grammar() const { return grammar_; }
-  StackPool& pool() { return pool_; }
-
  private:
   // Expands the pending (pos, parent) items of work_ into `out`.
   bool Expand(MatchState& out);

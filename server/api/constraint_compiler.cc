@@ -130,10 +130,8 @@ ConstraintCompiler::Compile(const pb::Constraint& constraint) {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
-      ++hits_;
       return it->second->grammar;
     }
-    ++misses_;
   }
 
   if (compiling_.fetch_add(1) >= options_.max_concurrent_compiles) {
@@ -171,11 +169,6 @@ ConstraintCompiler::Compile(const pb::Constraint& constraint) {
     lru_.pop_back();
   }
   return *compiled;
-}
-
-ConstraintCompiler::Stats ConstraintCompiler::stats() const {
-  absl::MutexLock lock(&mu_);
-  return {hits_, misses_, static_cast<int64_t>(lru_.size()), bytes_};
 }
 
 }  // namespace textgen

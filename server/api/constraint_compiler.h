@@ -63,11 +63,6 @@ class ConstraintCompiler {
   static absl::StatusOr<std::string> ToGbnf(
       const textgen::v1::Constraint& constraint);
 
-  struct Stats {
-    int64_t hits = 0, misses = 0, entries = 0, bytes = 0;
-  };
-  Stats stats() const;
-
  private:
   // The vocabulary, built on first use (a large vocabulary takes a moment).
   std::shared_ptr<const TokenVocabulary> Vocabulary();
@@ -86,8 +81,6 @@ class ConstraintCompiler {
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_
       ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace textgen

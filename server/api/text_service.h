@@ -179,7 +179,6 @@ class TextService {
   // Null when the model has no chat template.
   const ChatPrompter* chat() const { return chat_.get(); }
   const TextServiceOptions& options() const { return options_; }
-  ConstraintCompiler& constraints() { return constraints_; }
 
  private:
   const TextServiceOptions options_;
