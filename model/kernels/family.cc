@@ -713,6 +713,122 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
       depth, cols, panel_begin, panel_end, widened, y, y_stride, accumulate);
 }
 
+// ---- kBlocks: ggml's block types, dequantized on the fly ----
+//
+// A panel's codes come in groups of 32 steps of k (model/kernels/
+// block_panels.h): 4 octets of 8 steps, each 64 columns × a 32-bit lane of 8
+// nibbles (step k in bits 4 · (k % 8)); 5-bit codes add a lane of 32 fifth
+// bits per column, 6-bit codes two lanes of 16 2-bit pairs; 8-bit codes are
+// 8 quads of 4 bytes per lane. At(k, c) is the weight exactly as ggml's
+// dequantize_row_* computes it (ggml_blocks.h): a · v, then ± b, each rounded
+// on its own, so a kBlocks product is the kF32 product of the dequantized
+// weights bit for bit, in every family.
+constexpr unsigned kLaneRowBytes = 4 * PackedWeights::kPanel;  // 64 lanes.
+template <int kBits, BlockBias kBias, bool kTable, int kSub>
+struct BlockPanel {
+  static constexpr unsigned kGroupBytes = kBits == 8   ? 8 * kLaneRowBytes
+                                          : kBits == 4 ? 4 * kLaneRowBytes
+                                          : kBits == 5 ? 5 * kLaneRowBytes
+                                                       : 6 * kLaneRowBytes;
+  static constexpr int kStepBytes = kGroupBytes / 32;
+  const uint8_t* codes;
+  const float* a;
+  const float* b;
+  float offset;  // 2^23 + code_offset.
+  Vec table;     // IQ4's code values.
+  static VecU32 Lanes(const uint8_t* p) {
+    VecU32 v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  Vec At(int k, int c) const {
+    const unsigned uk = static_cast<unsigned>(k);
+    const unsigned r = uk % 32;
+    const uint8_t* group = codes + uk / 32 * kGroupBytes + c * 4 * kVec;
+    VecU32 code;
+    if (kBits == 8) {
+      code = (Lanes(group + r / 4 * kLaneRowBytes) >> (8 * (r % 4))) & 0xffu;
+    } else {
+      code = (Lanes(group + r / 8 * kLaneRowBytes) >> (4 * (r % 8))) & 0xfu;
+      if (kBits == 5) {
+        code |= ((Lanes(group + 4 * kLaneRowBytes) >> r) & 1u) << 4;
+      } else if (kBits == 6) {
+        code |=
+            ((Lanes(group + (4 + r / 16) * kLaneRowBytes) >> (2 * (r % 16))) &
+             3u)
+            << 4;
+      }
+    }
+    Vec v;
+    if (kTable) {
+      v = __builtin_shuffle(table, code);
+    } else {
+      const VecU32 bits = code | 0x4b000000u;  // 2^23 + code, exactly.
+      __builtin_memcpy(&v, &bits, sizeof(v));
+      v = v - offset;
+    }
+    const unsigned s = uk / kSub * PackedWeights::kPanel + c * kVec;
+    Vec w = Load(a + s) * v;
+    if (kBias == BlockBias::kPlusM) w = w + Load(b + s);
+    if (kBias == BlockBias::kMinusMin) w = w - Load(b + s);
+    return w;
+  }
+  const char* Step(long k) const {
+    return reinterpret_cast<const char*>(codes) + k * kStepBytes;
+  }
+};
+
+template <int kBits, BlockBias kBias, bool kTable, int kSub>
+void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
+                        const BlockPanelView& view, int depth, int valid,
+                        float* widened, float* y, int y_stride,
+                        bool accumulate) {
+  BlockPanel<kBits, kBias, kTable, kSub> panel;
+  panel.codes = view.codes;
+  panel.a = view.a;
+  panel.b = view.b;
+  panel.offset = 8388608.0f + static_cast<float>(view.code_offset);
+  for (int i = 0; i < kVec; ++i) panel.table[i] = kIq4Values[i];
+  MatMulPanelsOf(
+      x, rows, x_stride, [&](int) { return panel; }, depth, valid, 0, 1,
+      widened, y, y_stride, accumulate);
+}
+
+// The instantiation for the panel's kind of codes and scales.
+void MatMulBlockPanel(const float* x, int rows, int x_stride,
+                      const BlockPanelView& v, int depth, int valid,
+                      float* widened, float* y, int y_stride, bool accumulate) {
+  constexpr BlockBias kNone = BlockBias::kNone;
+  constexpr BlockBias kPlusM = BlockBias::kPlusM;
+  constexpr BlockBias kMinusMin = BlockBias::kMinusMin;
+  const auto run = [&](auto f) {
+    f(x, rows, x_stride, v, depth, valid, widened, y, y_stride, accumulate);
+  };
+  if (v.iq4_table) return run(MatMulBlockPanelOf<4, kNone, true, 32>);
+  if (v.sub_block == 16) {
+    if (v.code_bits == 6) return run(MatMulBlockPanelOf<6, kNone, false, 16>);
+    if (v.bias == kMinusMin)
+      return run(MatMulBlockPanelOf<4, kMinusMin, false, 16>);  // Q2_K
+    return run(MatMulBlockPanelOf<4, kNone, false, 16>);        // Q3_K
+  }
+  switch (v.code_bits) {
+    case 8:
+      return run(MatMulBlockPanelOf<8, kNone, false, 32>);
+    case 5:
+      if (v.bias == kPlusM)
+        return run(MatMulBlockPanelOf<5, kPlusM, false, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelOf<5, kMinusMin, false, 32>);
+      return run(MatMulBlockPanelOf<5, kNone, false, 32>);
+    default:
+      if (v.bias == kPlusM)
+        return run(MatMulBlockPanelOf<4, kPlusM, false, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelOf<4, kMinusMin, false, 32>);
+      return run(MatMulBlockPanelOf<4, kNone, false, 32>);
+  }
+}
+
 #if defined(__AVX512F__)
 // out[c · 16 + r] = in[r · stride + c] for r, c < 16: a 16 × 16 block moved
 // in registers (unpack 32-bit, then 64-bit pairs, then 128-bit lanes twice),
@@ -1001,6 +1117,7 @@ const KernelTable kTable = {
     QuantizeRows,
     MatMulInt8,
     MatMulW8A32,
+    MatMulBlockPanel,
     AttentionScores,
     WeightedSum,
     AttentionScoresBf16,

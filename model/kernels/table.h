@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "model/kernels/ggml_blocks.h"
+
 namespace textgen::kernels {
 
 // The activations of a kInt8 product, quantized row by row in blocks of
@@ -25,6 +27,23 @@ struct QuantizedRows {
   const int32_t* sum = nullptr;
   int rows = 0;
   int blocks = 0;
+};
+
+// One panel of a kBlocks matrix as the family kernel reads it
+// (model/kernels/block_panels.h has the byte layout): its codes, and the
+// per-sub-block factors of its 64 columns that the caller computed from the
+// stored scales, so that weight (k, j) = a[s][j] · code_value(code) [+ or -
+// b[s][j]], s = k / sub_block: ggml's value, exactly (ggml_blocks.h).
+struct BlockPanelView {
+  const uint8_t* codes = nullptr;
+  const float* a = nullptr;  // [depth / sub_block][PackedWeights::kPanel]
+  const float* b = nullptr;  // The same, or null (BlockBias::kNone).
+  int code_bits = 4;         // As stored: 4 (also for 2- and 3-bit codes), 5,
+                             // 6 or 8.
+  int code_offset = 0;
+  int sub_block = 32;
+  BlockBias bias = BlockBias::kNone;
+  bool iq4_table = false;
 };
 
 // Rows that share each load of a panel in the f32, bf16 and w8a32 products;
@@ -54,6 +73,11 @@ struct KernelTable {
                        const uint8_t* quants, const float* scales, int depth,
                        int cols, int panel_begin, int panel_end, float* widened,
                        float* y, int y_stride, bool accumulate);
+  // One panel (`valid` columns) of a kBlocks product; `widened` as for bf16.
+  void (*matmul_block_panel)(const float* x, int rows, int x_stride,
+                             const BlockPanelView& panel, int depth, int valid,
+                             float* widened, float* y, int y_stride,
+                             bool accumulate);
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,
