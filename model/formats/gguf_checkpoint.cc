@@ -510,7 +510,8 @@ absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
     const std::string& name, const std::vector<int64_t>& shape) const {
   TEXTGEN_ASSIGN_OR_RETURN(const Entry* entry, Get(name, shape));
   const GgufTensorInfo& t = *entry->tensor;
-  if (t.type != GgmlType::kQ8_0 || t.dims.size() != 2) {
+  if (kernels::FindBlockLayout(static_cast<uint32_t>(t.type)) == nullptr ||
+      t.dims.size() != 2) {
     return TensorSource::ReadStored(name, shape);
   }
   // ggml rows (dims[1] of them) run along the innermost dimension, dims[0]:
@@ -525,9 +526,9 @@ absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
   }
   const GgufFile* file = file_;
   const GgufTensorInfo* info = &t;
-  return StoredTensor::Q8_0Rows(bytes, rows, entry->transposed,
-                                std::move(ordered),
-                                [file, info] { file->DropPages(*info); });
+  return StoredTensor::Blocks(static_cast<kernels::BlockType>(t.type), bytes,
+                              rows, entry->transposed, std::move(ordered),
+                              [file, info] { file->DropPages(*info); });
 }
 
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,
