@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "model/formats/gguf.h"
 #include "model/kernels/ggml_blocks.h"
