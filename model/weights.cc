@@ -67,6 +67,29 @@ class TensorReader {
                                   type_);
   }
 
+  // An untied embedding table stored [rows, cols] into `w`: as stored if the
+  // file keeps it as ggml blocks, else as floats.
+  absl::Status EmbeddingTable(const std::string& name, int64_t rows,
+                              int64_t cols, ModelWeights& w) {
+    TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
+                             ReadProjection(name, {rows, cols}));
+    if (t.type() == StoredTensor::Type::kBlocks) {
+      std::vector<StoredTensor> stored;
+      stored.push_back(std::move(t));
+      if (std::optional<kernels::PackedWeights> kept =
+              KeepBlocks(stored, {rows}, /*transposed=*/false, cols,
+                         /*own_q8_0=*/false)) {
+        w.token_embedding_blocks = *std::move(kept);
+        return absl::OkStatus();
+      }
+      t = std::move(stored[0]);
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
+                             Floats(std::move(t), name, {rows, cols}));
+    w.token_embedding = Activations(RowMajorMap(v.data(), rows, cols));
+    return absl::OkStatus();
+  }
+
   // A table stored [rows, cols] (an embedding, lm_head), packed as the LM
   // head's [cols, rows].
   absl::StatusOr<kernels::PackedWeights> Head(const std::string& name,
@@ -174,7 +197,7 @@ class TensorReader {
   // the caller widens the parts to floats.
   std::optional<kernels::PackedWeights> KeepBlocks(
       const std::vector<StoredTensor>& parts, const std::vector<int64_t>& rows,
-      bool transposed, int64_t depth) const {
+      bool transposed, int64_t depth, bool own_q8_0 = true) const {
     bool all_q8_0 = true;
     std::vector<kernels::PackedWeights::BlockRows> blocks;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -189,7 +212,7 @@ class TensorReader {
                         reinterpret_cast<const uint8_t*>(t.blocks().data()),
                         static_cast<int>(rows[i])});
     }
-    if (all_q8_0 && kernels::IsQ8_0(type_) &&
+    if (own_q8_0 && all_q8_0 && kernels::IsQ8_0(type_) &&
         depth % kernels::PackedWeights::kInt8Block == 0) {
       std::vector<kernels::PackedWeights::Q8_0Rows> q8;
       for (const auto& b : blocks) {
@@ -313,8 +336,14 @@ absl::StatusOr<ModelWeights> LoadGpt2(
   TensorReader r(files, prefixed ? "transformer." : "", type);
   const int C = c.d_model;
   ModelWeights w;
-  // GPT-2's head is always tied: the packed head is the embedding table.
-  TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
+  if (c.tied_lm_head) {
+    // The packed head is the embedding table.
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
+  } else {
+    // A GGUF file whose output.weight is quantized apart from token_embd.
+    TEXTGEN_RETURN_IF_ERROR(r.EmbeddingTable("wte.weight", c.vocab_size, C, w));
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("lm_head.weight", c.vocab_size, C));
+  }
   if (c.positions == PositionKind::kLearned) {
     TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
                              r.Rows("wpe.weight", c.context_length, C));
@@ -363,8 +392,7 @@ absl::StatusOr<ModelWeights> LoadLlama(
     // The head's packed copy stands for the table (ModelWeights::EmbeddingRow).
     TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head(embedding, c.vocab_size, C));
   } else {
-    TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
-                             r.Rows(embedding, c.vocab_size, C));
+    TEXTGEN_RETURN_IF_ERROR(r.EmbeddingTable(embedding, c.vocab_size, C, w));
   }
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
@@ -467,6 +495,8 @@ void ModelWeights::EmbeddingRow(int token, float* out) const {
   if (token_embedding.size()) {
     const float* row = token_embedding.row(token).data();
     std::copy(row, row + token_embedding.cols(), out);
+  } else if (token_embedding_blocks.cols() > 0) {
+    token_embedding_blocks.Column(token, out);
   } else {
     head.Column(token, out);
   }
@@ -502,7 +532,7 @@ size_t ModelWeights::MemoryBytes() const {
                   encoder_position_embedding.size()) *
                      sizeof(float) +
                  NormBytes(final_norm) + NormBytes(encoder_final_norm) +
-                 head.MemoryBytes();
+                 head.MemoryBytes() + token_embedding_blocks.MemoryBytes();
   for (const LayerWeights& l : layers) bytes += LayerBytes(l);
   for (const LayerWeights& l : encoder_layers) bytes += LayerBytes(l);
   return bytes;

@@ -281,8 +281,7 @@ absl::Status MapLlama(const ModelConfig& c, TensorMapper& m) {
   return absl::OkStatus();
 }
 
-absl::Status MapGpt2(const GgufFile& file, const ModelConfig& c,
-                     TensorMapper& m) {
+absl::Status MapGpt2(const ModelConfig& c, TensorMapper& m) {
   const int64_t C = c.d_model, F = c.d_ff, V = c.vocab_size;
   using L = TensorMapper::Layout;
   TEXTGEN_RETURN_IF_ERROR(m.Map("token_embd.weight", {V, C}, "wte.weight"));
@@ -316,17 +315,13 @@ absl::Status MapGpt2(const GgufFile& file, const ModelConfig& c,
   }
   TEXTGEN_RETURN_IF_ERROR(m.Map("output_norm.weight", {C}, "ln_f.weight"));
   TEXTGEN_RETURN_IF_ERROR(m.Map("output_norm.bias", {C}, "ln_f.bias"));
-  if (m.Has("output.weight")) {
-    // llama.cpp's converter writes GPT-2's tied head out as a copy.
-    TEXTGEN_ASSIGN_OR_RETURN(const GgufTensorInfo* output,
-                             m.Find("output.weight", {V, C}));
-    const GgufTensorInfo* embedding = file.FindTensor("token_embd.weight");
-    if (file.ReadFloats(*output) != file.ReadFloats(*embedding)) {
-      return FileError(file,
-                       "tensor 'output.weight' differs from "
-                       "'token_embd.weight', but GPT-2's head is tied to its "
-                       "embedding");
-    }
+  if (!c.tied_lm_head) {
+    // A head quantized apart from the embedding (GgufModelConfig).
+    TEXTGEN_RETURN_IF_ERROR(m.Map("output.weight", {V, C}, "lm_head.weight"));
+  } else if (m.Has("output.weight")) {
+    // llama.cpp's converter writes GPT-2's tied head out as a copy: the same
+    // bytes, not read.
+    TEXTGEN_RETURN_IF_ERROR(m.Find("output.weight", {V, C}).status());
   }
   return absl::OkStatus();
 }
@@ -418,8 +413,14 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
         "vocab_size", absl::StrCat(vocab, " differs from the ", c.vocab_size,
                                    " rows of tensor 'token_embd.weight'"));
   }
+  // A separate output.weight unties the head, as in llama.cpp, except
+  // GPT-2's copy of the embedding that llama.cpp's converter writes (the same
+  // type and bytes; quantizing the file gives the two their own types).
+  const GgufTensorInfo* output = file.FindTensor("output.weight");
   c.tied_lm_head =
-      c.family == Family::kGpt2 || file.FindTensor("output.weight") == nullptr;
+      output == nullptr ||
+      (c.family == Family::kGpt2 && output->type == embedding->type &&
+       file.RawData(*output) == file.RawData(*embedding));
   // Per-frequency RoPE divisors: how llama.cpp's converter stores Llama 3.1's
   // rope_scaling (the keys carry no scaling type then).
   if (const GgufTensorInfo* t = file.FindTensor(kRopeFreqs)) {
@@ -442,7 +443,7 @@ absl::StatusOr<GgufTensors> GgufTensors::Map(const GgufFile& file,
                                              const ModelConfig& config) {
   TensorMapper mapper(file);
   TEXTGEN_RETURN_IF_ERROR(config.family == Family::kGpt2
-                              ? MapGpt2(file, config, mapper)
+                              ? MapGpt2(config, mapper)
                               : MapLlama(config, mapper));
   TEXTGEN_RETURN_IF_ERROR(mapper.CheckAllUsed(config));
   GgufTensors tensors(file);
