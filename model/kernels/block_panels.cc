@@ -95,30 +95,27 @@ float FactorB(const BlockPanelLayout& l, const uint8_t* panel, int s, int jj) {
                  panel[l.min + static_cast<size_t>(s) * kPanel + jj]);
 }
 
-// Per-thread factors of one panel: the a and b of every sub-block and column.
+// Per-thread room for one panel's factors (table.h's BlockPanelView).
 struct Factors {
   std::vector<float> a, b;
 };
-BlockPanelView Prepare(const BlockPanelLayout& l, const uint8_t* panel,
-                       Factors* f) {
-  const int subs = l.depth / l.type->sub_block;
-  const size_t n = static_cast<size_t>(subs) * kPanel;
+BlockPanelView ViewOf(const BlockPanelLayout& l, const uint8_t* panel,
+                      Factors* f) {
+  const size_t n = static_cast<size_t>(l.depth / l.type->sub_block) * kPanel;
   if (f->a.size() < n) {
     f->a.resize(n);
     f->b.resize(n);
   }
-  for (int s = 0; s < subs; ++s) {
-    for (int jj = 0; jj < kPanel; ++jj) {
-      f->a[static_cast<size_t>(s) * kPanel + jj] = FactorA(l, panel, s, jj);
-      if (l.has_m) {
-        f->b[static_cast<size_t>(s) * kPanel + jj] = FactorB(l, panel, s, jj);
-      }
-    }
-  }
   BlockPanelView view;
   view.codes = panel;
+  view.d = reinterpret_cast<const uint16_t*>(panel + l.d);
+  if (l.has_m) view.m = reinterpret_cast<const uint16_t*>(panel + l.m);
+  if (l.has_scale)
+    view.scale = reinterpret_cast<const int8_t*>(panel + l.scale);
+  if (l.has_min) view.min = panel + l.min;
+  view.subs_per_block = l.type->values / l.type->sub_block;
   view.a = f->a.data();
-  view.b = l.has_m ? f->b.data() : nullptr;
+  view.b = f->b.data();
   view.code_bits = l.code_bits;
   view.code_offset = l.type->code_offset;
   view.sub_block = l.type->sub_block;
@@ -260,7 +257,7 @@ void MatMulBlockPanels(const float* x, int rows, int x_stride,
   for (int p = panel_begin; p < panel_end; ++p) {
     const BlockPanelLayout layout =
         MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
-    const BlockPanelView view = Prepare(layout, w.panel_blocks(p), &factors);
+    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p), &factors);
     const int j0 = p * kPanel;
     table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
                              std::min(kPanel, w.cols() - j0), widened, y + j0,
