@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "model/formats/rope_row_order.h"
+#include "model/kernels/ggml_blocks.h"
 #include "model/weights.h"
 
 namespace textgen {
@@ -530,6 +531,29 @@ absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
   return StoredTensor::Blocks(static_cast<kernels::BlockType>(t.type), bytes,
                               rows, entry->transposed, std::move(ordered),
                               [file, info] { file->DropPages(*info); });
+}
+
+double GgufHeldWeightBytes(const GgufFile& file,
+                           kernels::WeightType weight_type) {
+  double bytes = 0;
+  bool blocks = false;
+  const double per_weight = weight_type == kernels::WeightType::kBF16 ? 2
+                            : kernels::IsQ8_0(weight_type)            ? 1.125
+                                                                      : 4;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.name == "position_embd.weight") continue;
+    const kernels::BlockLayout* layout =
+        kernels::FindBlockLayout(static_cast<uint32_t>(t.type));
+    if (layout != nullptr) {
+      blocks = true;
+      bytes +=
+          static_cast<double>(t.bytes) * (layout->code_bits < 4 ? 2 : 1.05);
+    } else {
+      bytes += static_cast<double>(t.num_elements) *
+               (t.dims.size() == 2 ? per_weight : 4);
+    }
+  }
+  return blocks ? bytes : 0;
 }
 
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,

@@ -18,6 +18,7 @@
 #include "model/decoder.h"
 #include "model/formats/gguf.h"
 #include "model/formats/gguf_checkpoint.h"
+#include "model/formats/memory_budget.h"
 #include "model/kernels/ggml_blocks.h"
 #include "model/weights.h"
 #include "tests/testing/shared_data.h"
@@ -129,6 +130,39 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
   const Activations widened_logits = testing::AllTokenLogits(b, ids);
   EXPECT_EQ(stored_logits, widened_logits) << "must be bit-exact";
   EXPECT_TRUE(stored_logits.allFinite());
+}
+
+// The memory budget counts a quantized file's weights as held (about the
+// file's bytes, GgufHeldWeightBytes, which model_loader passes), not as the
+// f32 the flags would otherwise hold: a budget that fits the first but not
+// the second takes it.
+TEST(GgufQuantizedBudgetTest, CountsTheWeightsAsHeld) {
+  const std::string path =
+      std::string(TEXTGEN_QUANTIZED_DIR) + "/llama2_Q4_K_M.gguf";
+  ASSERT_TRUE(testing::Exists(path)) << path << " is missing: run ctest";
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto config = GgufModelConfig(*file);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const ModelMemory f32 =
+      EstimateModelMemory(*config, kernels::WeightType::kF32);
+  const double held = GgufHeldWeightBytes(*file, kernels::WeightType::kF32);
+  ASSERT_GT(held, 0);
+  ASSERT_LT(held * 2, f32.weights);
+  MemoryBudget budget;
+  budget.bytes = static_cast<uint64_t>(f32.Total(1) - f32.weights + held * 1.2);
+  ASSERT_LT(static_cast<double>(budget.bytes), f32.Total(1));
+  EXPECT_EQ(CheckMemoryBudget(*config, kernels::WeightType::kF32, budget, path)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(
+      CheckMemoryBudget(*config, kernels::WeightType::kF32, budget, path, held)
+          .ok());
+  budget.bytes = static_cast<uint64_t>(f32.Total(1) - f32.weights + held / 2);
+  EXPECT_EQ(
+      CheckMemoryBudget(*config, kernels::WeightType::kF32, budget, path, held)
+          .code(),
+      absl::StatusCode::kResourceExhausted);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, GgufQuantizedTest, ::testing::ValuesIn(Cases()),
