@@ -103,12 +103,16 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
     }
   }
   EXPECT_GT(block_tensors, 0);
+  // The types it holds, named: e.g. "Q4_K+Q6_K", never "f32".
+  const std::string storage = stored->StorageName();
+  EXPECT_EQ(storage.find("f32"), std::string::npos) << storage;
+  EXPECT_EQ(widened->StorageName(), "f32");
   const double held = stored->MemoryBytes();
   std::printf(
       "[gguf quantized] %-6s %-6s weights %.2f MB held for %.2f MB "
-      "in the file (%.3fx), f32 %.2f MB\n",
+      "in the file (%.3fx), f32 %.2f MB; %s\n",
       c.model.c_str(), c.type.c_str(), held / 1e6, file_bytes / 1e6,
-      held / file_bytes, widened->MemoryBytes() / 1e6);
+      held / file_bytes, widened->MemoryBytes() / 1e6, storage.c_str());
   // 2- and 3-bit codes are held as 4-bit ones (model/kernels/block_panels.h).
   const bool low_bits = c.type == "Q2_K" || c.type == "Q3_K_M";
   EXPECT_LE(held, file_bytes * (low_bits ? 1.6 : 1.04));
