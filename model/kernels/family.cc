@@ -809,6 +809,24 @@ struct BlockPanel {
       }
     }
   }
+  // The whole panel as f32 steps (F32Panel's layout): At's values, a group
+  // of 32 steps at a time.
+  void Widen(int depth, float* out) const {
+    for (int g = 0; g < depth / 32; ++g) {
+      for (int c = 0; c < kPanelVecs; ++c) {
+        VecU32 low[kLowRows], high[kHighRows > 0 ? kHighRows : 1];
+        LoadGroup(g, c, low, high);
+        const Vec a0 = FactorA(g * 32, c), b0 = FactorB(g * 32, c);
+        const Vec a1 = FactorA(g * 32 + 16, c), b1 = FactorB(g * 32 + 16, c);
+        float* step = out + (32L * g) * PackedWeights::kPanel + c * kVec;
+#pragma GCC unroll 32
+        for (unsigned r = 0; r < 32; ++r) {
+          Store(step + r * PackedWeights::kPanel,
+                Weight(Code(low, high, r), r < 16 ? a0 : a1, r < 16 ? b0 : b1));
+        }
+      }
+    }
+  }
   const char* Step(long k) const {
     return reinterpret_cast<const char*>(codes) + k * kStepBytes;
   }
@@ -925,6 +943,13 @@ void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
                    y + static_cast<long>(r) * y_stride, y_stride, valid,
                    accumulate);
     }
+    return;
+  }
+  if (widened != nullptr) {
+    // Prefill: the panel widened once, then every row over the floats.
+    panel.Widen(depth, widened);
+    PanelGroups(x, rows, x_stride, F32Panel{widened}, depth, nullptr, nullptr,
+                y, y_stride, valid, accumulate);
     return;
   }
   MatMulPanelsOf(
