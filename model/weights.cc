@@ -257,9 +257,9 @@ class TensorReader {
                                   const std::vector<float>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
       if (std::isfinite(values[i])) continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.source(), ": tensor '", name, "': element ", i,
-                       " is ", values[i], " (weights must be finite)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.source(), ": tensor '", file.DisplayName(name), "': element ", i,
+          " is ", values[i], " (weights must be finite)"));
     }
     return absl::OkStatus();
   }

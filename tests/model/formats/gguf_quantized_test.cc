@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/formats/gguf.h"
@@ -134,6 +135,33 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
   const Activations widened_logits = testing::AllTokenLogits(b, ids);
   EXPECT_EQ(stored_logits, widened_logits) << "must be bit-exact";
   EXPECT_TRUE(stored_logits.allFinite());
+}
+
+// A block whose fp16 scale is infinite would poison every logit: the tensor
+// is refused at load, naming it and the element, as a float tensor's NaN is.
+TEST(GgufQuantizedErrorsTest, AnInfiniteBlockScaleIsRefusedNamingTheTensor) {
+  const std::string path =
+      std::string(TEXTGEN_QUANTIZED_DIR) + "/llama2_Q4_K_M.gguf";
+  ASSERT_TRUE(testing::Exists(path)) << path << " is missing: run ctest";
+  auto bytes = ReadFileToString(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto original = GgufFile::FromBytes(*bytes, path);
+  ASSERT_TRUE(original.ok()) << original.status();
+  const GgufTensorInfo* t = original->FindTensor("blk.0.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->type, static_cast<GgmlType>(kernels::BlockType::kQ4_K));
+  // The second block's d (its first two bytes), made +infinity.
+  const size_t at = original->data_offset() + t->offset + 144;
+  (*bytes)[at] = 0x00;
+  (*bytes)[at + 1] = 0x7c;
+  auto file = GgufFile::FromBytes(*std::move(bytes), path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const absl::Status status = LoadGgufCheckpoint(*file).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("tensor 'blk.0.ffn_down.weight ("),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("is inf"), std::string::npos) << status;
 }
 
 // The memory budget counts a quantized file's weights as held (about the
