@@ -50,6 +50,20 @@ TEST(BpeStagesTest, NormalizersRunInOrder) {
               HasSubstr("test: normalizer Replace"));
 }
 
+// The library's NFC tables are older than utf8proc's: marks they lack stay
+// where they are and split the text (expected: tokenizers 0.23.2's output).
+TEST(BpeStagesTest, NfcLeavesWhatTheLibrarysNfcLacks) {
+  NormalizerSpec nfc;
+  // Nag Mundari U+1E4ED (class 232) before U+1E4EE (220): not reordered.
+  const std::string marks = "\xF0\x9E\x93\xB1\xF0\x9E\x93\xAD\xF0\x9E\x93\xAE";
+  EXPECT_EQ(Normalized({nfc}, marks), marks);
+  // Around them, NFC as usual: e + U+0301 composes, on both sides.
+  EXPECT_EQ(Normalized({nfc}, "e\xCC\x81" + marks + "e\xCC\x81"),
+            "\xC3\xA9" + marks + "\xC3\xA9");
+  // U+07FD (NKO, 11.0) is no mark to the library: U+0301 does not pass it.
+  EXPECT_EQ(Normalized({nfc}, "e\xDF\xBD\xCC\x81"), "e\xDF\xBD\xCC\x81");
+}
+
 TEST(BpeStagesTest, MetaspacePrependsFirstOnlyAtTheStart) {
   PreTokenizerSpec metaspace;
   metaspace.kind = PreTokenizerSpec::Kind::kMetaspace;
