@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ struct Family {
   int bos;  // What bos_id() must be (-1: none is added).
   bool library_adds_bos;
 };
+void PrintTo(const Family& f, std::ostream* os) { *os << f.package; }
 
 // Text made of characters Unicode assigned after 14.0 (letters, digits,
 // symbols of new scripts and blocks), with ASCII around them.
