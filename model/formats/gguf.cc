@@ -429,6 +429,13 @@ absl::StatusOr<GgufFile> GgufFile::Parse(GgufFile file) {
     file.tensors_.push_back(std::move(t));
   }
 
+  // A file without tensors may end right after its metadata: llama.cpp's
+  // writer leaves the padding out of vocabulary-only files (its
+  // models/ggml-vocab-*.gguf) and its reader needs none.
+  if (file.tensors_.empty() && in.pos() == file.size()) {
+    file.data_start_ = file.size();
+    return file;
+  }
   // Padding, then the data section, which must end where the tensors do.
   file.data_start_ = AlignUp(in.pos(), file.alignment_);
   if (file.data_start_ > file.size()) {
