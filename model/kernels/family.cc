@@ -755,7 +755,15 @@ struct BlockPanel {
   Vec Weight(VecU32 code, Vec a_s, Vec b_s) const {
     Vec v;
     if (kTable) {
-      v = __builtin_shuffle(table, code);
+#if defined(__AVX512F__)
+      const __m512 t = _mm512_permutexvar_ps(
+          reinterpret_cast<const __m512i&>(code),
+          reinterpret_cast<const __m512&>(table));
+      __builtin_memcpy(&v, &t, sizeof(v));
+#else
+      // IQ4's 16-entry table (GCC's __builtin_shuffle is not clang's).
+      for (int i = 0; i < kVec; ++i) v[i] = table[code[i] & 15u];
+#endif
     } else {
       const VecU32 bits = code | 0x4b000000u;  // 2^23 + code, exactly.
       __builtin_memcpy(&v, &bits, sizeof(v));
