@@ -870,10 +870,24 @@ struct BlockPanel {
 #pragma GCC unroll 1
     for (unsigned o = 0; o < 4; ++o) {
       const Vec a = o < 2 ? a0 : a1, b = o < 2 ? b0 : b1;
+      // The octet's lanes, its high bits shifted down once (Code's bits).
+      const VecU32 l0 = kBits == 8 ? low[2 * o] : low[o];
+      const VecU32 l1 = kBits == 8 ? low[2 * o + 1] : low[o];
+      const VecU32 h = kBits == 5   ? high[0] >> (8 * o)
+                       : kBits == 6 ? high[o / 2] >> (16 * (o % 2))
+                                    : VecU32{};
 #pragma GCC unroll 8
       for (unsigned i = 0; i < 8; ++i) {
         const unsigned r = o * 8 + i;
-        const Vec w = Weight(Code(low, high, r), a, b);
+        VecU32 code;
+        if (kBits == 8) {
+          code = ((i < 4 ? l0 : l1) >> (8 * (i % 4))) & 0xffu;
+        } else {
+          code = (l0 >> (4 * i)) & 0xfu;
+          if (kBits == 5) code |= ((h >> i) & 1u) << 4;
+          if (kBits == 6) code |= ((h >> (2 * i)) & 3u) << 4;
+        }
+        const Vec w = Weight(code, a, b);
         for (int row = 0; row < R; ++row) {
           acc[row] =
               MulAdd(x[static_cast<long>(row) * x_stride + r], w, acc[row]);
