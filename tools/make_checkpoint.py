@@ -36,6 +36,13 @@ from safetensors_io import save_file  # noqa: E402
 # Published configs (config.json on the Hugging Face hub), abridged to the keys the
 # architecture needs.
 PRESETS: dict[str, dict] = {
+    "gpt2-small": {
+        "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": 50257, "n_positions": 1024, "n_ctx": 1024, "n_embd": 768,
+        "n_layer": 12, "n_head": 12, "n_inner": None, "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new", "tie_word_embeddings": True,
+        "position_embedding_type": "learned",
+    },
     "smollm2-135m": {
         "model_type": "llama", "architectures": ["LlamaForCausalLM"],
         "vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536,
