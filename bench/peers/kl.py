@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", help="llama.cpp build, GGUF files, logs "
                                    "(default TEXTGEN_BUILD/peers)")
     ap.add_argument("--out", help="also write the page (markdown) here")
+    ap.add_argument("--llama_commit", help="llama.cpp's commit, for the page, when its build "
+                                           "directory cannot tell")
     args = ap.parse_args(argv)
     if not args.llama_cpp:
         ap.error("--llama_cpp (or $TEXTGEN_LLAMA_CPP) is required")
@@ -145,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     llama, llama_commit, llama_flags = peers.llama_binaries(
         args.llama_cpp, work, True, ["llama-bench", "llama-quantize", "llama-perplexity"])
+    llama_commit = args.llama_commit or llama_commit
     textgen_kl = args.textgen_kl or peers.textgen_binaries(textgen_build,
                                                            ["textgen_kl"])["textgen_kl"]
     files = peers.make_gguf_files(args.model, args.quick, work, ["f32"] + types,
@@ -228,14 +231,16 @@ def main(argv: list[str] | None = None) -> int:
         return "**yes**" if ours[0] <= theirs[0] else "no"
 
     tensors = {t: gguf_tensors.read_tensors(files[t]) for t in ["f32"] + types}
+    held_out = ("bytes mod 97 as ids" if args.quick else "last 10 % of tinyshakespeare.txt, "
+                f"{TOKENIZERS[args.model].split('/')[0]} tokenizer")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     model = "gpt2_learned (tests/golden, --quick)" if args.quick else args.model
     page = [f"KL divergence from the F32 model: textgen vs llama.cpp, {model} (random weights)",
             "",
             f"- CPU: {peers.cpu_model()} ({os.cpu_count()} logical CPUs); {now}",
-            f"- textgen {peers.git_commit(REPO)[:12]}; llama.cpp {llama_commit[:12]} "
+            f"- textgen {peers.git_commit(REPO)[:12]}; llama.cpp {peers.short(llama_commit)} "
             f"({llama_flags})",
-            f"- held-out text: {'bytes mod 97 as ids' if args.quick else 'last 10 % of tinyshakespeare.txt, ' + TOKENIZERS[args.model].split('/')[0] + ' tokenizer'}; "
+            f"- held-out text: {held_out}; "
             f"{chunk_line.group(1) if chunk_line else args.chunks} chunks of {args.ctx} tokens, "
             f"{args.ctx - 1 - args.ctx // 2} scored per chunk",
             f"- base: textgen's F32 pass ({sharp.group(1) if sharp else '?'}), in llama.cpp's "

@@ -164,6 +164,28 @@ def build_llama_cpp(src: str, build: str, native: bool, targets: list[str]) -> s
     return " ".join(flags)
 
 
+def describe_build_dir(path: str) -> tuple[str, str]:
+    """(commit, flags) of a llama.cpp build directory this script did not make: the flags
+    from its CMakeCache.txt, the commit from its source's git or our export stamp."""
+    cache = {}
+    cache_path = os.path.join(path, "CMakeCache.txt")
+    if os.path.exists(cache_path):
+        for line in open(cache_path, errors="replace"):
+            if ":" in line and "=" in line and not line.startswith(("//", "#")):
+                key, value = line.split("=", 1)
+                cache[key.split(":", 1)[0]] = value.strip()
+    keys = ["CMAKE_BUILD_TYPE", "GGML_NATIVE", "BUILD_SHARED_LIBS", "LLAMA_CURL", "GGML_OPENMP"]
+    flags = " ".join(f"-D{k}={cache[k]}" for k in keys if k in cache) or "?"
+    src = cache.get("CMAKE_HOME_DIRECTORY", "")
+    commit = git_commit(src) if src else "unknown"
+    stamp = os.path.join(src, ".textgen-peers-commit")
+    if commit == "unknown" and src and os.path.exists(stamp):
+        commit = open(stamp).read().strip()
+    if commit == "unknown" and src:
+        commit = f"unknown (source {src})"
+    return commit, flags
+
+
 def llama_binaries(path: str, work: str, native: bool,
                    targets: list[str]) -> tuple[dict[str, str], str, str]:
     """Builds (or finds) llama.cpp's `targets` (llama-bench, llama-quantize, ...); returns
@@ -179,9 +201,12 @@ def llama_binaries(path: str, work: str, native: bool,
             run(["cmake", "--build", path, "-j2", "--target", *missing],
                 stdout=subprocess.DEVNULL)
         stamp = os.path.join(path, "textgen-peers-source.txt")
-        info = open(stamp).read().split("\n", 1) if os.path.exists(stamp) else ["unknown", "?"]
-        return ({t: os.path.join(path, "bin", t) for t in targets}, info[0],
-                info[1].strip() if len(info) > 1 else "?")
+        if os.path.exists(stamp):
+            info = open(stamp).read().split("\n", 1)
+            commit, flags = info[0], info[1].strip() if len(info) > 1 else "?"
+        else:
+            commit, flags = describe_build_dir(path)
+        return {t: os.path.join(path, "bin", t) for t in targets}, commit, flags
     src, commit = llama_source(path, work)
     build = os.path.join(work, "llama.cpp-build")
     flags = build_llama_cpp(src, build, native, targets)
@@ -336,6 +361,11 @@ def read_bandwidth(binary: str, threads_list: list[int]) -> dict[int, float]:
     return out
 
 
+def short(commit: str) -> str:
+    """A commit's first 12 hex digits; anything else as it is."""
+    return commit[:12] if all(c in "0123456789abcdef" for c in commit) else commit
+
+
 def cpu_model() -> str:
     r = subprocess.run(["lscpu"], capture_output=True, text=True)
     for line in r.stdout.splitlines():
@@ -392,9 +422,10 @@ def files_section(files: dict[str, str], types: list[str], bound_bytes: dict[str
         lines.append(f"| {os.path.basename(files[t])} | {os.path.getsize(files[t]) / 1e6:.1f} MB "
                      f"| {bound_bytes[t] / 1e6:.1f} MB | {gguf_tensors.type_summary(tensors)} |")
     if bandwidth:
-        lines += ["", "Read bandwidth (textgen_stream_read, median of 5 passes over 1 GiB): " +
-                  ", ".join(f"{bw:.1f} GB/s at {t} thread(s)" for t, bw in sorted(bandwidth.items()))
-                  + "; decode bound = bandwidth / decode reads."]
+        measured = ", ".join(f"{bw:.1f} GB/s at {t} thread(s)"
+                             for t, bw in sorted(bandwidth.items()))
+        lines += ["", "Read bandwidth (textgen_stream_read, median of 5 passes over 1 GiB): "
+                  f"{measured}; decode bound = bandwidth / decode reads."]
     return lines
 
 
@@ -428,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "textgen_stream_read is looked for beside it")
     ap.add_argument("--work", help="llama.cpp build, GGUF files (default TEXTGEN_BUILD/peers)")
     ap.add_argument("--out", help="also write the page (markdown) here")
+    ap.add_argument("--llama_commit", help="llama.cpp's commit, for the page, when its build "
+                                           "directory cannot tell")
     args = ap.parse_args(argv)
     if not args.llama_cpp:
         ap.error("--llama_cpp (or $TEXTGEN_LLAMA_CPP) is required")
@@ -454,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     llama, llama_commit, llama_flags = llama_binaries(
         args.llama_cpp, work, not args.portable,
         ["llama-bench"] + (["llama-quantize"] if quantized else []))
+    llama_commit = args.llama_commit or llama_commit
     if args.textgen_bench:
         textgen_bin = args.textgen_bench
         stream_read = os.path.join(os.path.dirname(textgen_bin), "textgen_stream_read")
@@ -490,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     page = [f"Peers: textgen vs llama.cpp, {model} (random weights), tokens/s, "
             f"median of {args.rounds} interleaved round(s)", "",
             f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); {now}",
-            f"- textgen {git_commit(REPO)[:12]}; llama.cpp {llama_commit[:12]} ({llama_flags})",
+            f"- textgen {git_commit(REPO)[:12]}; llama.cpp {short(llama_commit)} ({llama_flags})",
             f"- prefill: one {args.prompt}-token prompt; decode: batch 1, llama.cpp {args.gen} "
             f"tokens from an empty context, textgen one step with {max(1, args.gen // 2)} "
             "cached",

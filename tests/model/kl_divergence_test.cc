@@ -41,7 +41,7 @@ std::vector<double> LogSoftmax(const std::vector<float>& logits) {
   return out;
 }
 
-// log p(v) as a row encodes it (−inf for code 0, i.e. more than 16 nats down).
+// log p(v) as a row encodes it (−inf for code 0: more than 16 nats down).
 double Decoded(const std::vector<uint16_t>& row, int v) {
   float scale, min_log_prob;
   std::memcpy(&scale, &row[0], 4);
