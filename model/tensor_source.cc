@@ -1,6 +1,5 @@
 #include "model/tensor_source.h"
 
-#include <Eigen/Core>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -21,11 +20,13 @@ StoredTensor StoredTensor::Floats(std::vector<float> values) {
   return t;
 }
 
-StoredTensor StoredTensor::Q8_0Rows(absl::string_view blocks, int64_t rows,
-                                    bool transposed, std::string owned,
-                                    std::function<void()> release) {
+StoredTensor StoredTensor::Blocks(kernels::BlockType type,
+                                  absl::string_view blocks, int64_t rows,
+                                  bool transposed, std::string owned,
+                                  std::function<void()> release) {
   StoredTensor t;
-  t.type_ = Type::kQ8_0;
+  t.type_ = Type::kBlocks;
+  t.block_type_ = type;
   t.owned_ = std::move(owned);
   t.blocks_ = t.owned_.empty() ? blocks : absl::string_view(t.owned_);
   t.rows_ = rows;
@@ -42,6 +43,7 @@ StoredTensor& StoredTensor::operator=(StoredTensor&& other) noexcept {
   if (this == &other) return *this;
   if (release_) release_();
   type_ = other.type_;
+  block_type_ = other.block_type_;
   floats_ = std::move(other.floats_);
   // A view of `owned` moves with it: the string's buffer may not (SSO).
   const bool owns = !other.owned_.empty();
@@ -59,16 +61,11 @@ StoredTensor::~StoredTensor() {
   if (release_) release_();
 }
 
-bool StoredTensor::Q8_0ScalesFinite() const {
-  constexpr size_t kBlockBytes = 34;
-  for (size_t b = 0; b + kBlockBytes <= blocks_.size(); b += kBlockBytes) {
-    uint16_t bits;
-    std::memcpy(&bits, blocks_.data() + b, sizeof(bits));  // Little-endian.
-    const float d =
-        static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
-    if (!std::isfinite(d)) return false;
-  }
-  return true;
+bool StoredTensor::BlockScalesFinite() const {
+  const kernels::BlockLayout& layout = kernels::LayoutOf(block_type_);
+  return kernels::BlockScalesFinite(
+      block_type_, reinterpret_cast<const uint8_t*>(blocks_.data()),
+      static_cast<int64_t>(blocks_.size() / layout.bytes) * layout.values);
 }
 
 absl::StatusOr<StoredTensor> TensorSource::ReadStored(

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "model/kernels/ggml_blocks.h"
 
 namespace textgen {
 
@@ -20,27 +21,27 @@ namespace textgen {
 std::string ShapeToString(const std::vector<int64_t>& shape);
 
 // A tensor in the form its source stores it, for a loader that can keep the
-// stored numbers rather than widen them: a GGUF Q8_0 matrix is packed into
-// int8 weights (kernels::WeightType::kInt8, Q8_0's numerics) block for block,
-// its quants and scales unchanged.
+// stored numbers rather than widen them: a GGUF matrix of a ggml block type
+// (Q4_K, Q6_K, Q8_0, ...) is packed block for block, its codes and scales
+// unchanged (kernels::PackedWeights::FromBlockRows, FromQ8_0Rows).
 class StoredTensor {
  public:
   enum class Type {
-    kF32,   // floats(): the values, row-major in the shape asked for.
-    kQ8_0,  // q8_0_rows(): ggml's block_q8_0 rows (see below).
+    kF32,     // floats(): the values, row-major in the shape asked for.
+    kBlocks,  // blocks(): rows of ggml blocks of block_type() (see below).
   };
   // The form every source can give.
   static StoredTensor Floats(std::vector<float> values);
-  // `rows` rows of ggml's block_q8_0 (per 32 values along a row: an fp16
-  // scale d, little-endian, then 32 int8 quants q; value = q · d), pointing
-  // into the source, or into `owned` when the source rearranged them.
-  // `transposed`: the rows run along the tensor's first dimension, not its
-  // last (GGUF keeps GPT-2's Conv1D [in, out] as [out, in]). `release`, if
-  // set, runs when the tensor is destroyed (a mapped file hands its pages
-  // back).
-  static StoredTensor Q8_0Rows(absl::string_view blocks, int64_t rows,
-                               bool transposed, std::string owned = "",
-                               std::function<void()> release = nullptr);
+  // `rows` rows of ggml's blocks of `type` (ggml-common.h's layouts; a row
+  // is a whole number of blocks along the tensor's values), pointing into the
+  // source, or into `owned` when the source rearranged them. `transposed`:
+  // the rows run along the tensor's first dimension, not its last (GGUF keeps
+  // GPT-2's Conv1D [in, out] as [out, in]). `release`, if set, runs when the
+  // tensor is destroyed (a mapped file hands its pages back).
+  static StoredTensor Blocks(kernels::BlockType type, absl::string_view blocks,
+                             int64_t rows, bool transposed,
+                             std::string owned = "",
+                             std::function<void()> release = nullptr);
 
   StoredTensor(StoredTensor&& other) noexcept;
   StoredTensor& operator=(StoredTensor&& other) noexcept;
@@ -49,16 +50,18 @@ class StoredTensor {
   Type type() const { return type_; }
   const std::vector<float>& floats() const { return floats_; }
   std::vector<float> TakeFloats() { return std::move(floats_); }
-  absl::string_view q8_0_rows() const { return blocks_; }
+  kernels::BlockType block_type() const { return block_type_; }
+  absl::string_view blocks() const { return blocks_; }
   int64_t rows() const { return rows_; }
   bool transposed() const { return transposed_; }
-  // kQ8_0: whether every block's scale is finite (every value then is).
-  bool Q8_0ScalesFinite() const;
+  // kBlocks: whether every block's scales are finite (every value then is).
+  bool BlockScalesFinite() const;
 
  private:
   StoredTensor() = default;
 
   Type type_ = Type::kF32;
+  kernels::BlockType block_type_ = kernels::BlockType::kQ8_0;
   std::vector<float> floats_;
   std::string owned_;
   absl::string_view blocks_;
@@ -86,7 +89,7 @@ class TensorSource {
       const std::string& name,
       const std::vector<int64_t>& expected_shape) const = 0;
   // The same tensor in the form the source stores it, where the source keeps
-  // a form a loader may pack as it is (Q8_0 blocks); otherwise its floats, as
+  // a form a loader may pack as it is (ggml blocks); otherwise its floats, as
   // ReadFloats gives them (the default). The same errors as ReadFloats.
   virtual absl::StatusOr<StoredTensor> ReadStored(
       const std::string& name,

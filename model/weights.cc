@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -49,20 +50,44 @@ class TensorReader {
 
   // A GPT-2 Conv1D weight, stored [in, out] row-major: the layout y = x · W
   // uses. Packed straight from the file's values: one tensor's floats are the
-  // only temporary copy (none for Q8_0 rows kept as stored).
+  // only temporary copy (none for blocks kept as stored).
   absl::StatusOr<kernels::PackedWeights> Conv1D(const std::string& name,
                                                 int64_t in, int64_t out) {
     TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t, ReadProjection(name, {in, out}));
-    if (KeepsQ8_0(t, /*transposed=*/true, in)) {
-      return kernels::PackedWeights::FromQ8_0Rows(
-          {{t.q8_0_rows().data(), static_cast<int>(out)}}, static_cast<int>(in),
-          type_);
+    std::vector<StoredTensor> stored;
+    stored.push_back(std::move(t));
+    if (std::optional<kernels::PackedWeights> kept =
+            KeepBlocks(stored, {out}, /*transposed=*/true, in)) {
+      return *std::move(kept);
     }
     TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
-                             Floats(std::move(t), name, {in, out}));
+                             Floats(std::move(stored[0]), name, {in, out}));
     return kernels::PackedWeights(v.data(), static_cast<int>(in),
                                   static_cast<int>(out), static_cast<int>(out),
                                   type_);
+  }
+
+  // An untied embedding table stored [rows, cols] into `w`: as stored if the
+  // file keeps it as ggml blocks, else as floats.
+  absl::Status EmbeddingTable(const std::string& name, int64_t rows,
+                              int64_t cols, ModelWeights& w) {
+    TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
+                             ReadProjection(name, {rows, cols}));
+    if (t.type() == StoredTensor::Type::kBlocks) {
+      std::vector<StoredTensor> stored;
+      stored.push_back(std::move(t));
+      if (std::optional<kernels::PackedWeights> kept =
+              KeepBlocks(stored, {rows}, /*transposed=*/false, cols,
+                         /*own_q8_0=*/false)) {
+        w.token_embedding_blocks = *std::move(kept);
+        return absl::OkStatus();
+      }
+      t = std::move(stored[0]);
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
+                             Floats(std::move(t), name, {rows, cols}));
+    w.token_embedding = Activations(RowMajorMap(v.data(), rows, cols));
+    return absl::OkStatus();
   }
 
   // A table stored [rows, cols] (an embedding, lm_head), packed as the LM
@@ -71,13 +96,14 @@ class TensorReader {
                                               int64_t rows, int64_t cols) {
     TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
                              ReadProjection(name, {rows, cols}));
-    if (KeepsQ8_0(t, /*transposed=*/false, cols)) {
-      return kernels::PackedWeights::FromQ8_0Rows(
-          {{t.q8_0_rows().data(), static_cast<int>(rows)}},
-          static_cast<int>(cols), type_);
+    std::vector<StoredTensor> stored;
+    stored.push_back(std::move(t));
+    if (std::optional<kernels::PackedWeights> kept =
+            KeepBlocks(stored, {rows}, /*transposed=*/false, cols)) {
+      return *std::move(kept);
     }
     TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v,
-                             Floats(std::move(t), name, {rows, cols}));
+                             Floats(std::move(stored[0]), name, {rows, cols}));
     return kernels::PackedWeights::FromTransposed(
         v.data(), static_cast<int>(rows), static_cast<int>(cols), type_);
   }
@@ -92,23 +118,18 @@ class TensorReader {
   absl::StatusOr<kernels::PackedWeights> Linears(
       const std::vector<Linear>& parts, int64_t in) {
     std::vector<StoredTensor> stored;
-    bool keep = true;
+    std::vector<int64_t> outs;
     int64_t cols = 0;
     for (const Linear& part : parts) {
       TEXTGEN_ASSIGN_OR_RETURN(StoredTensor t,
                                ReadProjection(part.name, {part.out, in}));
-      keep = keep && KeepsQ8_0(t, /*transposed=*/false, in);
       stored.push_back(std::move(t));
+      outs.push_back(part.out);
       cols += part.out;
     }
-    if (keep) {
-      std::vector<kernels::PackedWeights::Q8_0Rows> rows;
-      for (size_t i = 0; i < parts.size(); ++i) {
-        rows.push_back(
-            {stored[i].q8_0_rows().data(), static_cast<int>(parts[i].out)});
-      }
-      return kernels::PackedWeights::FromQ8_0Rows(rows, static_cast<int>(in),
-                                                  type_);
+    if (std::optional<kernels::PackedWeights> kept =
+            KeepBlocks(stored, outs, /*transposed=*/false, in)) {
+      return *std::move(kept);
     }
     Activations fused(in, cols);
     int64_t col = 0;
@@ -152,14 +173,10 @@ class TensorReader {
   }
 
  private:
-  // A projection's tensor: in the form the file stores it when the weights
-  // are Q8_0 (so Q8_0 rows can be kept), else its floats.
+  // A projection's tensor in the form the file stores it (ggml blocks, to be
+  // kept), else its floats.
   absl::StatusOr<StoredTensor> ReadProjection(
       const std::string& name, const std::vector<int64_t>& shape) {
-    if (!kernels::IsQ8_0(type_)) {
-      TEXTGEN_ASSIGN_OR_RETURN(std::vector<float> v, Read(name, shape));
-      return StoredTensor::Floats(std::move(v));
-    }
     const std::string full = prefix_ + name;
     used_.insert(full);
     const TensorSource& file = FileOf(full);
@@ -170,18 +187,50 @@ class TensorReader {
     return t;
   }
 
-  // Whether `t` is Q8_0 rows the packer can keep for a depth of `depth`:
-  // rows running as asked (see StoredTensor), whole blocks, every scale
-  // finite (a non-finite one is refused as floats, naming the element).
-  static bool KeepsQ8_0(const StoredTensor& t, bool transposed, int64_t depth) {
-    return t.type() == StoredTensor::Type::kQ8_0 &&
-           t.transposed() == transposed &&
-           depth % kernels::PackedWeights::kInt8Block == 0 &&
-           t.Q8_0ScalesFinite();
+  // The matrix whose columns are the rows of `parts` (`rows[i]` each), packed
+  // as stored, if every part is ggml blocks that can be kept for a depth of
+  // `depth`: rows running as asked (see StoredTensor), whole blocks, every
+  // scale finite (a non-finite one is refused as floats, naming the element).
+  // Q8_0 parts with int8 or w8a32 weights keep their own kernels
+  // (FromQ8_0Rows); any other block types, Q8_0 among them, become kBlocks,
+  // whose products are those of the dequantized floats. Otherwise nullopt:
+  // the caller widens the parts to floats.
+  std::optional<kernels::PackedWeights> KeepBlocks(
+      const std::vector<StoredTensor>& parts, const std::vector<int64_t>& rows,
+      bool transposed, int64_t depth, bool own_q8_0 = true) const {
+    bool all_q8_0 = true;
+    std::vector<kernels::PackedWeights::BlockRows> blocks;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const StoredTensor& t = parts[i];
+      if (t.type() != StoredTensor::Type::kBlocks ||
+          t.transposed() != transposed || t.rows() != rows[i] ||
+          !t.BlockScalesFinite()) {
+        return std::nullopt;
+      }
+      all_q8_0 = all_q8_0 && t.block_type() == kernels::BlockType::kQ8_0;
+      blocks.push_back({t.block_type(),
+                        reinterpret_cast<const uint8_t*>(t.blocks().data()),
+                        static_cast<int>(rows[i])});
+    }
+    if (own_q8_0 && all_q8_0 && kernels::IsQ8_0(type_) &&
+        depth % kernels::PackedWeights::kInt8Block == 0) {
+      std::vector<kernels::PackedWeights::Q8_0Rows> q8;
+      for (const auto& b : blocks) {
+        q8.push_back({reinterpret_cast<const char*>(b.blocks), b.rows});
+      }
+      return kernels::PackedWeights::FromQ8_0Rows(q8, static_cast<int>(depth),
+                                                  type_);
+    }
+    if (!kernels::PackedWeights::CanPackBlockRows(blocks,
+                                                  static_cast<int>(depth))) {
+      return std::nullopt;
+    }
+    return kernels::PackedWeights::FromBlockRows(blocks,
+                                                 static_cast<int>(depth));
   }
 
   // The floats of a tensor read by ReadProjection (read again as floats if it
-  // came as Q8_0 rows that could not be kept).
+  // came as blocks that could not be kept).
   absl::StatusOr<std::vector<float>> Floats(StoredTensor t,
                                             const std::string& name,
                                             const std::vector<int64_t>& shape) {
@@ -287,8 +336,14 @@ absl::StatusOr<ModelWeights> LoadGpt2(
   TensorReader r(files, prefixed ? "transformer." : "", type);
   const int C = c.d_model;
   ModelWeights w;
-  // GPT-2's head is always tied: the packed head is the embedding table.
-  TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
+  if (c.tied_lm_head) {
+    // The packed head is the embedding table.
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("wte.weight", c.vocab_size, C));
+  } else {
+    // A GGUF file whose output.weight is quantized apart from token_embd.
+    TEXTGEN_RETURN_IF_ERROR(r.EmbeddingTable("wte.weight", c.vocab_size, C, w));
+    TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head("lm_head.weight", c.vocab_size, C));
+  }
   if (c.positions == PositionKind::kLearned) {
     TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
                              r.Rows("wpe.weight", c.context_length, C));
@@ -337,8 +392,7 @@ absl::StatusOr<ModelWeights> LoadLlama(
     // The head's packed copy stands for the table (ModelWeights::EmbeddingRow).
     TEXTGEN_ASSIGN_OR_RETURN(w.head, r.Head(embedding, c.vocab_size, C));
   } else {
-    TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
-                             r.Rows(embedding, c.vocab_size, C));
+    TEXTGEN_RETURN_IF_ERROR(r.EmbeddingTable(embedding, c.vocab_size, C, w));
   }
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
@@ -441,6 +495,8 @@ void ModelWeights::EmbeddingRow(int token, float* out) const {
   if (token_embedding.size()) {
     const float* row = token_embedding.row(token).data();
     std::copy(row, row + token_embedding.cols(), out);
+  } else if (token_embedding_blocks.cols() > 0) {
+    token_embedding_blocks.Column(token, out);
   } else {
     head.Column(token, out);
   }
@@ -476,7 +532,7 @@ size_t ModelWeights::MemoryBytes() const {
                   encoder_position_embedding.size()) *
                      sizeof(float) +
                  NormBytes(final_norm) + NormBytes(encoder_final_norm) +
-                 head.MemoryBytes();
+                 head.MemoryBytes() + token_embedding_blocks.MemoryBytes();
   for (const LayerWeights& l : layers) bytes += LayerBytes(l);
   for (const LayerWeights& l : encoder_layers) bytes += LayerBytes(l);
   return bytes;

@@ -81,6 +81,10 @@ struct ModelWeights {
   // it: the rows are then read from `head` (EmbeddingRow), so the table is held
   // once, in the layout the head's product streams.
   Activations token_embedding;
+  // An untied table a GGUF file stores as ggml blocks (Q4_K, ...), kept so
+  // (PackedWeights::FromBlockRows, column v = token v's row) rather than
+  // widened; token_embedding is empty then.
+  kernels::PackedWeights token_embedding_blocks;
   // [context, d_model] added to the embeddings: learned (wpe) or the sinusoidal
   // table. Empty for rotary positions, which act inside attention instead.
   Activations position_embedding;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "model/kernels/ggml_blocks.h"
 
 namespace textgen {
 namespace {
@@ -18,8 +19,6 @@ constexpr uint32_t kDefaultAlignment = 32;
 constexpr uint64_t kMaxKeyBytes = 65535;
 constexpr uint64_t kMaxTensorNameBytes = 64;  // ggml's GGML_MAX_NAME.
 constexpr uint32_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS.
-constexpr int kQ8_0Block = 32;
-constexpr int kQ8_0BlockBytes = 2 + kQ8_0Block;
 
 template <typename T>
 T LoadLittleEndian(const char* p) {
@@ -87,11 +86,25 @@ bool TensorTypeLayout(uint32_t type, uint64_t* block_values,
     case GgmlType::kBF16:
       *block_values = 1, *block_bytes = 2;
       return true;
-    case GgmlType::kQ8_0:
-      *block_values = kQ8_0Block, *block_bytes = kQ8_0BlockBytes;
-      return true;
+    default:
+      break;
+  }
+  if (const kernels::BlockLayout* layout = kernels::FindBlockLayout(type)) {
+    *block_values = layout->values, *block_bytes = layout->bytes;
+    return true;
   }
   return false;
+}
+
+// "F32, F16, BF16, Q4_0, ...": every type TensorTypeLayout takes.
+std::string SupportedTypeNames() {
+  std::string names = "F32, F16, BF16";
+  for (uint32_t type = 0; type < 64; ++type) {
+    if (kernels::FindBlockLayout(type) != nullptr) {
+      absl::StrAppend(&names, ", ", GgmlTypeName(type));
+    }
+  }
+  return names;
 }
 
 uint64_t AlignUp(uint64_t n, uint64_t alignment) {
@@ -390,8 +403,8 @@ absl::StatusOr<GgufFile> GgufFile::Parse(GgufFile file) {
       uint64_t block_values = 0, block_bytes = 0;
       if (!TensorTypeLayout(type, &block_values, &block_bytes)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("type ", GgmlTypeName(type),
-                         " is not supported (F32, F16, BF16 and Q8_0 are)"));
+            absl::StrCat("type ", GgmlTypeName(type), " is not supported (",
+                         SupportedTypeNames(), " are)"));
       }
       t.type = static_cast<GgmlType>(type);
       if (t.dims[0] % block_values != 0) {
@@ -665,17 +678,11 @@ std::vector<float> GgufFile::ReadFloats(const GgufTensorInfo& tensor) const {
             LoadLittleEndian<uint16_t>(p + 2 * i)));
       }
       break;
-    case GgmlType::kQ8_0:
-      // ggml's dequantize_row_q8_0: value = q * d, in float.
-      for (size_t block = 0; block * kQ8_0Block < out.size(); ++block) {
-        const char* b = p + block * kQ8_0BlockBytes;
-        const float d = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(
-            LoadLittleEndian<uint16_t>(b)));
-        for (int j = 0; j < kQ8_0Block; ++j) {
-          out[block * kQ8_0Block + j] =
-              static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
-        }
-      }
+    default:
+      // A block type (Open checked it): ggml's dequantize_row_*.
+      kernels::Dequantize(static_cast<kernels::BlockType>(tensor.type),
+                          reinterpret_cast<const uint8_t*>(p), out.size(),
+                          out.data());
       break;
   }
   DropPages(tensor);

@@ -21,8 +21,10 @@
 //   - `general.alignment`, if present, a uint32 power of two >= 8;
 //   - tensor names of 1..64 bytes and unique, 1..4 dimensions each >= 1, the
 //     element count without overflow, the type one this reader can widen
-//     (F32, F16, BF16, Q8_0 — any other is refused naming the tensor and
-//     type) and its row length a whole number of blocks;
+//     (F32, F16, BF16 and ggml's block types of model/kernels/ggml_blocks.h:
+//     Q4_0 .. Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS — any other is refused
+//     naming the tensor and type) and its row length a whole number of
+//     blocks;
 //   - offsets: the tensors follow each other in table order, each at the
 //     aligned end of the one before (what llama.cpp's reader requires and its
 //     writers produce), the padding before the data section is zeros, and the
@@ -63,7 +65,8 @@ enum class GgufValueType : uint32_t {
 // "UINT32", "STRING", ... (the spec's names).
 const char* GgufValueTypeName(GgufValueType type);
 
-// The ggml tensor types this reader widens to float.
+// ggml tensor types by number. Those named here are the float types and Q8_0;
+// a tensor may hold any block type of kernels::BlockType (same numbers).
 enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,

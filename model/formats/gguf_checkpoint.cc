@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "model/formats/rope_row_order.h"
+#include "model/kernels/ggml_blocks.h"
 #include "model/weights.h"
 
 namespace textgen {
@@ -281,8 +282,7 @@ absl::Status MapLlama(const ModelConfig& c, TensorMapper& m) {
   return absl::OkStatus();
 }
 
-absl::Status MapGpt2(const GgufFile& file, const ModelConfig& c,
-                     TensorMapper& m) {
+absl::Status MapGpt2(const ModelConfig& c, TensorMapper& m) {
   const int64_t C = c.d_model, F = c.d_ff, V = c.vocab_size;
   using L = TensorMapper::Layout;
   TEXTGEN_RETURN_IF_ERROR(m.Map("token_embd.weight", {V, C}, "wte.weight"));
@@ -316,17 +316,13 @@ absl::Status MapGpt2(const GgufFile& file, const ModelConfig& c,
   }
   TEXTGEN_RETURN_IF_ERROR(m.Map("output_norm.weight", {C}, "ln_f.weight"));
   TEXTGEN_RETURN_IF_ERROR(m.Map("output_norm.bias", {C}, "ln_f.bias"));
-  if (m.Has("output.weight")) {
-    // llama.cpp's converter writes GPT-2's tied head out as a copy.
-    TEXTGEN_ASSIGN_OR_RETURN(const GgufTensorInfo* output,
-                             m.Find("output.weight", {V, C}));
-    const GgufTensorInfo* embedding = file.FindTensor("token_embd.weight");
-    if (file.ReadFloats(*output) != file.ReadFloats(*embedding)) {
-      return FileError(file,
-                       "tensor 'output.weight' differs from "
-                       "'token_embd.weight', but GPT-2's head is tied to its "
-                       "embedding");
-    }
+  if (!c.tied_lm_head) {
+    // A head quantized apart from the embedding (GgufModelConfig).
+    TEXTGEN_RETURN_IF_ERROR(m.Map("output.weight", {V, C}, "lm_head.weight"));
+  } else if (m.Has("output.weight")) {
+    // llama.cpp's converter writes GPT-2's tied head out as a copy: the same
+    // bytes, not read.
+    TEXTGEN_RETURN_IF_ERROR(m.Find("output.weight", {V, C}).status());
   }
   return absl::OkStatus();
 }
@@ -418,8 +414,14 @@ absl::StatusOr<ModelConfig> GgufModelConfig(const GgufFile& file) {
         "vocab_size", absl::StrCat(vocab, " differs from the ", c.vocab_size,
                                    " rows of tensor 'token_embd.weight'"));
   }
+  // A separate output.weight unties the head, as in llama.cpp, except
+  // GPT-2's copy of the embedding that llama.cpp's converter writes (the same
+  // type and bytes; quantizing the file gives the two their own types).
+  const GgufTensorInfo* output = file.FindTensor("output.weight");
   c.tied_lm_head =
-      c.family == Family::kGpt2 || file.FindTensor("output.weight") == nullptr;
+      output == nullptr ||
+      (c.family == Family::kGpt2 && output->type == embedding->type &&
+       file.RawData(*output) == file.RawData(*embedding));
   // Per-frequency RoPE divisors: how llama.cpp's converter stores Llama 3.1's
   // rope_scaling (the keys carry no scaling type then).
   if (const GgufTensorInfo* t = file.FindTensor(kRopeFreqs)) {
@@ -442,7 +444,7 @@ absl::StatusOr<GgufTensors> GgufTensors::Map(const GgufFile& file,
                                              const ModelConfig& config) {
   TensorMapper mapper(file);
   TEXTGEN_RETURN_IF_ERROR(config.family == Family::kGpt2
-                              ? MapGpt2(file, config, mapper)
+                              ? MapGpt2(config, mapper)
                               : MapLlama(config, mapper));
   TEXTGEN_RETURN_IF_ERROR(mapper.CheckAllUsed(config));
   GgufTensors tensors(file);
@@ -510,7 +512,8 @@ absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
     const std::string& name, const std::vector<int64_t>& shape) const {
   TEXTGEN_ASSIGN_OR_RETURN(const Entry* entry, Get(name, shape));
   const GgufTensorInfo& t = *entry->tensor;
-  if (t.type != GgmlType::kQ8_0 || t.dims.size() != 2) {
+  if (kernels::FindBlockLayout(static_cast<uint32_t>(t.type)) == nullptr ||
+      t.dims.size() != 2) {
     return TensorSource::ReadStored(name, shape);
   }
   // ggml rows (dims[1] of them) run along the innermost dimension, dims[0]:
@@ -525,9 +528,32 @@ absl::StatusOr<StoredTensor> GgufTensors::ReadStored(
   }
   const GgufFile* file = file_;
   const GgufTensorInfo* info = &t;
-  return StoredTensor::Q8_0Rows(bytes, rows, entry->transposed,
-                                std::move(ordered),
-                                [file, info] { file->DropPages(*info); });
+  return StoredTensor::Blocks(static_cast<kernels::BlockType>(t.type), bytes,
+                              rows, entry->transposed, std::move(ordered),
+                              [file, info] { file->DropPages(*info); });
+}
+
+double GgufHeldWeightBytes(const GgufFile& file,
+                           kernels::WeightType weight_type) {
+  double bytes = 0;
+  bool blocks = false;
+  const double per_weight = weight_type == kernels::WeightType::kBF16 ? 2
+                            : kernels::IsQ8_0(weight_type)            ? 1.125
+                                                                      : 4;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.name == "position_embd.weight") continue;
+    const kernels::BlockLayout* layout =
+        kernels::FindBlockLayout(static_cast<uint32_t>(t.type));
+    if (layout != nullptr) {
+      blocks = true;
+      bytes +=
+          static_cast<double>(t.bytes) * (layout->code_bits < 4 ? 2 : 1.05);
+    } else {
+      bytes += static_cast<double>(t.num_elements) *
+               (t.dims.size() == 2 ? per_weight : 4);
+    }
+  }
+  return blocks ? bytes : 0;
 }
 
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,

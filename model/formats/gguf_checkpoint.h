@@ -107,6 +107,15 @@ class GgufTensors final : public TensorSource {
 // Config and weights (GgufModelConfig, GgufTensors, LoadWeights); no memory
 // budget (model_loader.h checks one). Errors name the file and the key or
 // tensor.
+// About what the weights of `file` take once loaded with `weight_type`: its
+// block-quantized tensors as stored (2- and 3-bit codes held as 4-bit ones,
+// model/kernels/block_panels.h), matrices of other types as `weight_type`
+// holds them, vectors and the position table as f32 (the latter counted apart
+// by the memory budget, so left out here); 0 when no tensor is
+// block-quantized (the config's estimate is as good).
+double GgufHeldWeightBytes(const GgufFile& file,
+                           kernels::WeightType weight_type);
+
 absl::StatusOr<Checkpoint> LoadGgufCheckpoint(const GgufFile& file,
                                               const LoadOptions& options = {});
 

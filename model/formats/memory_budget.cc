@@ -78,12 +78,12 @@ uint64_t MemoryBudget::Limit() const {
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type,
                                const MemoryBudget& budget,
-                               const std::string& source) {
+                               const std::string& source, double held_weights) {
   const int kv_slots = budget.kv_cache_slots;
   const int64_t kv_tokens = budget.kv_cache_tokens;
   const int sequences = budget.sequences();
-  const ModelMemory m =
-      EstimateModelMemory(config, weight_type, budget.kv_dtype);
+  ModelMemory m = EstimateModelMemory(config, weight_type, budget.kv_dtype);
+  if (held_weights > 0) m.weights = held_weights;
   const double total = m.Total(kv_slots, kv_tokens, sequences);
   if (total <= static_cast<double>(budget.Limit())) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(

@@ -68,10 +68,14 @@ struct MemoryBudget {
 // OK if the model of `config` with weights held as `weight_type`, and what
 // `budget` says it will hold beside them, fits in budget.bytes; otherwise
 // RESOURCE_EXHAUSTED naming `source`, each part's size and the budget.
+// `held_weights`, if > 0, is what the weights (all but a position table) will
+// take instead of the estimate from `weight_type`: a GGUF file whose
+// quantized matrices are kept as stored (GgufHeldWeightBytes).
 absl::Status CheckMemoryBudget(const ModelConfig& config,
                                kernels::WeightType weight_type,
                                const MemoryBudget& budget,
-                               const std::string& source);
+                               const std::string& source,
+                               double held_weights = 0);
 
 }  // namespace textgen
 

@@ -24,15 +24,17 @@ namespace {
 
 // Every format's way from its opened files to weights: the budget first, so
 // that a model that does not fit is refused before any weight is allocated.
+// `held_weights`: as CheckMemoryBudget takes it.
 absl::StatusOr<Checkpoint> LoadWithinBudget(
     const ModelConfig& config, std::vector<const TensorSource*> tensors,
-    const LoadOptions& options, const MemoryBudget& budget) {
+    const LoadOptions& options, const MemoryBudget& budget,
+    double held_weights = 0) {
   TEXTGEN_RETURN_IF_ERROR(config.Validate());
   if (tensors.empty()) {
     return absl::InvalidArgumentError("a checkpoint needs at least one file");
   }
-  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(config, options.weight_type, budget,
-                                            tensors[0]->source()));
+  TEXTGEN_RETURN_IF_ERROR(CheckMemoryBudget(
+      config, options.weight_type, budget, tensors[0]->source(), held_weights));
   Checkpoint checkpoint;
   checkpoint.config = config;
   TEXTGEN_ASSIGN_OR_RETURN(checkpoint.weights,
@@ -78,7 +80,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& model_path,
                                GgufTensors::Map(file, config));
       TEXTGEN_ASSIGN_OR_RETURN(
           model.checkpoint,
-          LoadWithinBudget(config, {&tensors}, options, budget));
+          LoadWithinBudget(config, {&tensors}, options, budget,
+                           GgufHeldWeightBytes(file, options.weight_type)));
     }
     if (found_tokenizer.empty()) {
       // The tokenizer travels in the file.

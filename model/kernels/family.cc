@@ -20,6 +20,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "model/kernels/ggml_blocks.h"
 #include "model/kernels/kernels.h"
 #include "model/kernels/table.h"
 
@@ -713,6 +714,259 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
       depth, cols, panel_begin, panel_end, widened, y, y_stride, accumulate);
 }
 
+// ---- kBlocks: ggml's block types, dequantized on the fly ----
+//
+// A panel's codes come in groups of 32 steps of k (model/kernels/
+// block_panels.h): 4 octets of 8 steps, each 64 columns × a 32-bit lane of 8
+// nibbles (step k in bits 4 · (k % 8)); 5-bit codes add a lane of 32 fifth
+// bits per column, 6-bit codes two lanes of 16 2-bit pairs; 8-bit codes are
+// 8 quads of 4 bytes per lane. At(k, c) is the weight exactly as ggml's
+// dequantize_row_* computes it (ggml_blocks.h): a · v, then ± b, each rounded
+// on its own, so a kBlocks product is the kF32 product of the dequantized
+// weights bit for bit, in every family.
+constexpr unsigned kLaneRowBytes = 4 * PackedWeights::kPanel;  // 64 lanes.
+template <int kBits, BlockBias kBias, bool kTable, int kSub>
+struct BlockPanel {
+  static constexpr unsigned kGroupBytes = kBits == 8   ? 8 * kLaneRowBytes
+                                          : kBits == 4 ? 4 * kLaneRowBytes
+                                          : kBits == 5 ? 5 * kLaneRowBytes
+                                                       : 6 * kLaneRowBytes;
+  static constexpr int kStepBytes = kGroupBytes / 32;
+  const uint8_t* codes;
+  const float* a;
+  const float* b;
+  float offset;  // 2^23 + code_offset.
+  Vec table;     // IQ4's code values.
+  static VecU32 Lanes(const uint8_t* p) {
+    VecU32 v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  // Step r < 32 of a group's code lanes: `low` the group's 4 octet rows (8
+  // quad rows for 8-bit codes), `high` its 1 or 2 rows of high bits.
+  static VecU32 Code(const VecU32* low, const VecU32* high, unsigned r) {
+    if (kBits == 8) return (low[r / 4] >> (8 * (r % 4))) & 0xffu;
+    VecU32 code = (low[r / 8] >> (4 * (r % 8))) & 0xfu;
+    if (kBits == 5) code |= ((high[0] >> r) & 1u) << 4;
+    if (kBits == 6) code |= ((high[r / 16] >> (2 * (r % 16))) & 3u) << 4;
+    return code;
+  }
+  // The weights of one code vector: a · v, then ± b.
+  Vec Weight(VecU32 code, Vec a_s, Vec b_s) const {
+    Vec v;
+    if (kTable) {
+      v = __builtin_shuffle(table, code);
+    } else {
+      const VecU32 bits = code | 0x4b000000u;  // 2^23 + code, exactly.
+      __builtin_memcpy(&v, &bits, sizeof(v));
+      v = v - offset;
+    }
+    Vec w = a_s * v;
+    if (kBias == BlockBias::kPlusM) w = w + b_s;
+    if (kBias == BlockBias::kMinusMin) w = w - b_s;
+    return w;
+  }
+  static constexpr int kLowRows = kBits == 8 ? 8 : 4;
+  static constexpr int kHighRows = kBits == 5 ? 1 : kBits == 6 ? 2 : 0;
+  void LoadGroup(unsigned g, int c, VecU32* low, VecU32* high) const {
+    const uint8_t* group = codes + g * kGroupBytes + c * 4 * kVec;
+    for (int i = 0; i < kLowRows; ++i)
+      low[i] = Lanes(group + i * kLaneRowBytes);
+    for (int i = 0; i < kHighRows; ++i) {
+      high[i] = Lanes(group + (4 + i) * kLaneRowBytes);
+    }
+  }
+  Vec FactorA(unsigned k, int c) const {
+    return Load(a + k / kSub * PackedWeights::kPanel + c * kVec);
+  }
+  Vec FactorB(unsigned k, int c) const {
+    if (kBias == BlockBias::kNone) return Vec{};
+    return Load(b + k / kSub * PackedWeights::kPanel + c * kVec);
+  }
+  Vec At(int k, int c) const {
+    const unsigned uk = static_cast<unsigned>(k);
+    VecU32 low[kLowRows], high[kHighRows > 0 ? kHighRows : 1];
+    LoadGroup(uk / 32, c, low, high);
+    return Weight(Code(low, high, uk % 32), FactorA(uk, c), FactorB(uk, c));
+  }
+  // Group g's 32 steps for R rows of x (x points at the group's first step)
+  // into acc, the sums of columns 16c .. 16c + 15: PanelStep's order, one
+  // multiply-add per step in increasing k, with the same weights as At.
+  template <int R>
+  void Group(unsigned g, int c, const float* x, int x_stride,
+             Vec (&acc)[R]) const {
+    VecU32 low[kLowRows], high[kHighRows > 0 ? kHighRows : 1];
+    LoadGroup(g, c, low, high);
+    const Vec a0 = FactorA(g * 32, c), b0 = FactorB(g * 32, c);
+    const Vec a1 = FactorA(g * 32 + 16, c), b1 = FactorB(g * 32 + 16, c);
+#pragma GCC unroll 32
+    for (unsigned r = 0; r < 32; ++r) {
+      const Vec w =
+          Weight(Code(low, high, r), r < 16 ? a0 : a1, r < 16 ? b0 : b1);
+      for (int row = 0; row < R; ++row) {
+        acc[row] =
+            MulAdd(x[static_cast<long>(row) * x_stride + r], w, acc[row]);
+      }
+    }
+  }
+  const char* Step(long k) const {
+    return reinterpret_cast<const char*>(codes) + k * kStepBytes;
+  }
+};
+
+// Rows [0, R) × one block panel, R ≤ kTileRows (decoding): PanelTile's
+// values, a group of 32 steps at a time so that each group's code lanes and
+// factors are loaded once; prefetching as PanelTile<1> does.
+template <int R, typename Panel>
+void BlockTile(const float* x, int depth, int x_stride, const Panel& panel,
+               float* y, int y_stride, int valid, bool accumulate) {
+  Vec acc[R][kPanelVecs] = {};
+  for (int g = 0; g < depth / 32; ++g) {
+    const char* step = panel.Step(32L * g);
+    for (unsigned e = 0; e < Panel::kGroupBytes; e += 64) {
+      __builtin_prefetch(step + kPrefetchNearBytes + e);
+      __builtin_prefetch(step + kPrefetchFarBytes + e, 0, 2);
+    }
+    for (int c = 0; c < kPanelVecs; ++c) {
+      Vec column[R];
+      for (int r = 0; r < R; ++r) column[r] = acc[r][c];
+      panel.template Group<R>(g, c, x + 32L * g, x_stride, column);
+      for (int r = 0; r < R; ++r) acc[r][c] = column[r];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float sums[PackedWeights::kPanel];
+    __builtin_memcpy(sums, acc[r], sizeof(sums));
+    float* out = y + static_cast<long>(r) * y_stride;
+    for (int j = 0; j < valid; ++j) {
+      out[j] = accumulate ? out[j] + sums[j] : sums[j];
+    }
+  }
+}
+
+// 16 fp16 bit patterns widened to floats, exactly.
+inline Vec HalvesToFloats(const uint16_t* p) {
+#if defined(__AVX512F__)
+  const __m512 f =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  Vec v;
+  __builtin_memcpy(&v, &f, sizeof(v));
+  return v;
+#elif defined(__F16C__)
+  const __m256 f[2] = {
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+      _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  Vec v;
+  __builtin_memcpy(&v, f, sizeof(v));
+  return v;
+#else
+  Vec v;
+  for (int i = 0; i < kVec; ++i) v[i] = HalfToFloat(p[i]);
+  return v;
+#endif
+}
+
+typedef int8_t VecI8 __attribute__((vector_size(kVec)));
+typedef uint8_t VecU8 __attribute__((vector_size(kVec)));
+template <typename Small, typename SmallVec>
+inline Vec SmallIntsToFloats(const Small* p) {
+  SmallVec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return __builtin_convertvector(v, Vec);
+}
+
+// The panel's factors (table.h's BlockPanelView): a = d · scale and b = m ·
+// min per sub-block and column, products of exact conversions, as ggml forms
+// them (d alone, and m alone, where the type has no scales or mins).
+void BlockFactors(const BlockPanelView& v, int depth) {
+  const int subs = depth / v.sub_block;
+  constexpr int kP = PackedWeights::kPanel;
+  for (int s = 0; s < subs; ++s) {
+    const long block = s / v.subs_per_block;
+    for (int c = 0; c < kPanelVecs; ++c) {
+      const long at = static_cast<long>(s) * kP + c * kVec;
+      const long block_at = block * kP + c * kVec;
+      Vec a = HalvesToFloats(v.d + block_at);
+      if (v.scale != nullptr) {
+        a = a * SmallIntsToFloats<int8_t, VecI8>(v.scale + at);
+      }
+      Store(v.a + at, a);
+      if (v.m != nullptr) {
+        Vec b = HalvesToFloats(v.m + block_at);
+        if (v.min != nullptr) {
+          b = b * SmallIntsToFloats<uint8_t, VecU8>(v.min + at);
+        }
+        Store(v.b + at, b);
+      }
+    }
+  }
+}
+
+template <int kBits, BlockBias kBias, bool kTable, int kSub>
+void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
+                        const BlockPanelView& view, int depth, int valid,
+                        float* widened, float* y, int y_stride,
+                        bool accumulate) {
+  BlockFactors(view, depth);
+  BlockPanel<kBits, kBias, kTable, kSub> panel;
+  panel.codes = view.codes;
+  panel.a = view.a;
+  panel.b = view.b;
+  panel.offset = 8388608.0f + static_cast<float>(view.code_offset);
+  for (int i = 0; i < kVec; ++i) panel.table[i] = kIq4Values[i];
+  if (rows == kTileRows) {
+    return BlockTile<kTileRows>(x, depth, x_stride, panel, y, y_stride, valid,
+                                accumulate);
+  }
+  if (rows < kTileRows) {
+    for (int r = 0; r < rows; ++r) {
+      BlockTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride, panel,
+                   y + static_cast<long>(r) * y_stride, y_stride, valid,
+                   accumulate);
+    }
+    return;
+  }
+  MatMulPanelsOf(
+      x, rows, x_stride, [&](int) { return panel; }, depth, valid, 0, 1,
+      widened, y, y_stride, accumulate);
+}
+
+// The instantiation for the panel's kind of codes and scales.
+void MatMulBlockPanel(const float* x, int rows, int x_stride,
+                      const BlockPanelView& v, int depth, int valid,
+                      float* widened, float* y, int y_stride, bool accumulate) {
+  constexpr BlockBias kNone = BlockBias::kNone;
+  constexpr BlockBias kPlusM = BlockBias::kPlusM;
+  constexpr BlockBias kMinusMin = BlockBias::kMinusMin;
+  const auto run = [&](auto f) {
+    f(x, rows, x_stride, v, depth, valid, widened, y, y_stride, accumulate);
+  };
+  if (v.iq4_table) return run(MatMulBlockPanelOf<4, kNone, true, 32>);
+  if (v.sub_block == 16) {
+    if (v.code_bits == 6) return run(MatMulBlockPanelOf<6, kNone, false, 16>);
+    if (v.bias == kMinusMin)
+      return run(MatMulBlockPanelOf<4, kMinusMin, false, 16>);  // Q2_K
+    return run(MatMulBlockPanelOf<4, kNone, false, 16>);        // Q3_K
+  }
+  switch (v.code_bits) {
+    case 8:
+      return run(MatMulBlockPanelOf<8, kNone, false, 32>);
+    case 5:
+      if (v.bias == kPlusM)
+        return run(MatMulBlockPanelOf<5, kPlusM, false, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelOf<5, kMinusMin, false, 32>);
+      return run(MatMulBlockPanelOf<5, kNone, false, 32>);
+    default:
+      if (v.bias == kPlusM)
+        return run(MatMulBlockPanelOf<4, kPlusM, false, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelOf<4, kMinusMin, false, 32>);
+      return run(MatMulBlockPanelOf<4, kNone, false, 32>);
+  }
+}
+
 #if defined(__AVX512F__)
 // out[c · 16 + r] = in[r · stride + c] for r, c < 16: a 16 × 16 block moved
 // in registers (unpack 32-bit, then 64-bit pairs, then 128-bit lanes twice),
@@ -1001,6 +1255,7 @@ const KernelTable kTable = {
     QuantizeRows,
     MatMulInt8,
     MatMulW8A32,
+    MatMulBlockPanel,
     AttentionScores,
     WeightedSum,
     AttentionScoresBf16,

@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "model/kernels/block_panels.h"
 #include "model/kernels/table.h"
 
 namespace textgen::kernels {
@@ -25,6 +26,8 @@ const char* WeightTypeName(WeightType type) {
       return "int8";
     case WeightType::kW8A32:
       return "w8a32";
+    case WeightType::kBlocks:
+      return "blocks";
   }
   return "?";
 }
@@ -216,6 +219,10 @@ PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
 
 float PackedWeights::at(int k, int j) const {
   const int p = j / kPanel, jj = j % kPanel;
+  if (type_ == WeightType::kBlocks) {
+    return BlockPanelWeight(MakeBlockPanelLayout(block_types_[p], depth_),
+                            panel_blocks(p), k, jj);
+  }
   if (IsQ8_0(type_)) {
     const int q = int{panel_int8(p)[Int8Offset(k, jj)]} - 128;
     return panel_int8_scales(p)[(k / kBlock) * kPanel + jj] *
@@ -227,6 +234,15 @@ float PackedWeights::at(int k, int j) const {
 }
 
 void PackedWeights::Column(int j, float* out) const {
+  if (type_ == WeightType::kBlocks) {
+    const int p = j / kPanel;
+    const BlockPanelLayout layout =
+        MakeBlockPanelLayout(block_types_[p], depth_);
+    for (int k = 0; k < depth_; ++k) {
+      out[k] = BlockPanelWeight(layout, panel_blocks(p), k, j % kPanel);
+    }
+    return;
+  }
   if (IsQ8_0(type_)) {
     for (int k = 0; k < depth_; ++k) out[k] = at(k, j);
     return;
@@ -267,6 +283,10 @@ void MatMulPanels(const float* x, int rows, int x_stride,
                          w.panel_int8_scales(0), w.depth(), w.cols(),
                          panel_begin, panel_end, WidenedPanel(rows, w.depth()),
                          y, y_stride, accumulate);
+      return;
+    case WeightType::kBlocks:
+      MatMulBlockPanels(x, rows, x_stride, w, panel_begin, panel_end,
+                        WidenedPanel(rows, w.depth()), y, y_stride, accumulate);
       return;
   }
 }

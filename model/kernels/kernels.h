@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "model/kernels/ggml_blocks.h"
 
 namespace textgen::kernels {
 
@@ -95,9 +96,17 @@ float Sum(const float* a, int n);
 // loses only the weights' rounding (on the shipped model, 99.4 % top-1
 // agreement with f32 against kInt8's 98.7 %), at more arithmetic per weight
 // than kInt8's integer dot products (bench/README.md compares them).
-enum class WeightType { kF32, kBF16, kInt8, kW8A32 };
+// kBlocks holds a GGUF file's block-quantized weights (Q4_K, Q6_K, Q4_0, ...:
+// model/kernels/ggml_blocks.h) as stored, repacked into panels but with the
+// same codes and scales, so resident memory is about the file's bytes. The
+// product dequantizes each weight inside the kernel to ggml's float and
+// multiplies the activations as they are (f32), like kW8A32: a kBlocks
+// product equals the kF32 product of the dequantized weights bit for bit. It
+// is never chosen by --weights_dtype: a file's block-quantized matrices are
+// packed as it (PackedWeights::FromBlockRows).
+enum class WeightType { kF32, kBF16, kInt8, kW8A32, kBlocks };
 
-// "f32", "bf16", "int8" or "w8a32".
+// "f32", "bf16", "int8", "w8a32" or "blocks".
 const char* WeightTypeName(WeightType type);
 
 // Whether `type` stores its weights as Q8_0 (kInt8's layout below).
@@ -146,6 +155,23 @@ class PackedWeights {
   static PackedWeights FromQ8_0Rows(const std::vector<Q8_0Rows>& parts,
                                     int depth, WeightType type);
 
+  // A matrix held as ggml blocks along its rows, each row a column of W (as
+  // Q8_0Rows): `rows` rows of `type`'s blocks at `blocks`.
+  struct BlockRows {
+    BlockType type;
+    const uint8_t* blocks;
+    int rows;
+  };
+  // Whether FromBlockRows can pack `parts` side by side for `depth`: depth a
+  // multiple of each part's block values, and each panel of kPanel columns of
+  // one type (a part that ends inside a panel is followed by one of the same
+  // type, or is the last).
+  static bool CanPackBlockRows(const std::vector<BlockRows>& parts, int depth);
+  // Packs W [depth, Σ rows], W[k, j] = row j's value k, as kBlocks: each
+  // panel keeps its rows' codes and scales (model/kernels/block_panels.h).
+  static PackedWeights FromBlockRows(const std::vector<BlockRows>& parts,
+                                     int depth);
+
   WeightType type() const { return type_; }
   int depth() const { return depth_; }
   int cols() const { return cols_; }
@@ -174,9 +200,14 @@ class PackedWeights {
   // out[k] = W[k, j], k < depth: one column (a token's row of a tied
   // embedding table stored as the packed LM head).
   void Column(int j, float* out) const;
+  // kBlocks: panel p's type and bytes (model/kernels/block_panels.h).
+  BlockType panel_block_type(int p) const { return block_types_[p]; }
+  const uint8_t* panel_blocks(int p) const {
+    return blocks_.data() + block_offsets_[p];
+  }
   size_t MemoryBytes() const {
     return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
-           q8_.size() + q8_scales_.size() * sizeof(float);
+           q8_.size() + q8_scales_.size() * sizeof(float) + blocks_.size();
   }
 
  private:
@@ -189,10 +220,13 @@ class PackedWeights {
   int depth_ = 0;
   int cols_ = 0;
   // Streamed once per decode step: on huge pages (base/huge_pages.h).
-  StreamedVector<float> f32_;        // kF32
-  StreamedVector<uint16_t> bf16_;    // kBF16
-  StreamedVector<uint8_t> q8_;       // IsQ8_0: quants, q + 128
-  StreamedVector<float> q8_scales_;  // IsQ8_0
+  StreamedVector<float> f32_;           // kF32
+  StreamedVector<uint16_t> bf16_;       // kBF16
+  StreamedVector<uint8_t> q8_;          // IsQ8_0: quants, q + 128
+  StreamedVector<float> q8_scales_;     // IsQ8_0
+  StreamedVector<uint8_t> blocks_;      // kBlocks: every panel's bytes,
+  std::vector<size_t> block_offsets_;   // where each panel's begin,
+  std::vector<BlockType> block_types_;  // and each panel's type.
 };
 
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "model/kernels/ggml_blocks.h"
+
 namespace textgen::kernels {
 
 // The activations of a kInt8 product, quantized row by row in blocks of
@@ -25,6 +27,29 @@ struct QuantizedRows {
   const int32_t* sum = nullptr;
   int rows = 0;
   int blocks = 0;
+};
+
+// One panel of a kBlocks matrix as the family kernel reads it
+// (model/kernels/block_panels.h has the byte layout): its codes and stored
+// scales, and room for the per-sub-block factors of its 64 columns that the
+// kernel first computes from them, a[s][j] = d · scale and b[s][j] = m · min
+// (m where the type has no mins), so that weight (k, j) = a[s][j] ·
+// code_value(code) [+ or - b[s][j]], s = k / sub_block: ggml's value,
+// exactly (ggml_blocks.h).
+struct BlockPanelView {
+  const uint8_t* codes = nullptr;
+  const uint16_t* d = nullptr;    // fp16 bits, [blocks][kPanel].
+  const uint16_t* m = nullptr;    // The same, or null (BlockBias::kNone).
+  const int8_t* scale = nullptr;  // [subs][kPanel], or null (all 1).
+  const uint8_t* min = nullptr;   // [subs][kPanel], or null (all 1).
+  int subs_per_block = 1;
+  float* a = nullptr;  // Room for [depth / sub_block][PackedWeights::kPanel].
+  float* b = nullptr;  // The same, where m is not null.
+  int code_bits = 4;   // As stored: 4 (also for 2- and 3-bit codes), 5, 6, 8.
+  int code_offset = 0;
+  int sub_block = 32;
+  BlockBias bias = BlockBias::kNone;
+  bool iq4_table = false;
 };
 
 // Rows that share each load of a panel in the f32, bf16 and w8a32 products;
@@ -54,6 +79,11 @@ struct KernelTable {
                        const uint8_t* quants, const float* scales, int depth,
                        int cols, int panel_begin, int panel_end, float* widened,
                        float* y, int y_stride, bool accumulate);
+  // One panel (`valid` columns) of a kBlocks product; `widened` as for bf16.
+  void (*matmul_block_panel)(const float* x, int rows, int x_stride,
+                             const BlockPanelView& panel, int depth, int valid,
+                             float* widened, float* y, int y_stride,
+                             bool accumulate);
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,

@@ -398,9 +398,9 @@ TEST_F(CheckpointErrorsTest, GgufRopeFrequencyFactorsMustFitTheHead) {
 
 TEST_F(CheckpointErrorsTest, GgufUnsupportedTensorTypeIsNamed) {
   EXPECT_THAT(LoadGguf(LlamaGguf(Edit([](GgufEdits& e) {
-                e.tensor_type = 12;
+                e.tensor_type = 16;
               }))).message(),
-              HasSubstr("tensor 'blk.0.attn_q.weight': type Q4_K is not "
+              HasSubstr("tensor 'blk.0.attn_q.weight': type IQ2_XXS is not "
                         "supported"));
 }
 

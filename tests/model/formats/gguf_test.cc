@@ -17,7 +17,7 @@ using ::testing::ElementsAre;
 using testing::GgufBuilder;
 using ::testing::HasSubstr;
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30, kQ4_K = 12;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30;
 constexpr uint32_t kU8 = 0, kI32 = 5, kF32Value = 6, kBool = 7, kArray = 9;
 
 std::string U16s(const std::vector<uint16_t>& v) {
@@ -247,8 +247,10 @@ std::vector<Damage> Damages() {
        }),
        "tensor 'x': too many elements"},
       {"UnsupportedType",
-       with([](GgufBuilder& b) { b.Tensor("w", {256}, kQ4_K, "xx"); }),
-       "tensor 'w': type Q4_K is not supported (F32, F16, BF16 and Q8_0 are)"},
+       with([](GgufBuilder& b) { b.Tensor("w", {256}, 16, "xx"); }),
+       "tensor 'w': type IQ2_XXS is not supported (F32, F16, BF16, Q4_0, "
+       "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS "
+       "are)"},
       {"UnknownType",
        with([](GgufBuilder& b) { b.Tensor("w", {1}, 77, "xx"); }),
        "tensor 'w': type unknown type 77 is not supported"},

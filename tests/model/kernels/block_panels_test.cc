@@ -1,0 +1,172 @@
+// kBlocks weights (model/kernels/block_panels.h): every ggml block type packed
+// as stored gives back ggml's values (Dequantize, itself held to llama.cpp's
+// by ggml_blocks_test), and its product equals the f32 product of those
+// values bit for bit, in every CPU family, for every batch size.
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/kernels/dispatch.h"
+#include "model/kernels/ggml_blocks.h"
+#include "model/kernels/kernels.h"
+
+namespace textgen {
+namespace {
+
+using kernels::BlockType;
+using kernels::PackedWeights;
+
+constexpr BlockType kTypes[] = {
+    BlockType::kQ4_0, BlockType::kQ4_1, BlockType::kQ5_0,   BlockType::kQ5_1,
+    BlockType::kQ8_0, BlockType::kQ2_K, BlockType::kQ3_K,   BlockType::kQ4_K,
+    BlockType::kQ5_K, BlockType::kQ6_K, BlockType::kIQ4_NL, BlockType::kIQ4_XS};
+
+uint16_t RandomHalf(std::mt19937& rng) {
+  // Small normal fp16 values of either sign: exponent 5..13 (2^-10 .. 2^-2).
+  std::uniform_int_distribution<int> exponent(5, 13), mantissa(0, 1023),
+      sign(0, 1);
+  return static_cast<uint16_t>((sign(rng) << 15) | (exponent(rng) << 10) |
+                               mantissa(rng));
+}
+
+// `rows` rows of random blocks of `type` over `depth`: random bytes, with
+// every fp16 scale replaced by a finite one.
+std::vector<uint8_t> RandomRows(BlockType type, int rows, int depth,
+                                std::mt19937& rng) {
+  const kernels::BlockLayout& layout = kernels::LayoutOf(type);
+  const int blocks = rows * (depth / layout.values);
+  std::vector<uint8_t> bytes(static_cast<size_t>(blocks) * layout.bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  // Where each type keeps its fp16 scales (ggml-common.h).
+  std::vector<int> halves;
+  switch (type) {
+    case BlockType::kQ4_1:
+    case BlockType::kQ5_1:
+    case BlockType::kQ4_K:
+    case BlockType::kQ5_K:
+      halves = {0, 2};
+      break;
+    case BlockType::kQ2_K:
+      halves = {80, 82};
+      break;
+    case BlockType::kQ3_K:
+      halves = {108};
+      break;
+    case BlockType::kQ6_K:
+      halves = {208};
+      break;
+    default:
+      halves = {0};
+  }
+  for (int b = 0; b < blocks; ++b) {
+    for (int at : halves) {
+      const uint16_t h = RandomHalf(rng);
+      std::memcpy(&bytes[static_cast<size_t>(b) * layout.bytes + at], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> RandomFloats(int n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+TEST(BlockPanelsTest, EveryTypeKeepsGgmlsValuesAndMultipliesAsF32) {
+  std::mt19937 rng(7);
+  constexpr int kDepth = 512, kCols = 100;  // Two panels, the last padded.
+  for (BlockType type : kTypes) {
+    SCOPED_TRACE(kernels::LayoutOf(type).name);
+    const std::vector<uint8_t> bytes = RandomRows(type, kCols, kDepth, rng);
+    const PackedWeights packed =
+        PackedWeights::FromBlockRows({{type, bytes.data(), kCols}}, kDepth);
+    ASSERT_EQ(packed.type(), kernels::WeightType::kBlocks);
+    // W[k, j] = row j's value k, from the reference dequantizer.
+    std::vector<float> rows(static_cast<size_t>(kCols) * kDepth);
+    kernels::Dequantize(type, bytes.data(), rows.size(), rows.data());
+    int wrong = 0;
+    for (int j = 0; j < kCols; ++j) {
+      for (int k = 0; k < kDepth; ++k) {
+        const float want = rows[static_cast<size_t>(j) * kDepth + k];
+        const float got = packed.at(k, j);
+        if (std::memcmp(&want, &got, sizeof(float)) != 0) ++wrong;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "weights differing from Dequantize's bits";
+    std::vector<float> column(kDepth);
+    packed.Column(kCols - 1, column.data());
+    EXPECT_EQ(0, std::memcmp(column.data(), &rows[(kCols - 1) * kDepth],
+                             kDepth * sizeof(float)));
+
+    const PackedWeights f32 =
+        PackedWeights::FromTransposed(rows.data(), kCols, kDepth);
+    for (kernels::KernelFamily family : kernels::RunnableKernelFamilies()) {
+      SCOPED_TRACE(kernels::KernelFamilyName(family));
+      ASSERT_TRUE(kernels::UseKernelFamily(family).ok());
+      // 1 and 4 rows: the decode tiles; 9 and 21: widened panels.
+      for (int n : {1, 3, 4, 9, 21}) {
+        const std::vector<float> x = RandomFloats(n * kDepth, rng);
+        std::vector<float> want(n * kCols), got(n * kCols);
+        kernels::MatMul(x.data(), n, kDepth, f32, want.data(), kCols, false);
+        kernels::MatMul(x.data(), n, kDepth, packed, got.data(), kCols, false);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(),
+                                 want.size() * sizeof(float)))
+            << n << " rows";
+      }
+    }
+    ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
+  }
+}
+
+TEST(BlockPanelsTest, FusedPartsOfDifferentTypesKeepTheirOwnValues) {
+  // [Q | K | V]-like: Q4_K, Q4_K, Q6_K parts of whole panels.
+  std::mt19937 rng(11);
+  constexpr int kDepth = 256;
+  const std::vector<uint8_t> q = RandomRows(BlockType::kQ4_K, 128, kDepth, rng);
+  const std::vector<uint8_t> k = RandomRows(BlockType::kQ4_K, 64, kDepth, rng);
+  const std::vector<uint8_t> v = RandomRows(BlockType::kQ6_K, 64, kDepth, rng);
+  const std::vector<PackedWeights::BlockRows> parts = {
+      {BlockType::kQ4_K, q.data(), 128},
+      {BlockType::kQ4_K, k.data(), 64},
+      {BlockType::kQ6_K, v.data(), 64}};
+  ASSERT_TRUE(PackedWeights::CanPackBlockRows(parts, kDepth));
+  const PackedWeights packed = PackedWeights::FromBlockRows(parts, kDepth);
+  std::vector<float> want(kDepth);
+  kernels::Dequantize(BlockType::kQ6_K, v.data() + 5 * 210, kDepth,
+                      want.data());
+  for (int kk = 0; kk < kDepth; ++kk) {
+    ASSERT_EQ(packed.at(kk, 128 + 64 + 5), want[kk]) << kk;
+  }
+  // A part that ends inside a panel must be followed by its own type.
+  EXPECT_FALSE(PackedWeights::CanPackBlockRows(
+      {{BlockType::kQ4_K, q.data(), 100}, {BlockType::kQ6_K, v.data(), 64}},
+      kDepth));
+  EXPECT_TRUE(PackedWeights::CanPackBlockRows(
+      {{BlockType::kQ4_K, q.data(), 100}, {BlockType::kQ4_K, k.data(), 64}},
+      kDepth));
+  // A depth that is not a whole number of blocks.
+  EXPECT_FALSE(PackedWeights::CanPackBlockRows(
+      {{BlockType::kQ4_K, q.data(), 128}}, 288));
+}
+
+TEST(BlockPanelsTest, MemoryIsAboutTheFilesBytes) {
+  std::mt19937 rng(3);
+  constexpr int kDepth = 1024, kCols = 256;
+  for (BlockType type : {BlockType::kQ4_K, BlockType::kQ6_K, BlockType::kQ4_0,
+                         BlockType::kQ8_0, BlockType::kQ5_K}) {
+    const kernels::BlockLayout& layout = kernels::LayoutOf(type);
+    const std::vector<uint8_t> bytes = RandomRows(type, kCols, kDepth, rng);
+    const PackedWeights packed =
+        PackedWeights::FromBlockRows({{type, bytes.data(), kCols}}, kDepth);
+    EXPECT_LE(packed.MemoryBytes(), bytes.size() * 103 / 100) << layout.name;
+  }
+}
+
+}  // namespace
+}  // namespace textgen
