@@ -130,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the page (markdown) here")
     ap.add_argument("--llama_commit", help="llama.cpp's commit, for the page, when its build "
                                            "directory cannot tell")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep an existing base file and the llama.cpp runs logged after it "
+                         "and after their model file (WORK/kl-logs): only textgen runs again, "
+                         "e.g. after a textgen change")
     args = ap.parse_args(argv)
     if not args.llama_cpp:
         ap.error("--llama_cpp (or $TEXTGEN_LLAMA_CPP) is required")
@@ -171,12 +175,17 @@ def main(argv: list[str] | None = None) -> int:
 
     # The base: textgen's F32 pass, saved in llama.cpp's format.
     base = os.path.join(work, f"{name}-base-{args.ctx}x{args.chunks}.kld")
-    status, out = run_logged([textgen_kl, "--base_model=" + files["f32"], *source,
-                              f"--ctx={args.ctx}", f"--chunks={args.chunks}",
-                              f"--threads={args.threads}", "--save_base=" + base],
-                             os.path.join(logs, f"{name}-base.log"))
-    if status != 0:
-        raise RuntimeError("the base pass failed:\n" + out[-2000:])
+    base_log = os.path.join(logs, f"{name}-base.log")
+    if args.reuse and os.path.exists(base) and os.path.exists(base_log):
+        log(f"reusing {base}")
+        out = open(base_log).read()
+    else:
+        status, out = run_logged([textgen_kl, "--base_model=" + files["f32"], *source,
+                                  f"--ctx={args.ctx}", f"--chunks={args.chunks}",
+                                  f"--threads={args.threads}", "--save_base=" + base],
+                                 base_log)
+        if status != 0:
+            raise RuntimeError("the base pass failed:\n" + out[-2000:])
     sharp = re.search(r"^Base distributions: (.*)$", out, re.M)
     chunk_line = re.search(r"textgen_kl: (\d+) chunks of (\d+) tokens", out)
 
@@ -205,11 +214,22 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((label, t, results))
             continue
         for key, extra in (("llama", []), ("llama_exact", LLAMA_EXACT)):
+            llama_log = os.path.join(logs, f"{name}-{t}-{key}.log")
+            if (args.reuse and os.path.exists(llama_log) and
+                    os.path.getmtime(llama_log) > max(os.path.getmtime(base),
+                                                      os.path.getmtime(files[t]))):
+                log(f"reusing {llama_log}")
+                when = datetime.datetime.fromtimestamp(os.path.getmtime(llama_log),
+                                                       datetime.timezone.utc)
+                notes.append(f"- {label}: llama.cpp's figures from an earlier run "
+                             f"({when:%Y-%m-%d %H:%M} UTC, --reuse), against the same base")
+                results[key] = parse_stats(open(llama_log).read())
+                llama_results.setdefault(t, {})[key] = results[key]
+                continue
             status, out = run_logged(
                 [llama["llama-perplexity"], "-m", files[t], "--kl-divergence-base", base,
                  "--kl-divergence", "-c", str(args.ctx), "-b", str(args.ctx),
-                 "-t", str(args.threads), *extra],
-                os.path.join(logs, f"{name}-{t}-{key}.log"), env)
+                 "-t", str(args.threads), *extra], llama_log, env)
             if status != 0:
                 raise RuntimeError(f"llama-perplexity failed on {files[t]}:\n{out[-2000:]}")
             results[key] = parse_stats(out)
