@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                 when = datetime.datetime.fromtimestamp(os.path.getmtime(llama_log),
                                                        datetime.timezone.utc)
                 notes.append(f"- {label}: llama.cpp's figures from an earlier run "
-                             f"({when:%Y-%m-%d %H:%M} UTC, --reuse), against the same base")
+                             f"({when:%Y-%m-%d} UTC, --reuse), against the same base")
                 results[key] = parse_stats(open(llama_log).read())
                 llama_results.setdefault(t, {})[key] = results[key]
                 continue
