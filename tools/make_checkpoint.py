@@ -36,6 +36,13 @@ from safetensors_io import save_file  # noqa: E402
 # Published configs (config.json on the Hugging Face hub), abridged to the keys the
 # architecture needs.
 PRESETS: dict[str, dict] = {
+    "gpt2-small": {
+        "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": 50257, "n_positions": 1024, "n_ctx": 1024, "n_embd": 768,
+        "n_layer": 12, "n_head": 12, "n_inner": None, "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new", "tie_word_embeddings": True,
+        "position_embedding_type": "learned",
+    },
     "smollm2-135m": {
         "model_type": "llama", "architectures": ["LlamaForCausalLM"],
         "vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536,
@@ -102,7 +109,8 @@ def shard_names(n: int) -> list[str]:
 
 
 def write_checkpoint(config: dict, out: str, dtype: str = "F32", shards: int = 1,
-                     seed: int = 0, deep: bool = True) -> int:
+                     seed: int = 0, deep: bool = True, qk_gain: float = make_golden.QK_GAIN,
+                     fc_gain: float = make_golden.FC_GAIN) -> int:
     """Writes `config`'s random checkpoint to `out`; returns the tensor bytes written.
     deep: make_golden.init_weights' scaling for many-layer models (off for the tiny
     presets, so that they reproduce the golden weights for the golden seed)."""
@@ -129,7 +137,7 @@ def write_checkpoint(config: dict, out: str, dtype: str = "F32", shards: int = 1
 
     # float32 masters of every tensor, drawn before any split: the values do not depend
     # on --shards, so a sharded and a single-file checkpoint of one seed are the same model.
-    weights = make_golden.init_weights(cfg, g, deep=deep)
+    weights = make_golden.init_weights(cfg, g, deep=deep, qk_gain=qk_gain, fc_gain=fc_gain)
     weight_map = {}
     for file_name, group in zip(names, groups):
         tensors = {name: weights.pop(name).to(DTYPES[dtype]) for name in group}
@@ -155,6 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vocab_size", type=int,
                     help="the preset's shape with this vocabulary (e.g. a real tokenizer's)")
+    ap.add_argument("--qk_gain", type=float, default=make_golden.QK_GAIN,
+                    help="q and k projections' std × sqrt(C): attention scores of std ~gain²")
+    ap.add_argument("--fc_gain", type=float, default=make_golden.FC_GAIN,
+                    help="MLP input projections' std × sqrt(C)")
     ap.add_argument("--list", action="store_true", help="print the presets and exit")
     args = ap.parse_args(argv)
     if args.list:
@@ -170,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.vocab_size:
         config["vocab_size"] = args.vocab_size
     total = write_checkpoint(config, args.out, args.dtype, args.shards,
-                             args.seed, deep=not args.preset.startswith("tiny-"))
+                             args.seed, deep=not args.preset.startswith("tiny-"),
+                             qk_gain=args.qk_gain, fc_gain=args.fc_gain)
     print(f"wrote {args.out}: {args.preset}, {args.dtype}, {total / 1048576:.1f} MiB of "
           f"tensors in {args.shards} file(s)")
 

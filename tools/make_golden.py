@@ -315,7 +315,8 @@ FC_GAIN = 1.5         # MLP input projections: pre-activations of a few units, s
 
 
 def init_weights(cfg: dict, g: torch.Generator, deep: bool = False,
-                 shapes: dict[str, list[int]] | None = None) -> dict[str, torch.Tensor]:
+                 shapes: dict[str, list[int]] | None = None, qk_gain: float = QK_GAIN,
+                 fc_gain: float = FC_GAIN) -> dict[str, torch.Tensor]:
     """Random float32 master weights for `cfg`, in `shapes` order (default
     `ref.expected_shapes(cfg)`; encoder–decoders pass `s2s.expected_shapes(cfg)`).
 
@@ -325,6 +326,10 @@ def init_weights(cfg: dict, g: torch.Generator, deep: bool = False,
     So, as GPT-2 initializes (and trained models end up): the projections that write into
     the residual stream (o_proj, down_proj) are scaled by 1 / sqrt(2 L), and the embedding
     std is 4 / sqrt(C), for logits of std ~4 whatever the width.
+
+    qk_gain, fc_gain: QK_GAIN and FC_GAIN for this call (tools/make_checkpoint.py's
+    --qk_gain/--fc_gain): lower gains make a deep random model less sensitive to small
+    changes of its weights (bench/peers/kl.py needs one in a trained model's regime).
     """
     C, I = cfg["C"], cfg["I"]
     residual_scale = 1.0 / math.sqrt(2 * cfg["L"]) if deep else 1.0
@@ -333,7 +338,7 @@ def init_weights(cfg: dict, g: torch.Generator, deep: bool = False,
     def normal(shape, std):
         return torch.randn(*shape, generator=g, dtype=torch.float32) * std
 
-    qk_std = QK_GAIN / math.sqrt(C)
+    qk_std = qk_gain / math.sqrt(C)
     w: dict[str, torch.Tensor] = {}
     for name, shape in (shapes or ref.expected_shapes(cfg)).items():
         leaf = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. "c_fc.weight"
@@ -361,7 +366,7 @@ def init_weights(cfg: dict, g: torch.Generator, deep: bool = False,
         elif leaf in ("q_proj.weight", "k_proj.weight"):
             w[name] = normal(shape, qk_std)
         elif leaf in ("c_fc.weight", "gate_proj.weight", "up_proj.weight"):
-            w[name] = normal(shape, FC_GAIN / math.sqrt(C))
+            w[name] = normal(shape, fc_gain / math.sqrt(C))
         elif (leaf == "c_proj.weight" and ".mlp." in name) or leaf == "down_proj.weight":
             w[name] = normal(shape, residual_scale / math.sqrt(I))
         else:  # v_proj, o_proj, attn.c_proj: keep the residual stream at unit scale.
