@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "tools/quantize/ggml_quantize_k.h"
@@ -74,6 +75,22 @@ void Store(const Block& b, uint8_t* y, int64_t i) {
   std::memcpy(y + i * sizeof(Block), &b, sizeof(Block));
 }
 
+// A float converted to an 8-bit integer as ggml's C code is compiled for
+// x86-64, `(int8_t)v` and `(uint8_t)v`: cvttss2si to 32 bits (0x80000000 for
+// NaN and values out of range, as a scale of 1 / a subnormal d makes them),
+// then the low byte. C and C++ leave such conversions undefined; these give
+// llama-quantize's bytes without relying on it.
+int32_t X86TruncToInt32(float v) {
+  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v)
+                                                 : INT32_MIN;
+}
+int8_t X86ToInt8(float v) {
+  return static_cast<int8_t>(static_cast<uint8_t>(X86TruncToInt32(v) & 0xff));
+}
+uint8_t X86ToUint8(float v) {
+  return static_cast<uint8_t>(X86TruncToInt32(v) & 0xff);
+}
+
 // The least and greatest of x[0 .. n), as ggml's Q4_1/Q5_1 quantizers scan
 // them (starting from ±FLT_MAX).
 void MinMax(const float* x, int n, float* min, float* max) {
@@ -104,8 +121,8 @@ void QuantizeQ4_0(const float* x, uint8_t* y, int64_t nb) {
     for (int j = 0; j < qk / 2; ++j) {
       const float x0 = x[i * qk + 0 + j] * id;
       const float x1 = x[i * qk + qk / 2 + j] * id;
-      const uint8_t xi0 = std::min<int>(15, static_cast<int8_t>(x0 + 8.5f));
-      const uint8_t xi1 = std::min<int>(15, static_cast<int8_t>(x1 + 8.5f));
+      const uint8_t xi0 = std::min<int>(15, X86ToInt8(x0 + 8.5f));
+      const uint8_t xi1 = std::min<int>(15, X86ToInt8(x1 + 8.5f));
       b.qs[j] = xi0;
       b.qs[j] |= xi1 << 4;
     }
@@ -126,8 +143,8 @@ void QuantizeQ4_1(const float* x, uint8_t* y, int64_t nb) {
     for (int j = 0; j < qk / 2; ++j) {
       const float x0 = (x[i * qk + 0 + j] - min) * id;
       const float x1 = (x[i * qk + qk / 2 + j] - min) * id;
-      const uint8_t xi0 = std::min<int>(15, static_cast<int8_t>(x0 + 0.5f));
-      const uint8_t xi1 = std::min<int>(15, static_cast<int8_t>(x1 + 0.5f));
+      const uint8_t xi0 = std::min<int>(15, X86ToInt8(x0 + 0.5f));
+      const uint8_t xi1 = std::min<int>(15, X86ToInt8(x1 + 0.5f));
       b.qs[j] = xi0;
       b.qs[j] |= xi1 << 4;
     }
@@ -155,8 +172,8 @@ void QuantizeQ5_0(const float* x, uint8_t* y, int64_t nb) {
     for (int j = 0; j < qk / 2; ++j) {
       const float x0 = x[i * qk + 0 + j] * id;
       const float x1 = x[i * qk + qk / 2 + j] * id;
-      const uint8_t xi0 = std::min<int>(31, static_cast<int8_t>(x0 + 16.5f));
-      const uint8_t xi1 = std::min<int>(31, static_cast<int8_t>(x1 + 16.5f));
+      const uint8_t xi0 = std::min<int>(31, X86ToInt8(x0 + 16.5f));
+      const uint8_t xi1 = std::min<int>(31, X86ToInt8(x1 + 16.5f));
       b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
       // The fifth bits, at their value's position in qh.
       qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
@@ -181,8 +198,8 @@ void QuantizeQ5_1(const float* x, uint8_t* y, int64_t nb) {
     for (int j = 0; j < qk / 2; ++j) {
       const float x0 = (x[i * qk + 0 + j] - min) * id;
       const float x1 = (x[i * qk + qk / 2 + j] - min) * id;
-      const uint8_t xi0 = static_cast<uint8_t>(x0 + 0.5f);
-      const uint8_t xi1 = static_cast<uint8_t>(x1 + 0.5f);
+      const uint8_t xi0 = X86ToUint8(x0 + 0.5f);
+      const uint8_t xi1 = X86ToUint8(x1 + 0.5f);
       b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
       qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
       qh |= ((xi1 & 0x10u) >> 4) << (j + qk / 2);
@@ -206,7 +223,7 @@ void QuantizeQ8_0(const float* x, uint8_t* y, int64_t nb) {
     b.d = FloatToHalf(d);
     for (int j = 0; j < qk; ++j) {
       const float x0 = x[i * qk + j] * id;
-      b.qs[j] = static_cast<int8_t>(std::round(x0));
+      b.qs[j] = X86ToInt8(std::round(x0));
     }
     Store(b, y, i);
   }
