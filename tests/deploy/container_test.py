@@ -5,7 +5,9 @@
       --client_dir client/python --stubs build/client/python
 
 images   make-base-image.sh, then the Dockerfile's DEFAULT target (no --target: it must be the
-         server) and its nginx stage; reports seconds and sizes; the default image's
+         server) and its nginx stage; with --prebuilt_server/--prebuilt_cli (ctest passes a
+         Release tree's, so CI's) the build stage takes those binaries (TEXTGEN_PREBUILT)
+         instead of compiling them again, and still configures the sources; reports seconds and sizes; the default image's
          entrypoint is textgen_server, its user numeric non-root, and it carries no compiler,
          no Python and no npm/node; both images are more than one layer, Debian's first (no
          application file in it), and no layer holds apt's lists or caches (podman save).
@@ -28,6 +30,7 @@ Exit 77 (skipped) where ../shared/containers or podman is absent, unless CI=true
 
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -86,13 +89,33 @@ def python_generate(client, max_new_tokens: int = 40, seed: int = 1) -> int:
 
 
 # --- images -----------------------------------------------------------------------------------
+def prebuilt_args(args, tmp: str) -> list:
+    """The server image's build arguments for this tree's binaries (the Dockerfile's
+    TEXTGEN_PREBUILT): copied into TMP, mounted at /prebuilt, named by their sha256 sums."""
+    if not args.prebuilt_server:
+        print("the build stage compiles the binaries (no --prebuilt_server)")
+        return []
+    sums = []
+    for source, name in ((args.prebuilt_server, "textgen_server"),
+                         (args.prebuilt_cli, "textgen")):
+        with open(source, "rb") as f:
+            sums.append(f"{hashlib.sha256(f.read()).hexdigest()}  {name}")
+        # A copy, not the build tree itself: only these two files are visible to the build.
+        subprocess.run(["cp", source, os.path.join(tmp, name)], check=True)
+    print(f"the build stage takes this tree's binaries: {args.prebuilt_server}, "
+          f"{args.prebuilt_cli}")
+    return ["-v", f"{tmp}:/prebuilt:ro", "--build-arg", f"TEXTGEN_PREBUILT={','.join(sums)}"]
+
+
 def test_images(args, podman: Podman) -> None:
     seconds = podman.make_base_image()
     print(f"base image: {seconds:.0f} s")
     dockerfile = os.path.join(args.repo, "deploy", "docker", "Dockerfile")
     built = {}
+    prebuilt_dir = tempfile.TemporaryDirectory(prefix="textgen-prebuilt-")
+    prebuilt = prebuilt_args(args, prebuilt_dir.name)
     # --format docker keeps HEALTHCHECK (OCI images drop it). No --target: the default.
-    for image, target in ((SERVER_IMAGE, []), (NGINX_IMAGE, ["--target", "nginx"])):
+    for image, target in ((SERVER_IMAGE, prebuilt), (NGINX_IMAGE, ["--target", "nginx"])):
         start = time.monotonic()
         returncode, steps, tail = podman.build(
             "--network=host", "--format", "docker", "-f", dockerfile, *target, "-t", image,
@@ -108,6 +131,7 @@ def test_images(args, podman: Podman) -> None:
         size = podman.inspect("image", image)["Size"]
         built[image] = (seconds, size)
         print(f"image built: {image} {size / 1e6:.0f} MB in {seconds:.0f} s", flush=True)
+    prebuilt_dir.cleanup()
 
     config = podman.inspect("image", SERVER_IMAGE)["Config"]
     check(config["Entrypoint"][0] == "textgen_server",
@@ -441,7 +465,11 @@ def main() -> int:
     for flag in ("repo", "cli", "client_dir", "stubs"):
         parser.add_argument(f"--{flag}", required=True)
     parser.add_argument("--kubectl")
+    parser.add_argument("--prebuilt_server", help="images: this textgen_server, not compiled")
+    parser.add_argument("--prebuilt_cli", help="images: this textgen, with --prebuilt_server")
     args = parser.parse_args()
+    if bool(args.prebuilt_server) != bool(args.prebuilt_cli):
+        parser.error("--prebuilt_server and --prebuilt_cli go together")
     reason = missing_reason(args.repo)
     if reason:
         return skip_or_fail(reason)
