@@ -9,7 +9,11 @@ streams the client abandons after an event or two in the cancelled share), and a
   - no unexpected status (loadgen checks each outcome against what was sent);
   - every KV slot free and the queue empty afterwards, and no call the server ended with
     a status the soak does not send for (from /metrics);
-  - the server's resident memory at the end within 10 % of after the warm-up;
+  - the server's resident memory at the end within --rss_growth of after the warm-up
+    (10 %; ctest gives the AddressSanitizer run 25 %: its allocator's own memory grows
+    ~8-28 KiB per request however small its quarantine and allocation stacks, measured
+    with GCC's and clang's ASan alike, where the Release server stays flat, 55.6 -> 56.0
+    MiB over 6,000 requests; textgen_soak_release holds a Release server to 10 %);
   - the server drains and exits 0 on SIGTERM, with no AddressSanitizer, LeakSanitizer
     or UndefinedBehaviorSanitizer report in its log.
 
@@ -38,6 +42,8 @@ parser.add_argument("--cancel", type=float, default=0.2)
 parser.add_argument("--invalid", type=float, default=0.1)
 parser.add_argument("--http", type=float, default=0.25,
                     help="share of requests over HTTP; 0 = gRPC only")
+parser.add_argument("--rss_growth", type=float, default=0.10,
+                    help="allowed growth of resident memory after the warm-up")
 args = parser.parse_args()
 
 
@@ -85,7 +91,7 @@ loadgen = subprocess.run(
      "--soak_report_seconds=30", f"--soak_cancel_fraction={args.cancel}",
      f"--soak_invalid_fraction={args.invalid}", f"--http_target=127.0.0.1:{http_port}",
      f"--soak_http_fraction={args.http}", "--prompt_tokens=48",
-     "--max_new_tokens=48"], env=env)
+     "--max_new_tokens=48", f"--soak_rss_growth={args.rss_growth}"], env=env)
 server.send_signal(signal.SIGTERM)
 try:
     server_rc = server.wait(timeout=60)
