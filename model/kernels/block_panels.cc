@@ -245,20 +245,34 @@ PackedWeights PackedWeights::FromBlockRows(const std::vector<BlockRows>& parts,
   return w;
 }
 
+namespace {
+
+// run(view, valid, j0) for each panel p in [panel_begin, panel_end): its
+// view, its real columns and its first column.
+template <typename Run>
+void ForEachPanel(const PackedWeights& w, int panel_begin, int panel_end,
+                  Run run) {
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const BlockPanelLayout layout =
+        MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
+    const int j0 = p * kPanel;
+    run(ViewOf(layout, w.panel_blocks(p)), std::min(kPanel, w.cols() - j0), j0);
+  }
+}
+
+}  // namespace
+
 void MatMulBlockPanels(const float* x, int rows, int x_stride,
                        const PackedWeights& w, int panel_begin, int panel_end,
                        float* widened, float* y, int y_stride,
                        bool accumulate) {
   const KernelTable& table = ActiveKernelTable();
-  for (int p = panel_begin; p < panel_end; ++p) {
-    const BlockPanelLayout layout =
-        MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
-    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p));
-    const int j0 = p * kPanel;
-    table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
-                             std::min(kPanel, w.cols() - j0), widened, y + j0,
-                             y_stride, accumulate);
-  }
+  ForEachPanel(w, panel_begin, panel_end,
+               [&](const BlockPanelView& view, int valid, int j0) {
+                 table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
+                                          valid, widened, y + j0, y_stride,
+                                          accumulate);
+               });
 }
 
 void MatMulBlockPanelsInt8(const QuantizedRows& x, const PackedWeights& w,
@@ -296,15 +310,11 @@ void MatMulBlockPanelsInt8(const QuantizedRows& x, const PackedWeights& w,
   a.pairs = pairs.data();
   a.half_sums = half_sums.data();
   const KernelTable& table = ActiveKernelTable();
-  for (int p = panel_begin; p < panel_end; ++p) {
-    const BlockPanelLayout layout =
-        MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
-    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p));
-    const int j0 = p * kPanel;
-    table.matmul_block_panel_int8(a, view, w.depth(),
-                                  std::min(kPanel, w.cols() - j0), y + j0,
-                                  y_stride, accumulate);
-  }
+  ForEachPanel(w, panel_begin, panel_end,
+               [&](const BlockPanelView& view, int valid, int j0) {
+                 table.matmul_block_panel_int8(a, view, w.depth(), valid,
+                                               y + j0, y_stride, accumulate);
+               });
 }
 
 }  // namespace textgen::kernels
