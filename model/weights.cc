@@ -194,7 +194,8 @@ class TensorReader {
   // scale finite (a non-finite one is refused as floats, naming the element).
   // Q8_0 parts with int8 or w8a32 weights keep their own kernels
   // (FromQ8_0Rows); any other block types, Q8_0 among them, become kBlocks,
-  // whose products are those of the dequantized floats. Otherwise nullopt:
+  // whose products are those of the dequantized floats (with int8 weights
+  // asked for, of int8 activations). Otherwise nullopt:
   // the caller widens the parts to floats.
   std::optional<kernels::PackedWeights> KeepBlocks(
       const std::vector<StoredTensor>& parts, const std::vector<int64_t>& rows,
@@ -226,8 +227,12 @@ class TensorReader {
                                                   static_cast<int>(depth))) {
       return std::nullopt;
     }
-    return kernels::PackedWeights::FromBlockRows(blocks,
-                                                 static_cast<int>(depth));
+    // With int8 weights asked for, the products take int8 activations too
+    // (the types that can: PackedWeights::FromBlockRows), as llama.cpp's;
+    // an embedding table (`own_q8_0` false) is only ever read.
+    return kernels::PackedWeights::FromBlockRows(
+        blocks, static_cast<int>(depth),
+        own_q8_0 && type_ == kernels::WeightType::kInt8);
   }
 
   // The floats of a tensor read by ReadProjection (read again as floats if it
@@ -542,12 +547,14 @@ size_t ModelWeights::MemoryBytes() const {
 std::string ModelWeights::StorageName() const {
   std::set<uint32_t> block_types;
   std::set<std::string> others;
+  bool int8_activations = false;
   auto add = [&](const kernels::PackedWeights& w) {
     if (w.cols() == 0) return;
     if (w.type() != kernels::WeightType::kBlocks) {
       others.insert(kernels::WeightTypeName(w.type()));
       return;
     }
+    int8_activations = int8_activations || w.int8_activations();
     for (int p = 0; p < w.panels(); ++p) {
       block_types.insert(static_cast<uint32_t>(w.panel_block_type(p)));
     }
@@ -571,7 +578,8 @@ std::string ModelWeights::StorageName() const {
     names.push_back(kernels::LayoutOf(static_cast<kernels::BlockType>(t)).name);
   }
   names.insert(names.end(), others.begin(), others.end());
-  return absl::StrJoin(names, "+");
+  return absl::StrJoin(names, "+") +
+         (int8_activations ? " (int8 activations)" : "");
 }
 
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,

@@ -190,11 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     chunk_line = re.search(r"textgen_kl: (\d+) chunks of (\d+) tokens", out)
 
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-    # (row label, file type, textgen weights: "" = as loaded by default). Q8_0 also as int8,
-    # textgen's fastest Q8_0 path (bench/peers/peers.py's INT8 pair).
-    runs = [("F32", "f32", "")] + [(t.upper(), t, "") for t in types]
-    if "q8_0" in types:
-        runs.insert(2, ("Q8_0 (textgen int8)", "q8_0", "int8"))
+    # (row label, file type, textgen weights: "" = as loaded by default). Each quantized file
+    # also as int8: its blocks times int8 activations, llama.cpp's arithmetic and textgen's
+    # fastest path (for Q8_0, the int8 kernels; bench/peers/peers.py's INT8 pair).
+    runs = [("F32", "f32", "")]
+    for t in types:
+        runs += [(t.upper(), t, ""), (f"{t.upper()} (textgen int8)", t, "int8")]
     rows, notes, llama_results = [], [], {}
     for label, t, weights in runs:
         results: dict[str, dict | str] = {}

@@ -86,7 +86,9 @@ PYTHON = "/usr/bin/python3"  # Debian's, with torch (hf_to_gguf.py needs it).
 BUILD_LOCK = "/tmp/textgen-build.lock"  # Every textgen build here goes through it.
 
 # (row label, textgen file type, textgen weights in memory, llama.cpp file type); weights ""
-# = as the file stores them (block-quantized matrices are never widened).
+# = as the file stores them (block-quantized matrices are never widened): f32 activations,
+# the exact product; "int8" on a quantized file: the same blocks times int8 activations,
+# llama.cpp's arithmetic.
 PAIRS = [
     ("F32", "f32", "f32", "f32"),
     ("BF16 vs F16", "bf16", "bf16", "f16"),
@@ -94,9 +96,13 @@ PAIRS = [
     ("INT8 vs Q8_0", "q8_0", "int8", "q8_0"),
     ("W8A32 vs Q8_0", "q8_0", "w8a32", "q8_0"),
     ("Q4_0", "q4_0", "", "q4_0"),
+    ("Q4_0, int8 activations", "q4_0", "int8", "q4_0"),
     ("Q4_K_M", "q4_k_m", "", "q4_k_m"),
+    ("Q4_K_M, int8 activations", "q4_k_m", "int8", "q4_k_m"),
     ("Q5_K_M", "q5_k_m", "", "q5_k_m"),
+    ("Q5_K_M, int8 activations", "q5_k_m", "int8", "q5_k_m"),
     ("Q6_K", "q6_k", "", "q6_k"),
+    ("Q6_K, int8 activations", "q6_k", "int8", "q6_k"),
 ]
 # Written by tools/hf_to_gguf.py from the checkpoint ...
 CONVERTED_TYPES = ["f32", "f16", "bf16", "q8_0"]

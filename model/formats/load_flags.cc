@@ -9,7 +9,11 @@ ABSL_FLAG(std::string, weights_dtype, "f32",
           "int8 (GGUF Q8_0: blocks of 32 with a scale, 0.28x the bytes; "
           "activations quantized alike on the fly, as llama.cpp; a Q8_0 "
           "file's blocks are kept as stored), or w8a32 (the same Q8_0 "
-          "weights times f32 activations: closer to f32, more arithmetic)");
+          "weights times f32 activations: closer to f32, more arithmetic). "
+          "A GGUF file's block-quantized matrices (Q4_K, Q6_K, Q4_0, ...) "
+          "are kept as stored whatever this says; with int8 their products "
+          "also take int8 activations (as llama.cpp's; not IQ4_NL/IQ4_XS), "
+          "otherwise f32 ones (the dequantized weights' exact product)");
 ABSL_FLAG(std::string, kv_cache_dtype, "f32",
           "How the KV cache holds keys and values: f32 (exact), or bf16 "
           "(half the memory, so twice the positions per byte, and half the "

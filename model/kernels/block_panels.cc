@@ -172,12 +172,20 @@ bool PackedWeights::CanPackBlockRows(const std::vector<BlockRows>& parts,
   return true;
 }
 
+bool PackedWeights::BlockTypeTakesInt8Activations(BlockType type) {
+  return !LayoutOf(type).iq4_table;
+}
+
 PackedWeights PackedWeights::FromBlockRows(const std::vector<BlockRows>& parts,
-                                           int depth) {
+                                           int depth, bool int8_activations) {
   PackedWeights w;
   w.type_ = WeightType::kBlocks;
   w.depth_ = depth;
-  for (const BlockRows& part : parts) w.cols_ += part.rows;
+  w.int8_activations_ = int8_activations;
+  for (const BlockRows& part : parts) {
+    w.cols_ += part.rows;
+    if (!BlockTypeTakesInt8Activations(part.type)) w.int8_activations_ = false;
+  }
   // Each panel's type: its first column's.
   w.block_types_.resize(w.panels());
   {
@@ -237,20 +245,76 @@ PackedWeights PackedWeights::FromBlockRows(const std::vector<BlockRows>& parts,
   return w;
 }
 
+namespace {
+
+// run(view, valid, j0) for each panel p in [panel_begin, panel_end): its
+// view, its real columns and its first column.
+template <typename Run>
+void ForEachPanel(const PackedWeights& w, int panel_begin, int panel_end,
+                  Run run) {
+  for (int p = panel_begin; p < panel_end; ++p) {
+    const BlockPanelLayout layout =
+        MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
+    const int j0 = p * kPanel;
+    run(ViewOf(layout, w.panel_blocks(p)), std::min(kPanel, w.cols() - j0), j0);
+  }
+}
+
+}  // namespace
+
 void MatMulBlockPanels(const float* x, int rows, int x_stride,
                        const PackedWeights& w, int panel_begin, int panel_end,
                        float* widened, float* y, int y_stride,
                        bool accumulate) {
   const KernelTable& table = ActiveKernelTable();
-  for (int p = panel_begin; p < panel_end; ++p) {
-    const BlockPanelLayout layout =
-        MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
-    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p));
-    const int j0 = p * kPanel;
-    table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
-                             std::min(kPanel, w.cols() - j0), widened, y + j0,
-                             y_stride, accumulate);
+  ForEachPanel(w, panel_begin, panel_end,
+               [&](const BlockPanelView& view, int valid, int j0) {
+                 table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
+                                          valid, widened, y + j0, y_stride,
+                                          accumulate);
+               });
+}
+
+void MatMulBlockPanelsInt8(const QuantizedRows& x, const PackedWeights& w,
+                           int panel_begin, int panel_end, float* y,
+                           int y_stride, bool accumulate) {
+  // The quants rearranged for the nibble lanes, and the halves' sums
+  // (BlockActivations), once per product: per-thread scratch, as the quants'.
+  thread_local std::vector<int32_t> pairs, half_sums;
+  const size_t blocks = static_cast<size_t>(x.rows) * x.blocks;
+  if (pairs.size() < blocks * 8) {
+    pairs.resize(blocks * 8);
+    half_sums.resize(blocks * 2);
   }
+  for (size_t b = 0; b < blocks; ++b) {
+    const int8_t* q = x.q + b * PackedWeights::kInt8Block;
+    for (int o = 0; o < 4; ++o) {
+      for (int p = 0; p < 2; ++p) {
+        uint32_t lane = 0;
+        for (int i = 0; i < 4; ++i) {
+          lane |=
+              static_cast<uint32_t>(static_cast<uint8_t>(q[8 * o + p + 2 * i]))
+              << (8 * i);
+        }
+        pairs[b * 8 + 2 * o + p] = static_cast<int32_t>(lane);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      int32_t sum = 0;
+      for (int k = 0; k < 16; ++k) sum += q[16 * h + k];
+      half_sums[b * 2 + h] = sum;
+    }
+  }
+  BlockActivations a;
+  a.x = x;
+  a.pairs = pairs.data();
+  a.half_sums = half_sums.data();
+  const KernelTable& table = ActiveKernelTable();
+  ForEachPanel(w, panel_begin, panel_end,
+               [&](const BlockPanelView& view, int valid, int j0) {
+                 table.matmul_block_panel_int8(a, view, w.depth(), valid,
+                                               y + j0, y_stride, accumulate);
+               });
 }
 
 }  // namespace textgen::kernels

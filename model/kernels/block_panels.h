@@ -30,6 +30,7 @@
 
 #include "model/kernels/ggml_blocks.h"
 #include "model/kernels/kernels.h"
+#include "model/kernels/table.h"
 
 namespace textgen::kernels {
 
@@ -58,6 +59,12 @@ float BlockPanelWeight(const BlockPanelLayout& layout, const uint8_t* panel,
 void MatMulBlockPanels(const float* x, int rows, int x_stride,
                        const PackedWeights& w, int panel_begin, int panel_end,
                        float* widened, float* y, int y_stride, bool accumulate);
+
+// The same with int8 activations (w.int8_activations()), `x` quantized by
+// the family's quantize_rows over w.depth().
+void MatMulBlockPanelsInt8(const QuantizedRows& x, const PackedWeights& w,
+                           int panel_begin, int panel_end, float* y,
+                           int y_stride, bool accumulate);
 
 }  // namespace textgen::kernels
 

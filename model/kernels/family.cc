@@ -767,8 +767,11 @@ inline Vec SmallIntsToFloats(const Small* p) {
 }
 
 constexpr unsigned kLaneRowBytes = 4 * PackedWeights::kPanel;  // 64 lanes.
-template <int kBits, BlockBias kBias, bool kTable, int kSub>
+template <int kBits, BlockBias kBias_, bool kTable, int kSub>
 struct BlockPanel {
+  static constexpr int kCodeBits = kBits;
+  static constexpr BlockBias kBias = kBias_;
+  static constexpr int kSubBlock = kSub;
   static constexpr unsigned kGroupBytes = kBits == 8   ? 8 * kLaneRowBytes
                                           : kBits == 4 ? 4 * kLaneRowBytes
                                           : kBits == 5 ? 5 * kLaneRowBytes
@@ -1014,6 +1017,228 @@ void MatMulBlockPanel(const float* x, int rows, int x_stride,
       if (v.bias == kMinusMin)
         return run(MatMulBlockPanelOf<4, kMinusMin, false, 32>);
       return run(MatMulBlockPanelOf<4, kNone, false, 32>);
+  }
+}
+
+// ---- kBlocks × int8 activations (PackedWeights::int8_activations) ----
+//
+// The same panels, multiplied by activations quantized as kInt8's are
+// (QuantizedRows: per row, per group of 32 steps, q = round(x / dx)), with
+// integer dot products where kBlocks dequantizes each weight to a float.
+// Per row, column and sub-block s of group g (kernels.h has the contract):
+//   T = Σ_k code_k · q_k - offset · S   (S = Σ_k q_k; exact int32)
+//   acc = acc + float(T) · (a_s · dx)   [± float(S) · (b_s · dx)]
+// every rounding its own (no FMA here), sub-blocks in increasing k; T is
+// formed however the family likes (it is exact), so every family gives the
+// same floats, and a row's floats do not depend on the rows beside it.
+//
+// A lane of 8 nibbles (steps 8o .. 8o + 7 of octet o) splits into two lanes
+// of 4 bytes, the even steps' codes (0, 2, 4, 6) and the odd ones': the
+// layout of BlockActivations::pairs, so one 4-byte dot product per lane takes
+// 4 steps. 5- and 6-bit codes' high bits are moved into bits 4 and 5 of the
+// same bytes.
+
+// Bit pairs at bits 0, 4, 8, 12 of each lane moved to bits 0, 8, 16, 24.
+inline VecU32 SpreadPairs(VecU32 v) {
+  v = (v | (v << 8)) & 0x00ff00ffu;
+  return (v | (v << 4)) & 0x0f0f0f0fu;
+}
+
+// Octet o's codes of 16 columns (`low`, `high` as BlockPanel::LoadGroup gives
+// them), as the even steps' and the odd steps' bytes.
+template <int kBits>
+inline void OctetCodes(const VecU32* low, const VecU32* high, unsigned o,
+                       VecU32* even, VecU32* odd) {
+  *even = low[o] & 0x0f0f0f0fu;
+  *odd = (low[o] >> 4) & 0x0f0f0f0fu;
+  if (kBits == 5) {
+    // Step 8o + i's fifth bit is bit 8o + i of high[0]. Times 2^4 + 2^10 +
+    // 2^16 + 2^22, bits 0, 2, 4, 6 land on bits 4, 12, 20, 28; the other
+    // products land (and carry) on none of those.
+    const VecU32 h = high[0] >> (8 * o);
+    *even |= ((h & 0x55u) * 0x410410u) & 0x10101010u;
+    *odd |= (((h >> 1) & 0x55u) * 0x410410u) & 0x10101010u;
+  }
+  if (kBits == 6) {
+    // Step 8o + i's high pair is bits 2i of high[o / 2] >> 16 (o % 2).
+    const VecU32 h = high[o / 2] >> (16 * (o % 2));
+    *even |= SpreadPairs(h & 0x3333u) << 4;
+    *odd |= SpreadPairs((h >> 2) & 0x3333u) << 4;
+  }
+}
+
+// acc + Σ over each lane's 4 bytes of code · x (codes at most 63, x4 four
+// signed bytes): exact.
+inline VecI DotCodes(VecI acc, VecU32 codes, int32_t x4) {
+#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+  __m512i a, w;
+  __builtin_memcpy(&a, &acc, sizeof(a));
+  __builtin_memcpy(&w, &codes, sizeof(w));
+  a = _mm512_dpbusd_epi32(a, w, _mm512_set1_epi32(x4));
+  __builtin_memcpy(&acc, &a, sizeof(a));
+  return acc;
+#elif defined(__AVX2__)
+  // Pairs of products are at most 2 · 63 · 128 in magnitude: no saturation.
+  const __m256i x = _mm256_set1_epi32(x4);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i a[2], w[2];
+  __builtin_memcpy(a, &acc, sizeof(a));
+  __builtin_memcpy(w, &codes, sizeof(w));
+  for (int h = 0; h < 2; ++h) {
+    a[h] = _mm256_add_epi32(
+        a[h], _mm256_madd_epi16(_mm256_maddubs_epi16(w[h], x), ones));
+  }
+  __builtin_memcpy(&acc, a, sizeof(a));
+  return acc;
+#else
+  for (int b = 0; b < 4; ++b) {
+    const int32_t xb =
+        static_cast<int8_t>(static_cast<uint32_t>(x4) >> (8 * b));
+    acc += __builtin_convertvector((codes >> (8 * b)) & 0xffu, VecI) * xb;
+  }
+  return acc;
+#endif
+}
+
+// Rows [r0, r0 + R) × the panel, into out[R][kPanelVecs].
+template <int R, typename Panel>
+void BlockInt8Tile(const BlockActivations& a, int r0, const Panel& panel,
+                   int depth, Vec (&out)[R][kPanelVecs]) {
+  constexpr int kBits = Panel::kCodeBits;
+  constexpr bool kHalves = Panel::kSubBlock == 16;
+  const int groups = depth / 32;
+  const int blocks = a.x.blocks;
+  // What the dot products leave to take off: offset · S, except where
+  // DotQuad already took 128 off each 8-bit code (kOffsetWeights false).
+  const int offset =
+      kBits == 8 && !kOffsetWeights ? 0 : panel.view->code_offset;
+  Vec acc[R][kPanelVecs] = {};
+  for (int g = 0; g < groups; ++g) {
+    if (R == 1) {
+      const char* step = panel.Step(32L * g);
+      for (unsigned e = 0; e < Panel::kGroupBytes; e += 64) {
+        __builtin_prefetch(step + kPrefetchNearBytes + e);
+        __builtin_prefetch(step + kPrefetchFarBytes + e, 0, 2);
+      }
+    }
+    float dx[R];
+    int32_t sums[R][2] = {};
+    const int32_t* pairs[R];
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) {
+      const long rb = static_cast<long>(r0 + r) * blocks + g;
+      dx[r] = a.x.scale[rb];
+      q[r] = a.x.q + rb * PackedWeights::kInt8Block;
+      pairs[r] = a.pairs + rb * 8;
+      if (kHalves) {
+        sums[r][0] = a.half_sums[2 * rb];
+        sums[r][1] = a.half_sums[2 * rb + 1];
+      } else {
+        sums[r][0] = a.x.sum[rb];
+      }
+    }
+    for (int c = 0; c < kPanelVecs; ++c) {
+      VecI dots[R][2] = {};
+      if (kBits == 8) {
+        const uint8_t* group =
+            panel.codes + g * Panel::kGroupBytes + c * 4 * kVec;
+        for (int quad = 0; quad < 8; ++quad) {
+          const QuadWeights w = LoadQuadWeights(group + quad * kLaneRowBytes);
+          for (int r = 0; r < R; ++r) {
+            VecI& d = dots[r][kHalves && quad >= 4];
+            d = DotQuad(d, w, LoadQuad(q[r] + 4 * quad));
+          }
+        }
+      } else {
+        VecU32 low[4], high[Panel::kHighRows > 0 ? Panel::kHighRows : 1];
+        panel.LoadGroup(g, c, low, high);
+        for (unsigned o = 0; o < 4; ++o) {
+          VecU32 even, odd;
+          OctetCodes<kBits>(low, high, o, &even, &odd);
+          for (int r = 0; r < R; ++r) {
+            VecI& d = dots[r][kHalves && o >= 2];
+            d = DotCodes(DotCodes(d, even, pairs[r][2 * o]), odd,
+                         pairs[r][2 * o + 1]);
+          }
+        }
+      }
+      for (int h = 0; h < (kHalves ? 2 : 1); ++h) {
+        const Vec fa = panel.FactorA(32 * g + 16 * h, c);
+        const Vec fb = panel.FactorB(32 * g + 16 * h, c);
+        for (int r = 0; r < R; ++r) {
+          const Vec t =
+              __builtin_convertvector(dots[r][h] - offset * sums[r][h], Vec);
+          acc[r][c] = acc[r][c] + t * (fa * dx[r]);
+          if (Panel::kBias != BlockBias::kNone) {
+            const Vec s = Vec{} + static_cast<float>(sums[r][h]);
+            const Vec bias = s * (fb * dx[r]);
+            acc[r][c] = Panel::kBias == BlockBias::kPlusM ? acc[r][c] + bias
+                                                          : acc[r][c] - bias;
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < kPanelVecs; ++c) out[r][c] = acc[r][c];
+  }
+}
+
+template <int kBits, BlockBias kBias, int kSub>
+void MatMulBlockPanelInt8Of(const BlockActivations& a,
+                            const BlockPanelView& view, int depth, int valid,
+                            float* y, int y_stride, bool accumulate) {
+  BlockPanel<kBits, kBias, false, kSub> panel;
+  panel.codes = view.codes;
+  panel.view = &view;
+  int r = 0;
+  for (; r + kTileRows <= a.x.rows; r += kTileRows) {
+    Vec sums[kTileRows][kPanelVecs];
+    BlockInt8Tile<kTileRows>(a, r, panel, depth, sums);
+    for (int i = 0; i < kTileRows; ++i) {
+      StoreSums<kPanelVecs>(sums[i], 0, valid,
+                            y + static_cast<long>(r + i) * y_stride,
+                            accumulate);
+    }
+  }
+  for (; r < a.x.rows; ++r) {
+    Vec sums[1][kPanelVecs];
+    BlockInt8Tile<1>(a, r, panel, depth, sums);
+    StoreSums<kPanelVecs>(sums[0], 0, valid,
+                          y + static_cast<long>(r) * y_stride, accumulate);
+  }
+}
+
+// The instantiation for the panel's kind of codes and scales (not IQ4's:
+// BlockTypeTakesInt8Activations).
+void MatMulBlockPanelInt8(const BlockActivations& a, const BlockPanelView& v,
+                          int depth, int valid, float* y, int y_stride,
+                          bool accumulate) {
+  constexpr BlockBias kNone = BlockBias::kNone;
+  constexpr BlockBias kPlusM = BlockBias::kPlusM;
+  constexpr BlockBias kMinusMin = BlockBias::kMinusMin;
+  const auto run = [&](auto f) {
+    f(a, v, depth, valid, y, y_stride, accumulate);
+  };
+  if (v.sub_block == 16) {
+    if (v.code_bits == 6) return run(MatMulBlockPanelInt8Of<6, kNone, 16>);
+    if (v.bias == kMinusMin)
+      return run(MatMulBlockPanelInt8Of<4, kMinusMin, 16>);  // Q2_K
+    return run(MatMulBlockPanelInt8Of<4, kNone, 16>);        // Q3_K
+  }
+  switch (v.code_bits) {
+    case 8:
+      return run(MatMulBlockPanelInt8Of<8, kNone, 32>);
+    case 5:
+      if (v.bias == kPlusM) return run(MatMulBlockPanelInt8Of<5, kPlusM, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelInt8Of<5, kMinusMin, 32>);
+      return run(MatMulBlockPanelInt8Of<5, kNone, 32>);
+    default:
+      if (v.bias == kPlusM) return run(MatMulBlockPanelInt8Of<4, kPlusM, 32>);
+      if (v.bias == kMinusMin)
+        return run(MatMulBlockPanelInt8Of<4, kMinusMin, 32>);
+      return run(MatMulBlockPanelInt8Of<4, kNone, 32>);
   }
 }
 
@@ -1306,6 +1531,7 @@ const KernelTable kTable = {
     MatMulInt8,
     MatMulW8A32,
     MatMulBlockPanel,
+    MatMulBlockPanelInt8,
     AttentionScores,
     WeightedSum,
     AttentionScoresBf16,

@@ -285,6 +285,12 @@ void MatMulPanels(const float* x, int rows, int x_stride,
                          y, y_stride, accumulate);
       return;
     case WeightType::kBlocks:
+      if (w.int8_activations()) {
+        if (panel_begin >= panel_end) return;
+        MatMulBlockPanelsInt8(QuantizeRows(x, rows, x_stride, w.depth()), w,
+                              panel_begin, panel_end, y, y_stride, accumulate);
+        return;
+      }
       MatMulBlockPanels(x, rows, x_stride, w, panel_begin, panel_end,
                         WidenedPanel(rows, w.depth()), y, y_stride, accumulate);
       return;

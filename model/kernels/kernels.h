@@ -103,7 +103,10 @@ float Sum(const float* a, int n);
 // multiplies the activations as they are (f32), like kW8A32: a kBlocks
 // product equals the kF32 product of the dequantized weights bit for bit. It
 // is never chosen by --weights_dtype: a file's block-quantized matrices are
-// packed as it (PackedWeights::FromBlockRows).
+// packed as it (PackedWeights::FromBlockRows). With --weights_dtype int8 they
+// stay so, but the product takes activations quantized as kInt8 does
+// (int8_activations(): integer dot products, as llama.cpp multiplies these
+// types; see MatMul); IQ4_NL and IQ4_XS keep f32 activations.
 enum class WeightType { kF32, kBF16, kInt8, kW8A32, kBlocks };
 
 // "f32", "bf16", "int8", "w8a32" or "blocks".
@@ -169,8 +172,14 @@ class PackedWeights {
   static bool CanPackBlockRows(const std::vector<BlockRows>& parts, int depth);
   // Packs W [depth, Σ rows], W[k, j] = row j's value k, as kBlocks: each
   // panel keeps its rows' codes and scales (model/kernels/block_panels.h).
+  // With `int8_activations`, if every part's type takes them
+  // (BlockTypeTakesInt8Activations), the products quantize the activations
+  // (int8_activations() below).
   static PackedWeights FromBlockRows(const std::vector<BlockRows>& parts,
-                                     int depth);
+                                     int depth, bool int8_activations = false);
+  // Whether a kBlocks product of `type` can take int8 activations: every
+  // type but the IQ4 ones (whose code values are a table).
+  static bool BlockTypeTakesInt8Activations(BlockType type);
 
   WeightType type() const { return type_; }
   int depth() const { return depth_; }
@@ -205,6 +214,8 @@ class PackedWeights {
   const uint8_t* panel_blocks(int p) const {
     return blocks_.data() + block_offsets_[p];
   }
+  // kBlocks: whether products quantize the activations (MatMul says how).
+  bool int8_activations() const { return int8_activations_; }
   size_t MemoryBytes() const {
     return f32_.size() * sizeof(float) + bf16_.size() * sizeof(uint16_t) +
            q8_.size() + q8_scales_.size() * sizeof(float) + blocks_.size();
@@ -227,6 +238,7 @@ class PackedWeights {
   StreamedVector<uint8_t> blocks_;      // kBlocks: every panel's bytes,
   std::vector<size_t> block_offsets_;   // where each panel's begin,
   std::vector<BlockType> block_types_;  // and each panel's type.
+  bool int8_activations_ = false;       // kBlocks: see int8_activations().
 };
 
 // Rounds to the nearest bf16 (ties to even), as PackedWeights does; NaN stays
@@ -258,6 +270,14 @@ inline float Bf16ToFloat(uint16_t b) {
 // are quantized into per-thread scratch that grows to the largest product seen
 // (no allocation in the steady state).
 // kW8A32: as kF32, with the dequantized weights d · q.
+// kBlocks: as kF32, with ggml's dequantized weights. With int8_activations(),
+// x's rows are quantized as for kInt8 and, per column, sub-block s (16 or 32
+// steps, within one block b of x) and in increasing k:
+//   T = Σ_k code_k · qx_k - offset · S   (S = Σ_k qx_k, integers, exact)
+//   acc = acc + float(T) · (a_s · dx_b)  [± float(S) · (b_s · dx_b)]
+// with code, offset, a_s = d · scale and b_s = m · min as ggml_blocks.h
+// defines them, each multiply and add rounded on its own; every family gives
+// the same values.
 void MatMul(const float* x, int rows, int x_stride, const PackedWeights& w,
             float* y, int y_stride, bool accumulate);
 // The same for the columns of panels [panel_begin, panel_end) only: threads

@@ -49,6 +49,21 @@ struct BlockPanelView {
   bool iq4_table = false;
 };
 
+// The activations of a kBlocks product with int8 activations
+// (PackedWeights::int8_activations): the rows quantized as for kInt8, plus,
+// per row and group of 32 steps (a block of `x`), the quants rearranged for
+// the panels' nibble lanes and the sums of the group's two halves:
+//   pairs[(r · blocks + b) · 8 + 2o + p], octet o < 4 of the group, p = 0 the
+//     quants of steps 8o, 8o + 2, 8o + 4, 8o + 6, p = 1 of steps 8o + 1, 8o +
+//     3, 8o + 5, 8o + 7, one little-endian byte each;
+//   half_sums[(r · blocks + b) · 2 + h] = Σ of the quants of steps 16h ..
+//     16h + 15 (for the types whose sub-blocks are 16 steps).
+struct BlockActivations {
+  QuantizedRows x;
+  const int32_t* pairs = nullptr;
+  const int32_t* half_sums = nullptr;
+};
+
 // Rows that share each load of a panel in the f32, bf16 and w8a32 products;
 // above it, bf16 and w8a32 panels are widened to f32 once per panel (into the
 // caller's `widened`, room for depth × PackedWeights::kPanel floats).
@@ -81,6 +96,11 @@ struct KernelTable {
                              const BlockPanelView& panel, int depth, int valid,
                              float* widened, float* y, int y_stride,
                              bool accumulate);
+  // The same with int8 activations (BlockActivations; not IQ4's types).
+  void (*matmul_block_panel_int8)(const BlockActivations& x,
+                                  const BlockPanelView& panel, int depth,
+                                  int valid, float* y, int y_stride,
+                                  bool accumulate);
   void (*attention_scores)(const float* q, int rows, int depth, int q_stride,
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,

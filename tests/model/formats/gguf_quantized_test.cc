@@ -6,10 +6,14 @@
 //     (every tensor read as floats, as ggml dequantizes it);
 //   - resident weights about the file's bytes;
 //   - GPT-2's head, quantized apart from its embedding, untied.
+// and with --weights_dtype int8 (int8 activations, llama.cpp's arithmetic),
+// decoding token by token gives the full pass's logits bit for bit, near the
+// exact ones.
 // The files come from the ctest fixture quantized_gguf_files
 // (make_quantized_gguf_files.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -135,6 +139,55 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
   const Activations widened_logits = testing::AllTokenLogits(b, ids);
   EXPECT_EQ(stored_logits, widened_logits) << "must be bit-exact";
   EXPECT_TRUE(stored_logits.allFinite());
+
+  // --weights_dtype int8: the same blocks, times int8 activations (not IQ4's
+  // matrices). Decoding token by token gives the full pass's logits bit for
+  // bit, and they stay near the exact ones.
+  LoadOptions int8;
+  int8.weight_type = kernels::WeightType::kInt8;
+  auto quantized = LoadWeights(*config, *tensors, int8);
+  ASSERT_TRUE(quantized.ok()) << quantized.status();
+  // A Q8_0 file's matrices take kInt8's own kernels ("int8"), and so do
+  // these small models' F16 ones.
+  const std::string int8_storage = quantized->StorageName();
+  EXPECT_NE(int8_storage.find("int8"), std::string::npos) << int8_storage;
+  if (c.type.rfind("IQ4", 0) != 0 && c.type != "Q8_0") {
+    EXPECT_NE(int8_storage.find("(int8 activations)"), std::string::npos)
+        << int8_storage;
+  }
+  Decoder q(Checkpoint{*config, *std::move(quantized)});
+  const Activations int8_logits = testing::AllTokenLogits(q, ids);
+  KvCache cache(q.config(), 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ForwardResult step;
+    const SequenceChunk seq{0, absl::MakeConstSpan(&ids[i], 1)};
+    const absl::Status status =
+        q.Forward({seq}, cache, {LogitsMode::kAllTokens, false}, step);
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(step.logits.rows(), 1);
+    EXPECT_EQ(step.logits.row(0), int8_logits.row(i)) << "position " << i;
+  }
+  int same_top = 0;
+  double worst = 0;
+  for (int i = 0; i < widened_logits.rows(); ++i) {
+    Eigen::Index a_top, b_top;
+    widened_logits.row(i).maxCoeff(&a_top);
+    int8_logits.row(i).maxCoeff(&b_top);
+    same_top += a_top == b_top;
+    const auto row = widened_logits.row(i);
+    const double spread = row.maxCoeff() - row.minCoeff();
+    worst = std::max<double>(
+        worst, (int8_logits.row(i) - row).cwiseAbs().maxCoeff() / spread);
+  }
+  std::printf(
+      "[gguf quantized] %-6s %-6s int8 activations: %s, same top-1 %d/%d, "
+      "largest logit error %.4f of the row's range\n",
+      c.model.c_str(), c.type.c_str(), int8_storage.c_str(), same_top,
+      static_cast<int>(widened_logits.rows()), worst);
+  // Measured: at most 0.011 of the range and 1 top-1 of 24 changed, on
+  // every file here.
+  EXPECT_LT(worst, 0.03);
+  EXPECT_GE(same_top, 20);
 }
 
 // A block whose fp16 scale is infinite would poison every logit: the tensor

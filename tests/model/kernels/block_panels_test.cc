@@ -1,7 +1,10 @@
 // kBlocks weights (model/kernels/block_panels.h): every ggml block type packed
 // as stored gives back ggml's values (Dequantize, itself held to llama.cpp's
 // by ggml_blocks_test), and its product equals the f32 product of those
-// values bit for bit, in every CPU family, for every batch size.
+// values bit for bit, in every CPU family, for every batch size; with int8
+// activations, the sums kernels.h defines, in every family and batch.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -118,6 +121,105 @@ TEST(BlockPanelsTest, EveryTypeKeepsGgmlsValuesAndMultipliesAsF32) {
         EXPECT_EQ(0, std::memcmp(want.data(), got.data(),
                                  want.size() * sizeof(float)))
             << n << " rows";
+      }
+    }
+    ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
+  }
+}
+
+// With int8 activations (PackedWeights::int8_activations), y[r, j] as
+// kernels.h's MatMul defines it, computed here from the unpacked blocks and
+// the activations quantized as kInt8's (d = max|v| / 127, round half away).
+std::vector<float> Int8ActivationsProduct(BlockType type,
+                                          const std::vector<uint8_t>& bytes,
+                                          int cols, int depth,
+                                          const std::vector<float>& x,
+                                          int rows) {
+  const kernels::BlockLayout& layout = kernels::LayoutOf(type);
+  const bool has_scale = layout.values == 256 || type == BlockType::kIQ4_XS;
+  std::vector<float> y(static_cast<size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    std::vector<int> q(depth);
+    std::vector<float> dx(depth / 32);
+    for (int b = 0; b < depth / 32; ++b) {
+      float amax = 0;
+      for (int k = 0; k < 32; ++k)
+        amax = std::max(amax, std::fabs(x[r * depth + 32 * b + k]));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int k = 0; k < 32; ++k)
+        q[32 * b + k] =
+            static_cast<int>(std::lround(x[r * depth + 32 * b + k] * id));
+      dx[b] = d;
+    }
+    for (int j = 0; j < cols; ++j) {
+      float acc = 0;
+      kernels::UnpackedBlock u;
+      for (int b = 0; b < depth / layout.values; ++b) {
+        kernels::UnpackBlock(
+            type,
+            bytes.data() +
+                (static_cast<size_t>(j) * (depth / layout.values) + b) *
+                    layout.bytes,
+            &u);
+        for (int s = 0; s < layout.values / layout.sub_block; ++s) {
+          const int k0 = b * layout.values + s * layout.sub_block;
+          int32_t dot = 0, sum = 0;
+          for (int i = 0; i < layout.sub_block; ++i) {
+            dot += u.code[s * layout.sub_block + i] * q[k0 + i];
+            sum += q[k0 + i];
+          }
+          const float a =
+              has_scale ? u.d * static_cast<float>(u.scale[s]) : u.d;
+          const float bias_factor = layout.bias == kernels::BlockBias::kMinusMin
+                                        ? u.m * static_cast<float>(u.min[s])
+                                        : u.m;
+          const float dxs = dx[k0 / 32];
+          acc = acc +
+                static_cast<float>(dot - layout.code_offset * sum) * (a * dxs);
+          const float bias = static_cast<float>(sum) * (bias_factor * dxs);
+          if (layout.bias == kernels::BlockBias::kPlusM) acc = acc + bias;
+          if (layout.bias == kernels::BlockBias::kMinusMin) acc = acc - bias;
+        }
+      }
+      y[static_cast<size_t>(r) * cols + j] = acc;
+    }
+  }
+  return y;
+}
+
+TEST(BlockPanelsTest, Int8ActivationsGiveTheDefinedSumsInEveryFamily) {
+  std::mt19937 rng(11);
+  constexpr int kDepth = 512, kCols = 100;
+  for (BlockType type : kTypes) {
+    SCOPED_TRACE(kernels::LayoutOf(type).name);
+    const std::vector<uint8_t> bytes = RandomRows(type, kCols, kDepth, rng);
+    const PackedWeights packed = PackedWeights::FromBlockRows(
+        {{type, bytes.data(), kCols}}, kDepth, /*int8_activations=*/true);
+    const bool takes = PackedWeights::BlockTypeTakesInt8Activations(type);
+    ASSERT_EQ(packed.int8_activations(), takes);
+    if (!takes) continue;  // IQ4: f32 activations, the test above.
+    for (int n : {1, 3, 4, 9}) {
+      const std::vector<float> x = RandomFloats(n * kDepth, rng);
+      const std::vector<float> want =
+          Int8ActivationsProduct(type, bytes, kCols, kDepth, x, n);
+      for (kernels::KernelFamily family : kernels::RunnableKernelFamilies()) {
+        SCOPED_TRACE(kernels::KernelFamilyName(family));
+        ASSERT_TRUE(kernels::UseKernelFamily(family).ok());
+        std::vector<float> got(n * kCols);
+        kernels::MatMul(x.data(), n, kDepth, packed, got.data(), kCols, false);
+        int wrong = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0) ++wrong;
+        }
+        EXPECT_EQ(wrong, 0)
+            << n << " rows; first: " << want[0] << " vs " << got[0];
+        // Each row alone: the same values (batch-invariant).
+        std::vector<float> alone(kCols);
+        kernels::MatMul(x.data() + (n - 1) * kDepth, 1, kDepth, packed,
+                        alone.data(), kCols, false);
+        EXPECT_EQ(0, std::memcmp(alone.data(), &got[(n - 1) * kCols],
+                                 kCols * sizeof(float)));
       }
     }
     ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
