@@ -346,7 +346,8 @@ std::string TokenTableLines(const v1::Token& token) {
                     row.kind() == v1::ATTENTION_KIND_CROSS ? "cross " : "", "L",
                     row.layer(), " H", row.head(), "\t");
     for (int k = 0; k < row.weights_size(); ++k) {
-      absl::StrAppendFormat(&lines, "%s%.4f", k == 0 ? "" : " ", row.weights(k));
+      absl::StrAppendFormat(&lines, "%s%.4f", k == 0 ? "" : " ",
+                            row.weights(k));
     }
     lines += "\n";
   }

@@ -82,7 +82,7 @@ void Store(const Block& b, uint8_t* y, int64_t i) {
 // llama-quantize's bytes without relying on it.
 int32_t X86TruncToInt32(float v) {
   return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v)
-                                                 : INT32_MIN;
+                                                  : INT32_MIN;
 }
 int8_t X86ToInt8(float v) {
   return static_cast<int8_t>(static_cast<uint8_t>(X86TruncToInt32(v) & 0xff));
