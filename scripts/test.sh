@@ -31,11 +31,16 @@ cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE container
 
 # One clang build for the sanitizer tests and the fuzz targets: TEXTGEN_FUZZ adds the fuzzer's
-# coverage hooks to every library (no-ops outside a fuzz target), so the targets link the
+# coverage hooks to the libraries the targets drive (no-ops outside a fuzz target;
+# fuzz/CMakeLists.txt), so the targets link the
 # libraries the tests run under ASan + UBSan instead of a separate build compiling them again;
 # and clang compiles ASan + UBSan code about twice as fast as GCC (tests/server/e2e_test.cc:
 # 23 s against 44 s of CPU). The Release build above is GCC's.
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer (clang, with the libFuzzer targets)"
+# A checkout tested before this change has a GCC build-asan, and CMake keeps a tree's compiler.
+if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang' build-asan/CMakeCache.txt; then
+  rm -rf build-asan
+fi
 CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTEXTGEN_SANITIZE=address,undefined -DTEXTGEN_FUZZ=ON
 # Compiled beside the container tests, at the lowest priority: those wait on podman's storage
