@@ -83,6 +83,7 @@ Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
                std::shared_ptr<const Tokenizer> tokenizer)
     : options_(options),
       decoder_(std::move(decoder)),
+      weights_dtype_(decoder_->weights().StorageName()),
       tokenizer_(std::move(tokenizer)),
       wakeup_(std::make_shared<Wakeup>()),
       seed_source_(std::random_device{}()),

@@ -151,10 +151,9 @@ class Engine {
   EngineStats stats() const;
 
   const ModelConfig& config() const { return decoder_->config(); }
-  // How the model's weight matrices are held (immutable; thread-safe).
-  kernels::WeightType weight_type() const {
-    return decoder_->weights().head.type();
-  }
+  // How the model's weight matrices are held (ModelWeights::StorageName;
+  // immutable; thread-safe).
+  const std::string& weights_dtype() const { return weights_dtype_; }
   const EngineOptions& options() const { return options_; }
   // The longest prompt Submit accepts: options().max_prompt_tokens resolved.
   int max_prompt_tokens() const { return limits_.max_prompt_tokens; }
@@ -221,6 +220,7 @@ class Engine {
 
   const EngineOptions options_;
   const std::unique_ptr<Decoder> decoder_;
+  const std::string weights_dtype_;  // decoder_'s ModelWeights::StorageName.
   const std::shared_ptr<const Tokenizer> tokenizer_;
   const std::shared_ptr<Wakeup> wakeup_;
   std::mutex shutdown_mu_;  // Serializes Shutdown (and its join).

@@ -76,6 +76,11 @@ class TensorSource {
 
   // Names the source in errors: a file's path.
   virtual const std::string& source() const = 0;
+  // How errors name tensor `name`: the name itself, or where the source
+  // stores it under another name (a GGUF file), that one too.
+  virtual std::string DisplayName(const std::string& name) const {
+    return name;
+  }
   // The name of every tensor the source holds, in a stable order.
   virtual std::vector<std::string> TensorNames() const = 0;
   // The shape of tensor `name` as stored, or null if there is none.

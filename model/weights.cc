@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 
 namespace textgen {
@@ -256,9 +257,9 @@ class TensorReader {
                                   const std::vector<float>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
       if (std::isfinite(values[i])) continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.source(), ": tensor '", name, "': element ", i,
-                       " is ", values[i], " (weights must be finite)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.source(), ": tensor '", file.DisplayName(name), "': element ", i,
+          " is ", values[i], " (weights must be finite)"));
     }
     return absl::OkStatus();
   }
@@ -536,6 +537,41 @@ size_t ModelWeights::MemoryBytes() const {
   for (const LayerWeights& l : layers) bytes += LayerBytes(l);
   for (const LayerWeights& l : encoder_layers) bytes += LayerBytes(l);
   return bytes;
+}
+
+std::string ModelWeights::StorageName() const {
+  std::set<uint32_t> block_types;
+  std::set<std::string> others;
+  auto add = [&](const kernels::PackedWeights& w) {
+    if (w.cols() == 0) return;
+    if (w.type() != kernels::WeightType::kBlocks) {
+      others.insert(kernels::WeightTypeName(w.type()));
+      return;
+    }
+    for (int p = 0; p < w.panels(); ++p) {
+      block_types.insert(static_cast<uint32_t>(w.panel_block_type(p)));
+    }
+  };
+  add(head);
+  add(token_embedding_blocks);
+  for (const auto* stack : {&layers, &encoder_layers}) {
+    for (const LayerWeights& l : *stack) {
+      for (const kernels::PackedWeights* w :
+           {&l.qkv, &l.attn_out, &l.ff_in, &l.ff_out, &l.cross_q, &l.cross_kv,
+            &l.cross_out}) {
+        add(*w);
+      }
+    }
+  }
+  if (block_types.empty()) {
+    return kernels::WeightTypeName(head.type());
+  }
+  std::vector<std::string> names;
+  for (uint32_t t : block_types) {
+    names.push_back(kernels::LayoutOf(static_cast<kernels::BlockType>(t)).name);
+  }
+  names.insert(names.end(), others.begin(), others.end());
+  return absl::StrJoin(names, "+");
 }
 
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,

@@ -29,6 +29,7 @@
 #define TEXTGEN_MODEL_WEIGHTS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -104,6 +105,11 @@ struct ModelWeights {
   void EmbeddingRow(int token, float* out) const;
   // Bytes held by the parameters.
   size_t MemoryBytes() const;
+  // How the weight matrices are held: "f32", "bf16", "int8" or "w8a32"
+  // (kernels::WeightTypeName), or, where a GGUF file's block-quantized
+  // matrices are kept as stored, their ggml types in ggml's order joined by
+  // "+" ("Q4_K+Q6_K"), with the name of any other storage among them.
+  std::string StorageName() const;
 };
 
 // How weights are held in memory; chosen at load, whatever the file stores.

@@ -486,7 +486,7 @@ int Run() {
       "model {}: {}; weights {} ({:.1f} MiB); KV cache {}; {} thread(s); "
       "tokenizer {}",
       model_path, DescribeConfig(config),
-      kernels::WeightTypeName(flags->weight_type),
+      decoders.engine->weights().StorageName(),
       decoders.engine->weights().MemoryBytes() / 1048576.0,
       KvDtypeName(flags->kv_dtype), decoders.engine->threads(),
       model->tokenizer ? model->tokenizer->Describe() : "none");

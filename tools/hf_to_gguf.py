@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes a Hugging Face layout checkpoint (config.json + model.safetensors) as a GGUF file.
+"""Writes a Hugging Face layout checkpoint (config.json + model.safetensors, or its shards
+with model.safetensors.index.json) as a GGUF file.
 
     /usr/bin/python3 tools/hf_to_gguf.py DIR OUT.gguf --type f32|f16|bf16|q8_0
-        [--gpt2_tokenizer DIR | --llama2c_tokenizer FILE] [--alignment N]
-    /usr/bin/python3 tools/hf_to_gguf.py --vocab_only OUT.gguf --gpt2_tokenizer DIR ...
+        [--hf_tokenizer DIR | --gpt2_tokenizer DIR | --llama2c_tokenizer FILE] [--alignment N]
+    /usr/bin/python3 tools/hf_to_gguf.py --vocab_only OUT.gguf --hf_tokenizer DIR ...
 
 Families (config.json "model_type") and GGUF names, as llama.cpp's converter writes them:
 
@@ -27,9 +28,13 @@ does. Values are converted from the checkpoint's stored dtype (F32/F16/BF16) exa
 rounded once to the output type.
 
 Tokenizer keys (tokenizer.ggml.*), optional:
+  --hf_tokenizer DIR       tokenizer.json (+ tokenizer_config.json), byte-level BPE: the keys
+                           llama.cpp's converter writes, with its tokenizer.ggml.pre name
+                           (gpt-2, llama-bpe, qwen2, smollm, gpt-4o; tools/gguf_vocab.py)
   --gpt2_tokenizer DIR     vocab.json + merges.txt (or encoder.json + vocab.bpe): model "gpt2",
-                           pre "gpt2", tokens by id, merges, token types (<|endoftext|> is
-                           CONTROL), bos = eos = <|endoftext|>.
+                           pre "gpt-2" (llama.cpp's name; files written before were "gpt2",
+                           which textgen still reads), tokens by id, merges, token types
+                           (<|endoftext|> is CONTROL), bos = eos = <|endoftext|>.
   --llama2c_tokenizer F    llama2.c's tokenizer.bin: model "llama", tokens (spaces spelled
                            "▁"), scores, token types (0 UNKNOWN, 1-2 CONTROL, <0xXX> BYTE),
                            unk 0, bos 1, eos 2.
@@ -56,6 +61,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import (GGML_BF16, GGML_F16, GGML_F32, GGML_Q8_0, Q8_0_BLOCK,  # noqa: E402
                          GgufType, GgufWriter)
+from gguf_vocab import add_hf_tokenizer  # noqa: E402
 from safetensors_io import load_file  # noqa: E402
 
 TYPES = {"f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16, "q8_0": GGML_Q8_0}
@@ -219,7 +225,7 @@ def add_gpt2_tokenizer(w: GgufWriter, directory: str) -> None:
     eot = ids["<|endoftext|>"]
     types = [CONTROL if i == eot else NORMAL for i in range(len(tokens))]
     w.add("tokenizer.ggml.model", "gpt2")
-    w.add("tokenizer.ggml.pre", "gpt2")
+    w.add("tokenizer.ggml.pre", "gpt-2")
     w.add("tokenizer.ggml.tokens", tokens, GgufType.ARRAY, GgufType.STRING)
     w.add("tokenizer.ggml.token_type", types, GgufType.ARRAY, GgufType.INT32)
     w.add("tokenizer.ggml.merges", merges, GgufType.ARRAY, GgufType.STRING)
@@ -265,8 +271,30 @@ def tensor_type(t: torch.Tensor, requested: int) -> int:
     return requested
 
 
+def load_checkpoint(model_dir: str) -> dict[str, torch.Tensor]:
+    """model.safetensors, or every shard model.safetensors.index.json's weight_map names."""
+    single = os.path.join(model_dir, "model.safetensors")
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(single) or not os.path.exists(index):
+        return load_file(single)
+    with open(index, encoding="utf-8") as f:
+        weight_map = json.load(f)["weight_map"]
+    tensors: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        for name, t in load_file(os.path.join(model_dir, shard)).items():
+            if weight_map.get(name) != shard:
+                raise SystemExit(f"{model_dir}/{shard}: tensor {name} is not mapped to it by "
+                                 "model.safetensors.index.json")
+            tensors[name] = t
+    missing = sorted(set(weight_map) - set(tensors))
+    if missing:
+        raise SystemExit(f"{model_dir}: tensors in the index but in no shard: {missing[:5]}")
+    return tensors
+
+
 def convert(model_dir: str, out: str, type_name: str, alignment: int,
-            gpt2_tokenizer: str | None, llama2c_tokenizer: str | None) -> None:
+            gpt2_tokenizer: str | None, llama2c_tokenizer: str | None,
+            hf_tokenizer: str | None = None) -> None:
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
     # llama.cpp writes Mistral (without a sliding window) as llama.
@@ -277,7 +305,7 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
         # GGUF's gpt2 architecture has no encoder or cross-attention tensors.
         raise SystemExit(f"{model_dir}: an encoder-decoder model has no GGUF form here; "
                          "serve its safetensors directory")
-    hf = load_file(os.path.join(model_dir, "model.safetensors"))
+    hf = load_checkpoint(model_dir)
     w = GgufWriter(alignment)
     w.add("general.architecture", arch)
     w.add("general.name", os.path.basename(os.path.normpath(model_dir)))
@@ -288,11 +316,13 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
         w.add("general.quantization_version", 2, GgufType.UINT32)
     add_model_keys(w, cfg, arch, hf)
     vocab_size = cfg["vocab_size"]
+    if hf_tokenizer:
+        add_hf_tokenizer(w, hf_tokenizer, vocab_size, cfg)
     if gpt2_tokenizer:
         add_gpt2_tokenizer(w, gpt2_tokenizer)
     if llama2c_tokenizer:
         add_llama2c_tokenizer(w, llama2c_tokenizer, vocab_size)
-    if not gpt2_tokenizer and not llama2c_tokenizer:
+    if not gpt2_tokenizer and not llama2c_tokenizer and not hf_tokenizer:
         # llama.cpp refuses a file without tokenizer.ggml.model; "none" plus the vocabulary
         # size is its own converter's spelling of "no tokenizer" (NoVocab models).
         w.add("tokenizer.ggml.model", "none")
@@ -310,10 +340,12 @@ def convert(model_dir: str, out: str, type_name: str, alignment: int,
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="+", metavar="[MODEL_DIR] OUT",
-                    help="the checkpoint directory (config.json + model.safetensors), unless "
+                    help="the checkpoint directory (config.json + model.safetensors or "
+                         "shards), unless "
                          "--vocab_only, and the .gguf file to write")
     ap.add_argument("--type", choices=sorted(TYPES), default="f32")
     ap.add_argument("--alignment", type=int, default=32)
+    ap.add_argument("--hf_tokenizer", help="directory with tokenizer.json (byte-level BPE)")
     ap.add_argument("--gpt2_tokenizer", help="directory with vocab.json + merges.txt")
     ap.add_argument("--llama2c_tokenizer", help="llama2.c tokenizer.bin")
     ap.add_argument("--vocab_only", action="store_true", help="tokenizer keys only")
@@ -326,14 +358,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.vocab_only:
         w = GgufWriter(args.alignment)
         w.add("general.architecture", args.arch)
+        if args.hf_tokenizer:
+            add_hf_tokenizer(w, args.hf_tokenizer)
         if args.gpt2_tokenizer:
             add_gpt2_tokenizer(w, args.gpt2_tokenizer)
         if args.llama2c_tokenizer:
             add_llama2c_tokenizer(w, args.llama2c_tokenizer, args.vocab_size)
         w.write(args.paths[0])
         return
+    if sum(bool(t) for t in (args.hf_tokenizer, args.gpt2_tokenizer,
+                             args.llama2c_tokenizer)) > 1:
+        ap.error("at most one of --hf_tokenizer, --gpt2_tokenizer, --llama2c_tokenizer")
     convert(args.paths[0], args.paths[1], args.type, args.alignment, args.gpt2_tokenizer,
-            args.llama2c_tokenizer)
+            args.llama2c_tokenizer, args.hf_tokenizer)
 
 
 if __name__ == "__main__":

@@ -30,37 +30,12 @@ T LoadLittleEndian(const char* p) {
 
 bool IsKnownValueType(uint32_t type) { return type <= 12; }
 
-// Bytes of a scalar value type; 0 for strings and arrays.
-size_t ScalarBytes(GgufValueType type) {
-  switch (type) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
-      return 8;
-    case GgufValueType::kString:
-    case GgufValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
-
 // The fewest bytes an element of `type` can take (a string its length field,
 // an array its type and count), to bound counts before looping over them.
 size_t MinBytes(GgufValueType type) {
   if (type == GgufValueType::kString) return 8;
   if (type == GgufValueType::kArray) return 12;
-  return ScalarBytes(type);
+  return GgufScalarBytes(type);
 }
 
 bool IsUnsignedInteger(GgufValueType t) {
@@ -187,7 +162,7 @@ absl::Status SkipValue(Cursor& in, GgufValueType type, int depth) {
               GgufValueTypeName(element_type), " cannot fit in the ",
               in.remaining(), " bytes left"));
         }
-        const size_t scalar = ScalarBytes(element_type);
+        const size_t scalar = GgufScalarBytes(element_type);
         if (scalar != 0 && element_type != GgufValueType::kBool) {
           in.Skip(count * scalar);  // Within the file: checked above.
           return absl::OkStatus();
@@ -203,7 +178,7 @@ absl::Status SkipValue(Cursor& in, GgufValueType type, int depth) {
       }();
     }
     default: {
-      const size_t n = ScalarBytes(type);
+      const size_t n = GgufScalarBytes(type);
       TEXTGEN_RETURN_IF_ERROR(in.Need(n, GgufValueTypeName(type)));
       in.Skip(n);
       return absl::OkStatus();
@@ -226,6 +201,30 @@ const char* GgufValueTypeName(GgufValueType type) {
       "BOOL",  "STRING", "ARRAY",  "UINT64", "INT64",  "FLOAT64"};
   const auto i = static_cast<uint32_t>(type);
   return i < 13 ? kNames[i] : "?";
+}
+
+size_t GgufScalarBytes(GgufValueType type) {
+  switch (type) {
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      return 0;
+  }
+  return 0;
 }
 
 std::string GgmlTypeName(uint32_t type) {
@@ -430,6 +429,13 @@ absl::StatusOr<GgufFile> GgufFile::Parse(GgufFile file) {
     file.tensors_.push_back(std::move(t));
   }
 
+  // A file without tensors may end right after its metadata: llama.cpp's
+  // writer leaves the padding out of vocabulary-only files (its
+  // models/ggml-vocab-*.gguf) and its reader needs none.
+  if (file.tensors_.empty() && in.pos() == file.size()) {
+    file.data_start_ = file.size();
+    return file;
+  }
   // Padding, then the data section, which must end where the tensors do.
   file.data_start_ = AlignUp(in.pos(), file.alignment_);
   if (file.data_start_ > file.size()) {
@@ -620,7 +626,7 @@ absl::StatusOr<std::vector<int64_t>> GgufFile::GetIntArray(
     return WrongType(*kv, "an ARRAY of integers");
   }
   std::vector<int64_t> out(kv->count);
-  const size_t step = ScalarBytes(kv->element_type);
+  const size_t step = GgufScalarBytes(kv->element_type);
   for (uint64_t i = 0; i < kv->count; ++i) {
     out[i] = IntAt(kv->element_type, kv->value_offset + i * step);
   }
@@ -635,7 +641,7 @@ absl::StatusOr<std::vector<double>> GgufFile::GetFloatArray(
     return WrongType(*kv, "an ARRAY of FLOAT32 or FLOAT64");
   }
   std::vector<double> out(kv->count);
-  const size_t step = ScalarBytes(kv->element_type);
+  const size_t step = GgufScalarBytes(kv->element_type);
   for (uint64_t i = 0; i < kv->count; ++i) {
     out[i] = FloatAt(kv->element_type, kv->value_offset + i * step);
   }

@@ -64,6 +64,8 @@ enum class GgufValueType : uint32_t {
 };
 // "UINT32", "STRING", ... (the spec's names).
 const char* GgufValueTypeName(GgufValueType type);
+// Bytes of one value of a scalar type; 0 for strings and arrays.
+size_t GgufScalarBytes(GgufValueType type);
 
 // ggml tensor types by number. Those named here are the float types and Q8_0;
 // a tensor may hold any block type of kernels::BlockType (same numbers).

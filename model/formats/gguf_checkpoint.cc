@@ -482,6 +482,12 @@ absl::StatusOr<const GgufTensors::Entry*> GgufTensors::Get(
   return entry;
 }
 
+std::string GgufTensors::DisplayName(const std::string& name) const {
+  const Entry* entry = FindEntry(name);
+  if (entry == nullptr || entry->tensor->name == name) return name;
+  return absl::StrCat(entry->tensor->name, " (", name, ")");
+}
+
 absl::StatusOr<std::vector<float>> GgufTensors::ReadFloats(
     const std::string& name, const std::vector<int64_t>& shape) const {
   TEXTGEN_ASSIGN_OR_RETURN(const Entry* entry, Get(name, shape));

@@ -76,6 +76,8 @@ class GgufTensors final : public TensorSource {
 
   const std::string& source() const override { return file_->source(); }
   std::vector<std::string> TensorNames() const override { return names_; }
+  // "blk.0.ffn_down.weight (model.layers.0.mlp.down_proj.weight)".
+  std::string DisplayName(const std::string& name) const override;
   const std::vector<int64_t>* FindShape(const std::string& name) const override;
   absl::StatusOr<std::vector<float>> ReadFloats(
       const std::string& name,

@@ -95,17 +95,8 @@ float FactorB(const BlockPanelLayout& l, const uint8_t* panel, int s, int jj) {
                  panel[l.min + static_cast<size_t>(s) * kPanel + jj]);
 }
 
-// Per-thread room for one panel's factors (table.h's BlockPanelView).
-struct Factors {
-  std::vector<float> a, b;
-};
-BlockPanelView ViewOf(const BlockPanelLayout& l, const uint8_t* panel,
-                      Factors* f) {
-  const size_t n = static_cast<size_t>(l.depth / l.type->sub_block) * kPanel;
-  if (f->a.size() < n) {
-    f->a.resize(n);
-    f->b.resize(n);
-  }
+// The family kernel's view of one panel (table.h).
+BlockPanelView ViewOf(const BlockPanelLayout& l, const uint8_t* panel) {
   BlockPanelView view;
   view.codes = panel;
   view.d = reinterpret_cast<const uint16_t*>(panel + l.d);
@@ -114,8 +105,6 @@ BlockPanelView ViewOf(const BlockPanelLayout& l, const uint8_t* panel,
     view.scale = reinterpret_cast<const int8_t*>(panel + l.scale);
   if (l.has_min) view.min = panel + l.min;
   view.subs_per_block = l.type->values / l.type->sub_block;
-  view.a = f->a.data();
-  view.b = f->b.data();
   view.code_bits = l.code_bits;
   view.code_offset = l.type->code_offset;
   view.sub_block = l.type->sub_block;
@@ -252,12 +241,11 @@ void MatMulBlockPanels(const float* x, int rows, int x_stride,
                        const PackedWeights& w, int panel_begin, int panel_end,
                        float* widened, float* y, int y_stride,
                        bool accumulate) {
-  thread_local Factors factors;
   const KernelTable& table = ActiveKernelTable();
   for (int p = panel_begin; p < panel_end; ++p) {
     const BlockPanelLayout layout =
         MakeBlockPanelLayout(w.panel_block_type(p), w.depth());
-    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p), &factors);
+    const BlockPanelView view = ViewOf(layout, w.panel_blocks(p));
     const int j0 = p * kPanel;
     table.matmul_block_panel(x, rows, x_stride, view, w.depth(),
                              std::min(kPanel, w.cols() - j0), widened, y + j0,

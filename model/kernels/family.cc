@@ -724,6 +724,48 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
 // dequantize_row_* computes it (ggml_blocks.h): a · v, then ± b, each rounded
 // on its own, so a kBlocks product is the kF32 product of the dequantized
 // weights bit for bit, in every family.
+// 16 fp16 bit patterns widened to floats, exactly.
+inline Vec HalvesToFloats(const uint16_t* p) {
+#if defined(__AVX512F__)
+  const __m512 f =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  Vec v;
+  __builtin_memcpy(&v, &f, sizeof(v));
+  return v;
+#elif defined(__F16C__)
+  const __m256 f[2] = {
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+      _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  Vec v;
+  __builtin_memcpy(&v, f, sizeof(v));
+  return v;
+#else
+  Vec v;
+  for (int i = 0; i < kVec; ++i) v[i] = HalfToFloat(p[i]);
+  return v;
+#endif
+}
+
+typedef int8_t VecI8 __attribute__((vector_size(kVec)));
+typedef uint8_t VecU8 __attribute__((vector_size(kVec)));
+template <typename Small, typename SmallVec>
+inline Vec SmallIntsToFloats(const Small* p) {
+#if defined(__AVX512F__)
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m512i ints = static_cast<Small>(-1) < 0 ? _mm512_cvtepi8_epi32(bytes)
+                                                  : _mm512_cvtepu8_epi32(bytes);
+  const __m512 f = _mm512_cvtepi32_ps(ints);
+  Vec v;
+  __builtin_memcpy(&v, &f, sizeof(v));
+  return v;
+#else
+  SmallVec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return __builtin_convertvector(v, Vec);
+#endif
+}
+
 constexpr unsigned kLaneRowBytes = 4 * PackedWeights::kPanel;  // 64 lanes.
 template <int kBits, BlockBias kBias, bool kTable, int kSub>
 struct BlockPanel {
@@ -733,10 +775,9 @@ struct BlockPanel {
                                                        : 6 * kLaneRowBytes;
   static constexpr int kStepBytes = kGroupBytes / 32;
   const uint8_t* codes;
-  const float* a;
-  const float* b;
-  float offset;  // 2^23 + code_offset.
-  Vec table;     // IQ4's code values.
+  const BlockPanelView* view;  // The stored scales.
+  float offset;                // 2^23 + code_offset.
+  Vec table;                   // IQ4's code values.
   static VecU32 Lanes(const uint8_t* p) {
     VecU32 v;
     __builtin_memcpy(&v, p, sizeof(v));
@@ -755,7 +796,15 @@ struct BlockPanel {
   Vec Weight(VecU32 code, Vec a_s, Vec b_s) const {
     Vec v;
     if (kTable) {
-      v = __builtin_shuffle(table, code);
+#if defined(__AVX512F__)
+      const __m512 t =
+          _mm512_permutexvar_ps(reinterpret_cast<const __m512i&>(code),
+                                reinterpret_cast<const __m512&>(table));
+      __builtin_memcpy(&v, &t, sizeof(v));
+#else
+      // IQ4's 16-entry table (GCC's __builtin_shuffle is not clang's).
+      for (int i = 0; i < kVec; ++i) v[i] = table[code[i] & 15u];
+#endif
     } else {
       const VecU32 bits = code | 0x4b000000u;  // 2^23 + code, exactly.
       __builtin_memcpy(&v, &bits, sizeof(v));
@@ -776,12 +825,29 @@ struct BlockPanel {
       high[i] = Lanes(group + (4 + i) * kLaneRowBytes);
     }
   }
+  // Sub-block k / kSub's factors for columns 16c .. 16c + 15: a = d · scale,
+  // b = m · min (d alone, m alone, where the type has no scales or mins),
+  // products of exact conversions, as ggml forms them.
   Vec FactorA(unsigned k, int c) const {
-    return Load(a + k / kSub * PackedWeights::kPanel + c * kVec);
+    const unsigned s = k / kSub;
+    const unsigned block = s / view->subs_per_block;
+    constexpr int kP = PackedWeights::kPanel;
+    Vec a = HalvesToFloats(view->d + block * kP + c * kVec);
+    if (view->scale != nullptr) {
+      a = a * SmallIntsToFloats<int8_t, VecI8>(view->scale + s * kP + c * kVec);
+    }
+    return a;
   }
   Vec FactorB(unsigned k, int c) const {
     if (kBias == BlockBias::kNone) return Vec{};
-    return Load(b + k / kSub * PackedWeights::kPanel + c * kVec);
+    const unsigned s = k / kSub;
+    const unsigned block = s / view->subs_per_block;
+    constexpr int kP = PackedWeights::kPanel;
+    Vec b = HalvesToFloats(view->m + block * kP + c * kVec);
+    if (view->min != nullptr) {
+      b = b * SmallIntsToFloats<uint8_t, VecU8>(view->min + s * kP + c * kVec);
+    }
+    return b;
   }
   Vec At(int k, int c) const {
     const unsigned uk = static_cast<unsigned>(k);
@@ -799,13 +865,51 @@ struct BlockPanel {
     LoadGroup(g, c, low, high);
     const Vec a0 = FactorA(g * 32, c), b0 = FactorB(g * 32, c);
     const Vec a1 = FactorA(g * 32 + 16, c), b1 = FactorB(g * 32 + 16, c);
+    // An octet of 8 steps at a time: constant shifts inside it, and few
+    // enough live vectors that nothing is spilled.
+#pragma GCC unroll 1
+    for (unsigned o = 0; o < 4; ++o) {
+      const Vec a = o < 2 ? a0 : a1, b = o < 2 ? b0 : b1;
+      // The octet's lanes, its high bits shifted down once (Code's bits).
+      const VecU32 l0 = kBits == 8 ? low[2 * o] : low[o];
+      const VecU32 l1 = kBits == 8 ? low[2 * o + 1] : low[o];
+      const VecU32 h = kBits == 5   ? high[0] >> (8 * o)
+                       : kBits == 6 ? high[o / 2] >> (16 * (o % 2))
+                                    : VecU32{};
+#pragma GCC unroll 8
+      for (unsigned i = 0; i < 8; ++i) {
+        const unsigned r = o * 8 + i;
+        VecU32 code;
+        if (kBits == 8) {
+          code = ((i < 4 ? l0 : l1) >> (8 * (i % 4))) & 0xffu;
+        } else {
+          code = (l0 >> (4 * i)) & 0xfu;
+          if (kBits == 5) code |= ((h >> i) & 1u) << 4;
+          if (kBits == 6) code |= ((h >> (2 * i)) & 3u) << 4;
+        }
+        const Vec w = Weight(code, a, b);
+        for (int row = 0; row < R; ++row) {
+          acc[row] =
+              MulAdd(x[static_cast<long>(row) * x_stride + r], w, acc[row]);
+        }
+      }
+    }
+  }
+  // The whole panel as f32 steps (F32Panel's layout): At's values, a group
+  // of 32 steps at a time.
+  void Widen(int depth, float* out) const {
+    for (int g = 0; g < depth / 32; ++g) {
+      for (int c = 0; c < kPanelVecs; ++c) {
+        VecU32 low[kLowRows], high[kHighRows > 0 ? kHighRows : 1];
+        LoadGroup(g, c, low, high);
+        const Vec a0 = FactorA(g * 32, c), b0 = FactorB(g * 32, c);
+        const Vec a1 = FactorA(g * 32 + 16, c), b1 = FactorB(g * 32 + 16, c);
+        float* step = out + (32L * g) * PackedWeights::kPanel + c * kVec;
 #pragma GCC unroll 32
-    for (unsigned r = 0; r < 32; ++r) {
-      const Vec w =
-          Weight(Code(low, high, r), r < 16 ? a0 : a1, r < 16 ? b0 : b1);
-      for (int row = 0; row < R; ++row) {
-        acc[row] =
-            MulAdd(x[static_cast<long>(row) * x_stride + r], w, acc[row]);
+        for (unsigned r = 0; r < 32; ++r) {
+          Store(step + r * PackedWeights::kPanel,
+                Weight(Code(low, high, r), r < 16 ? a0 : a1, r < 16 ? b0 : b1));
+        }
       }
     }
   }
@@ -844,75 +948,14 @@ void BlockTile(const float* x, int depth, int x_stride, const Panel& panel,
   }
 }
 
-// 16 fp16 bit patterns widened to floats, exactly.
-inline Vec HalvesToFloats(const uint16_t* p) {
-#if defined(__AVX512F__)
-  const __m512 f =
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  Vec v;
-  __builtin_memcpy(&v, &f, sizeof(v));
-  return v;
-#elif defined(__F16C__)
-  const __m256 f[2] = {
-      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-      _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
-  Vec v;
-  __builtin_memcpy(&v, f, sizeof(v));
-  return v;
-#else
-  Vec v;
-  for (int i = 0; i < kVec; ++i) v[i] = HalfToFloat(p[i]);
-  return v;
-#endif
-}
-
-typedef int8_t VecI8 __attribute__((vector_size(kVec)));
-typedef uint8_t VecU8 __attribute__((vector_size(kVec)));
-template <typename Small, typename SmallVec>
-inline Vec SmallIntsToFloats(const Small* p) {
-  SmallVec v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return __builtin_convertvector(v, Vec);
-}
-
-// The panel's factors (table.h's BlockPanelView): a = d · scale and b = m ·
-// min per sub-block and column, products of exact conversions, as ggml forms
-// them (d alone, and m alone, where the type has no scales or mins).
-void BlockFactors(const BlockPanelView& v, int depth) {
-  const int subs = depth / v.sub_block;
-  constexpr int kP = PackedWeights::kPanel;
-  for (int s = 0; s < subs; ++s) {
-    const long block = s / v.subs_per_block;
-    for (int c = 0; c < kPanelVecs; ++c) {
-      const long at = static_cast<long>(s) * kP + c * kVec;
-      const long block_at = block * kP + c * kVec;
-      Vec a = HalvesToFloats(v.d + block_at);
-      if (v.scale != nullptr) {
-        a = a * SmallIntsToFloats<int8_t, VecI8>(v.scale + at);
-      }
-      Store(v.a + at, a);
-      if (v.m != nullptr) {
-        Vec b = HalvesToFloats(v.m + block_at);
-        if (v.min != nullptr) {
-          b = b * SmallIntsToFloats<uint8_t, VecU8>(v.min + at);
-        }
-        Store(v.b + at, b);
-      }
-    }
-  }
-}
-
 template <int kBits, BlockBias kBias, bool kTable, int kSub>
 void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
                         const BlockPanelView& view, int depth, int valid,
                         float* widened, float* y, int y_stride,
                         bool accumulate) {
-  BlockFactors(view, depth);
   BlockPanel<kBits, kBias, kTable, kSub> panel;
   panel.codes = view.codes;
-  panel.a = view.a;
-  panel.b = view.b;
+  panel.view = &view;
   panel.offset = 8388608.0f + static_cast<float>(view.code_offset);
   for (int i = 0; i < kVec; ++i) panel.table[i] = kIq4Values[i];
   if (rows == kTileRows) {
@@ -925,6 +968,13 @@ void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
                    y + static_cast<long>(r) * y_stride, y_stride, valid,
                    accumulate);
     }
+    return;
+  }
+  if (widened != nullptr) {
+    // Prefill: the panel widened once, then every row over the floats.
+    panel.Widen(depth, widened);
+    PanelGroups(x, rows, x_stride, F32Panel{widened}, depth, nullptr, nullptr,
+                y, y_stride, valid, accumulate);
     return;
   }
   MatMulPanelsOf(

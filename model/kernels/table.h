@@ -31,10 +31,9 @@ struct QuantizedRows {
 
 // One panel of a kBlocks matrix as the family kernel reads it
 // (model/kernels/block_panels.h has the byte layout): its codes and stored
-// scales, and room for the per-sub-block factors of its 64 columns that the
-// kernel first computes from them, a[s][j] = d · scale and b[s][j] = m · min
-// (m where the type has no mins), so that weight (k, j) = a[s][j] ·
-// code_value(code) [+ or - b[s][j]], s = k / sub_block: ggml's value,
+// scales. Weight (k, j) = a · code_value(code) [+ or - b], with the factors
+// of sub-block s = k / sub_block a = d · scale and b = m · min (m where the
+// type has no mins), each a product of exact conversions: ggml's value,
 // exactly (ggml_blocks.h).
 struct BlockPanelView {
   const uint8_t* codes = nullptr;
@@ -43,9 +42,7 @@ struct BlockPanelView {
   const int8_t* scale = nullptr;  // [subs][kPanel], or null (all 1).
   const uint8_t* min = nullptr;   // [subs][kPanel], or null (all 1).
   int subs_per_block = 1;
-  float* a = nullptr;  // Room for [depth / sub_block][PackedWeights::kPanel].
-  float* b = nullptr;  // The same, where m is not null.
-  int code_bits = 4;   // As stored: 4 (also for 2- and 3-bit codes), 5, 6, 8.
+  int code_bits = 4;  // As stored: 4 (also for 2- and 3-bit codes), 5, 6, 8.
   int code_offset = 0;
   int sub_block = 32;
   BlockBias bias = BlockBias::kNone;

@@ -11,15 +11,17 @@
 namespace textgen {
 namespace {
 
-// The vocabulary's control and user-defined tokens (GGUF's token types) join
-// the added tokens, unless listed there already.
+// The vocabulary's control, unknown and user-defined tokens (GGUF's token
+// types) join the added tokens, unless listed there already.
 void AddTokensOfTypes(BpeTokenizerSpec& spec) {
   // A `types` list of the wrong length is refused by BpeModel::Create.
   const size_t n = std::min(spec.types.size(), spec.vocab.size());
   for (int id = 0; id < static_cast<int>(n); ++id) {
     const TokenType type = spec.types[id];
-    if (type != TokenType::kControl && type != TokenType::kUserDefined)
+    if (type != TokenType::kControl && type != TokenType::kUnknown &&
+        type != TokenType::kUserDefined) {
       continue;
+    }
     if (spec.vocab[id].empty()) continue;
     const bool listed =
         std::any_of(spec.added_tokens.begin(), spec.added_tokens.end(),
@@ -28,7 +30,7 @@ void AddTokensOfTypes(BpeTokenizerSpec& spec) {
     AddedToken added;
     added.id = id;
     added.content = spec.vocab[id];
-    added.special = type == TokenType::kControl;
+    added.special = type != TokenType::kUserDefined;
     spec.added_tokens.push_back(added);
   }
 }
@@ -49,14 +51,16 @@ std::vector<std::string> TokenStrings(const std::vector<std::string>& vocab,
 }  // namespace
 
 void UseByteLevelPipeline(BpeTokenizerSpec& spec,
-                          std::string_view split_pattern) {
+                          absl::Span<const std::string_view> split_patterns) {
   spec.normalizers.clear();
   spec.pre_tokenizers.clear();
-  PreTokenizerSpec split;
-  split.kind = PreTokenizerSpec::Kind::kSplit;
-  split.pattern = std::string(split_pattern);
-  split.behavior = SplitBehavior::kIsolated;
-  spec.pre_tokenizers.push_back(split);
+  for (std::string_view pattern : split_patterns) {
+    PreTokenizerSpec split;
+    split.kind = PreTokenizerSpec::Kind::kSplit;
+    split.pattern = std::string(pattern);
+    split.behavior = SplitBehavior::kIsolated;
+    spec.pre_tokenizers.push_back(split);
+  }
   PreTokenizerSpec byte_level;
   byte_level.kind = PreTokenizerSpec::Kind::kByteLevel;
   byte_level.use_regex = false;
@@ -65,15 +69,19 @@ void UseByteLevelPipeline(BpeTokenizerSpec& spec,
   spec.byte_fallback = false;
 }
 
-void UseSentencePiecePipeline(BpeTokenizerSpec& spec) {
-  NormalizerSpec prepend;
-  prepend.kind = NormalizerSpec::Kind::kPrepend;
-  prepend.content = kMetaspace;
+void UseSentencePiecePipeline(BpeTokenizerSpec& spec, bool add_space_prefix) {
+  spec.normalizers.clear();
+  if (add_space_prefix) {
+    NormalizerSpec prepend;
+    prepend.kind = NormalizerSpec::Kind::kPrepend;
+    prepend.content = kMetaspace;
+    spec.normalizers.push_back(prepend);
+  }
   NormalizerSpec replace;
   replace.kind = NormalizerSpec::Kind::kReplace;
   replace.pattern = " ";
   replace.content = kMetaspace;
-  spec.normalizers = {prepend, replace};
+  spec.normalizers.push_back(replace);
   spec.pre_tokenizers.clear();
   spec.byte_fallback = true;
   spec.fuse_unk = true;
@@ -93,7 +101,8 @@ void UseSentencePiecePipeline(BpeTokenizerSpec& spec) {
   strip.kind = TokenDecoderSpec::Kind::kStrip;
   strip.content = " ";
   strip.start = 1;
-  spec.decoders = {to_space, bytes, fuse, strip};
+  spec.decoders = {to_space, bytes, fuse};
+  if (add_space_prefix) spec.decoders.push_back(strip);
 }
 
 BpeTokenizer::BpeTokenizer(std::string source, std::vector<std::string> strings,

@@ -31,9 +31,10 @@
 //
 // Regexes are PCRE2 (Unicode properties, lookahead, (?i:...)); `\s` and `\S`
 // mean Unicode White_Space, as in Oniguruma, which the library uses (PCRE2's
-// own \s would also take U+180E). \p{...} come from PCRE2's tables (Debian
-// bookworm's 10.42: Unicode 14), so a character first assigned in a later
-// Unicode version belongs to no letter or number class here.
+// own \s would also take U+180E). \p{L}, \p{N} and the other general
+// categories are PCRE2's (Debian bookworm's 10.42: Unicode 14.0) plus what the
+// library's Unicode 16.0 adds (pcre2_regex.h), so characters assigned since
+// split as the library splits them.
 //
 // Everything a spec asks for is checked when BpeTokenizer::Create builds
 // each stage: unknown tokens in merges, duplicate ids, regexes that do not
@@ -49,6 +50,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "model/text/added_vocabulary.h"
 #include "model/text/bpe_model.h"
 #include "model/text/decoders.h"
@@ -63,8 +65,10 @@ struct BpeTokenizerSpec : BpeModelSpec {
   // Names the data in errors ("model/tokenizer.json", "x.gguf").
   std::string source;
 
-  // Besides these, the vocabulary's kControl / kUserDefined tokens (`types`)
-  // are added tokens, special or not, unless listed here.
+  // Besides these, the vocabulary's kControl / kUnknown / kUserDefined tokens
+  // (`types`) are added tokens, special (the first two) or not, unless listed
+  // here: so GGUF's "<unk>" in text is the unknown token, as llama.cpp and
+  // Llama 2's tokenizer.json read it.
   std::vector<AddedToken> added_tokens;
 
   // The pipeline, each list applied in order.
@@ -79,15 +83,18 @@ struct BpeTokenizerSpec : BpeModelSpec {
   std::vector<int> eos_ids;
 };
 
-// The pipeline of a byte-level BPE (GPT-2, Llama 3, Qwen2/3, SmolLM): Split
-// by `split_pattern` (Isolated), ByteLevel without its own regex, ByteLevel
-// decoder.
+// The pipeline of a byte-level BPE (GPT-2, Llama 3, Qwen2/3, SmolLM): no
+// normalizer, a Split (Isolated) by each of `split_patterns` in turn,
+// ByteLevel without its own regex, ByteLevel decoder.
 void UseByteLevelPipeline(BpeTokenizerSpec& spec,
-                          std::string_view split_pattern);
+                          absl::Span<const std::string_view> split_patterns);
 // Llama 2's (TinyLlama, Mistral v0.1, GGUF `llama`): normalizers Prepend "▁"
 // and Replace " " -> "▁", byte_fallback, unk "<unk>" if the vocabulary has
 // it, decoders Replace "▁" -> " ", ByteFallback, Fuse, Strip one leading " ".
-void UseSentencePiecePipeline(BpeTokenizerSpec& spec);
+// Without add_space_prefix (GGUF's tokenizer.ggml.add_space_prefix false),
+// neither the Prepend nor the Strip.
+void UseSentencePiecePipeline(BpeTokenizerSpec& spec,
+                              bool add_space_prefix = true);
 
 class BpeTokenizer : public Tokenizer {
  public:

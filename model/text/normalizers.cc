@@ -2,12 +2,16 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 
 namespace textgen {
 
@@ -46,19 +50,58 @@ absl::Status Replace::Apply(std::string& text) const {
 
 namespace {
 
+struct CodeRange {
+  char32_t first;
+  char32_t last;
+};
+#include "model/text/unicode_nfc_unknown.inc"
+
+// Whether the library's NFC tables lack `c` (it is then a plain character to
+// it: nothing reorders around it or composes with it).
+bool UnknownToLibraryNfc(char32_t c) {
+  const auto it = std::upper_bound(
+      std::begin(kNfcUnknown), std::end(kNfcUnknown), c,
+      [](char32_t value, const CodeRange& r) { return value < r.first; });
+  return it != std::begin(kNfcUnknown) && c <= std::prev(it)->last;
+}
+
+// Appends utf8proc's NFC of `text`.
+absl::Status AppendNfc(std::string_view text, std::string& out) {
+  if (text.empty()) return absl::OkStatus();
+  utf8proc_uint8_t* result = nullptr;
+  const utf8proc_ssize_t size = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+      static_cast<utf8proc_ssize_t>(text.size()), &result,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (size < 0) {
+    return absl::InternalError(absl::StrCat("NFC: ", utf8proc_errmsg(size)));
+  }
+  out.append(reinterpret_cast<const char*>(result), size);
+  std::free(result);  // utf8proc_map's buffer is malloc'd.
+  return absl::OkStatus();
+}
+
+// utf8proc's NFC (Unicode 15.0) between the characters the library's older
+// tables lack (unicode_nfc_unknown.inc, tools/make_unicode_nfc.py), which are
+// copied as they are: the library's NFC.
 class NfcNormalizer : public Normalizer {
  public:
   absl::Status Normalize(std::string& text) const override {
-    utf8proc_uint8_t* result = nullptr;
-    const utf8proc_ssize_t size = utf8proc_map(
-        reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-        static_cast<utf8proc_ssize_t>(text.size()), &result,
-        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    if (size < 0) {
-      return absl::InternalError(absl::StrCat("NFC: ", utf8proc_errmsg(size)));
+    std::string out;
+    out.reserve(text.size());
+    size_t segment = 0;
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t start = pos;
+      const char32_t c = NextCodePoint(text, pos);
+      if (c < kNfcUnknown[0].first || !UnknownToLibraryNfc(c)) continue;
+      TEXTGEN_RETURN_IF_ERROR(AppendNfc(
+          std::string_view(text).substr(segment, start - segment), out));
+      out.append(text, start, pos - start);
+      segment = pos;
     }
-    text.assign(reinterpret_cast<const char*>(result), size);
-    std::free(result);  // utf8proc_map's buffer is malloc'd.
+    TEXTGEN_RETURN_IF_ERROR(
+        AppendNfc(std::string_view(text).substr(segment), out));
+    text = std::move(out);
     return absl::OkStatus();
   }
 };

@@ -2,7 +2,9 @@
 // `tokenizers::normalizers`). Each stretch of text between added tokens is
 // rewritten by them, in order, before it is split into words:
 //
-//   NFC      Unicode canonical composition (utf8proc);
+//   NFC      Unicode canonical composition (utf8proc), except around the 110
+//            characters whose NFC data the library's tables lack (U+07FD,
+//            Nag Mundari's signs...): it copies them as they are, so does this;
 //   Prepend  puts `content` before non-empty text (SentencePiece's "▁");
 //   Replace  turns every match of a literal string or regex into `content`.
 //

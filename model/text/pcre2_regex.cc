@@ -3,8 +3,13 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdint>
+#include <string_view>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "base/status_macros.h"
 #include "base/utf8.h"
 
@@ -31,6 +36,32 @@ struct MatchData {
 constexpr char kWhiteSpace[] =
     "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"
     "\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+struct CodeRange {
+  char32_t first;
+  char32_t last;
+};
+struct ClassAdditions {
+  std::string_view name;
+  absl::Span<const CodeRange> ranges;
+};
+#include "model/text/unicode_class_additions.inc"
+
+// The class body "\x{A}-\x{B}..." of what the library's \p{name} has beyond
+// PCRE2's, or "" if nothing (or `name` is not a general category).
+std::string AdditionsOf(std::string_view name) {
+  std::string body;
+  for (const ClassAdditions& c : kClassAdditions) {
+    if (c.name != name) continue;
+    for (const CodeRange& r : c.ranges) {
+      absl::StrAppendFormat(&body, "\\x{%X}", static_cast<uint32_t>(r.first));
+      if (r.last != r.first) {
+        absl::StrAppendFormat(&body, "-\\x{%X}", static_cast<uint32_t>(r.last));
+      }
+    }
+  }
+  return body;
+}
 
 }  // namespace
 
@@ -115,6 +146,35 @@ absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern) {
       if (next == 's') {
         out += in_class ? std::string(kWhiteSpace)
                         : absl::StrCat("[", kWhiteSpace, "]");
+      } else if ((next == 'p' || next == 'P') && i + 1 < pattern.size() &&
+                 pattern[i + 1] == '{') {
+        // \p{X}: PCRE2's class plus what newer Unicode puts in it.
+        const size_t close = pattern.find('}', i + 1);
+        if (close == std::string_view::npos) {
+          out += c;
+          out += next;
+          continue;
+        }
+        std::string name(pattern.substr(i + 2, close - i - 2));
+        bool negated = next == 'P';
+        if (!name.empty() && name[0] == '^') {  // Oniguruma's \p{^X} = \P{X}.
+          negated = !negated;
+          name.erase(0, 1);
+        }
+        const std::string property =
+            absl::StrCat("\\", negated ? "P" : "p", "{", name, "}");
+        const std::string more = AdditionsOf(name);
+        i = close;
+        if (more.empty() || (in_class && negated)) {
+          // A negated property inside [...] cannot take additions: it keeps
+          // PCRE2's tables (no tokenizer.json seen so far has one).
+          out += property;
+        } else if (in_class) {
+          absl::StrAppend(&out, "\\p{", name, "}", more);
+        } else {
+          absl::StrAppend(&out, negated ? "[^" : "[", "\\p{", name, "}", more,
+                          "]");
+        }
       } else if (next == 'S') {
         if (in_class) {
           return absl::InvalidArgumentError(

@@ -46,8 +46,17 @@ class Pcre2Regex {
 };
 
 // Rewrites an Oniguruma pattern (what Hugging Face's tokenizers compile) for
-// PCRE2: `\s` and `\S` become Unicode White_Space classes (PCRE2's \s also
-// takes U+180E). INVALID_ARGUMENT for `\S` inside a character class.
+// PCRE2, so that it matches what the library matches:
+//   - `\s` and `\S` become Unicode White_Space classes (PCRE2's \s also takes
+//     U+180E); INVALID_ARGUMENT for `\S` inside a character class;
+//   - a general category `\p{X}` / `\P{X}` / `\p{^X}` (L, Lu, N, P, S, M, ...)
+//     gets the code points the library's Oniguruma (Unicode 16.0) has in X and
+//     PCRE2 10.42's tables (Unicode 14.0) do not: characters assigned since,
+//     such as U+1FA77 PINK HEART (\p{S}) or CJK Extension H (\p{L}); the list,
+//     unicode_class_additions.inc, is generated from the library itself by
+//     tools/make_unicode_additions.py. Not for a `\P{X}` inside [...], which
+//     keeps PCRE2's tables. Other properties (scripts such as \p{Han}) keep
+//     PCRE2's tables too.
 absl::StatusOr<std::string> OnigurumaToPcre2(std::string_view pattern);
 
 // A regex as tokenizer.json spells it: OnigurumaToPcre2, then Compile.

@@ -30,18 +30,12 @@
 
 namespace textgen {
 
-// The pre-tokenizer regexes of the common families, as their tokenizer.json
-// files spell them (for vocabularies that name a family instead, e.g. GGUF's
-// `tokenizer.ggml.pre`).
+// GPT-2's pre-tokenizer regex, as its tokenizer.json spells it: what
+// ByteLevel splits with when use_regex is set (GGUF's named pre-tokenizers are
+// model/formats/gguf_pre_tokenizers.h).
 inline constexpr char kGpt2SplitPattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!"
     "\\S)|\\s+";
-inline constexpr char kLlama3SplitPattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-inline constexpr char kQwen2SplitPattern[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 // SentencePiece's word-boundary mark "▁" (U+2581), which stands for a space.
 inline constexpr char kMetaspace[] = "\xE2\x96\x81";

@@ -102,7 +102,7 @@ pb::ModelInfo TextService::DescribeServer() const {
   pb::ModelInfo info;
   DescribeModel(engine_->config(), tokenizer_, info);
   info.set_name(options_.model_name);
-  info.set_weights_dtype(kernels::WeightTypeName(engine_->weight_type()));
+  info.set_weights_dtype(engine_->weights_dtype());
   info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
   info.set_chat(chat_ != nullptr);
   pb::Limits* limits = info.mutable_limits();

@@ -2,22 +2,24 @@
 // `tokenizers`: Rust bindings, the native binary ships inside the package), for
 // tests/model/text/hf_tokenizer_reference_test.cc to compare textgen's tokenizer.json support against.
 //
-//   node tests/npm/hf_tokenize.js TOKENIZER.json IN.json OUT.json
+//   node tests/npm/hf_tokenize.js TOKENIZER.json IN.json OUT.json [--add_special_tokens]
 //
 // IN.json is a JSON array of strings. OUT.json gets {"ids": [[...], ...], "decoded": [...],
 // "versions": {...}}: per string, the ids of encode(s, addSpecialTokens=false) (textgen's
 // Encode adds no BOS either; added and special tokens inside the text are matched, as the
-// library always does) and decode(ids, skipSpecialTokens=true) (textgen's special tokens
-// decode to nothing, as servers show text).
+// library always does), or with --add_special_tokens those of addSpecialTokens=true (the
+// post-processor's BOS, as a prompt gets it), and decode(ids, skipSpecialTokens=true)
+// (textgen's special tokens decode to nothing, as servers show text).
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
 
 async function main() {
-  const [tokenizerPath, input, output] = process.argv.slice(2);
+  const [tokenizerPath, input, output, flag] = process.argv.slice(2);
+  const addSpecialTokens = flag === '--add_special_tokens';
   if (!tokenizerPath || !input || !output) {
-    console.error('usage: node hf_tokenize.js TOKENIZER.json IN.json OUT.json');
+    console.error('usage: node hf_tokenize.js TOKENIZER.json IN.json OUT.json [--add_special_tokens]');
     process.exit(2);
   }
   const strings = JSON.parse(fs.readFileSync(input, 'utf8'));
@@ -25,7 +27,7 @@ async function main() {
   const ids = [];
   const decoded = [];
   for (const s of strings) {
-    const encoding = await tokenizer.encode(s, null, { addSpecialTokens: false });
+    const encoding = await tokenizer.encode(s, null, { addSpecialTokens });
     const row = Array.from(encoding.getIds());
     ids.push(row);
     decoded.push(await tokenizer.decode(row, true));

@@ -74,6 +74,17 @@ void Store(const Block& b, uint8_t* y, int64_t i) {
   std::memcpy(y + i * sizeof(Block), &b, sizeof(Block));
 }
 
+// The least and greatest of x[0 .. n), as ggml's Q4_1/Q5_1 quantizers scan
+// them (starting from ±FLT_MAX).
+void MinMax(const float* x, int n, float* min, float* max) {
+  *min = FLT_MAX;
+  *max = -FLT_MAX;
+  for (int j = 0; j < n; j++) {
+    if (x[j] < *min) *min = x[j];
+    if (x[j] > *max) *max = x[j];
+  }
+}
+
 void QuantizeQ4_0(const float* x, uint8_t* y, int64_t nb) {
   constexpr int qk = 32;
   for (int64_t i = 0; i < nb; i++) {
@@ -106,13 +117,8 @@ void QuantizeQ4_1(const float* x, uint8_t* y, int64_t nb) {
   constexpr int qk = 32;
   for (int64_t i = 0; i < nb; i++) {
     BlockQ4_1 b{};
-    float min = FLT_MAX;
-    float max = -FLT_MAX;
-    for (int j = 0; j < qk; j++) {
-      const float v = x[i * qk + j];
-      if (v < min) min = v;
-      if (v > max) max = v;
-    }
+    float min, max;
+    MinMax(x + i * qk, qk, &min, &max);
     const float d = (max - min) / ((1 << 4) - 1);
     const float id = d ? 1.0f / d : 0.0f;
     b.d = FloatToHalf(d);
@@ -165,13 +171,8 @@ void QuantizeQ5_1(const float* x, uint8_t* y, int64_t nb) {
   constexpr int qk = 32;
   for (int64_t i = 0; i < nb; i++) {
     BlockQ5_1 b{};
-    float min = FLT_MAX;
-    float max = -FLT_MAX;
-    for (int j = 0; j < qk; j++) {
-      const float v = x[i * qk + j];
-      if (v < min) min = v;
-      if (v > max) max = v;
-    }
+    float min, max;
+    MinMax(x + i * qk, qk, &min, &max);
     const float d = (max - min) / ((1 << 5) - 1);
     const float id = d ? 1.0f / d : 0.0f;
     b.d = FloatToHalf(d);

@@ -9,37 +9,12 @@
 namespace textgen::quantize {
 namespace {
 
-// Bytes of one scalar of `type`; 0 for strings and arrays.
-size_t ScalarBytes(GgufValueType type) {
-  switch (type) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
-      return 8;
-    case GgufValueType::kString:
-    case GgufValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
-
 // The offset just past `count` values of `type` starting at `offset` (the
 // reader validated them all).
 size_t ValuesEnd(const GgufFile& file, GgufValueType type, size_t offset,
                  uint64_t count) {
   if (type != GgufValueType::kString) {
-    return offset + ScalarBytes(type) * count;
+    return offset + GgufScalarBytes(type) * count;
   }
   for (uint64_t i = 0; i < count; ++i) file.StringAt(offset, &offset);
   return offset;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/formats/gguf.h"
@@ -103,12 +104,16 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
     }
   }
   EXPECT_GT(block_tensors, 0);
+  // The types it holds, named: e.g. "Q4_K+Q6_K", never "f32".
+  const std::string storage = stored->StorageName();
+  EXPECT_EQ(storage.find("f32"), std::string::npos) << storage;
+  EXPECT_EQ(widened->StorageName(), "f32");
   const double held = stored->MemoryBytes();
   std::printf(
       "[gguf quantized] %-6s %-6s weights %.2f MB held for %.2f MB "
-      "in the file (%.3fx), f32 %.2f MB\n",
+      "in the file (%.3fx), f32 %.2f MB; %s\n",
       c.model.c_str(), c.type.c_str(), held / 1e6, file_bytes / 1e6,
-      held / file_bytes, widened->MemoryBytes() / 1e6);
+      held / file_bytes, widened->MemoryBytes() / 1e6, storage.c_str());
   // 2- and 3-bit codes are held as 4-bit ones (model/kernels/block_panels.h).
   const bool low_bits = c.type == "Q2_K" || c.type == "Q3_K_M";
   EXPECT_LE(held, file_bytes * (low_bits ? 1.6 : 1.04));
@@ -130,6 +135,33 @@ TEST_P(GgufQuantizedTest, ServesItsDequantizedWeightsExactly) {
   const Activations widened_logits = testing::AllTokenLogits(b, ids);
   EXPECT_EQ(stored_logits, widened_logits) << "must be bit-exact";
   EXPECT_TRUE(stored_logits.allFinite());
+}
+
+// A block whose fp16 scale is infinite would poison every logit: the tensor
+// is refused at load, naming it and the element, as a float tensor's NaN is.
+TEST(GgufQuantizedErrorsTest, AnInfiniteBlockScaleIsRefusedNamingTheTensor) {
+  const std::string path =
+      std::string(TEXTGEN_QUANTIZED_DIR) + "/llama2_Q4_K_M.gguf";
+  ASSERT_TRUE(testing::Exists(path)) << path << " is missing: run ctest";
+  auto bytes = ReadFileToString(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto original = GgufFile::FromBytes(*bytes, path);
+  ASSERT_TRUE(original.ok()) << original.status();
+  const GgufTensorInfo* t = original->FindTensor("blk.0.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->type, static_cast<GgmlType>(kernels::BlockType::kQ4_K));
+  // The second block's d (its first two bytes), made +infinity.
+  const size_t at = original->data_offset() + t->offset + 144;
+  (*bytes)[at] = 0x00;
+  (*bytes)[at + 1] = 0x7c;
+  auto file = GgufFile::FromBytes(*std::move(bytes), path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const absl::Status status = LoadGgufCheckpoint(*file).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("tensor 'blk.0.ffn_down.weight ("),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("is inf"), std::string::npos) << status;
 }
 
 // The memory budget counts a quantized file's weights as held (about the

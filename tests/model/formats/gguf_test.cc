@@ -131,6 +131,17 @@ TEST(GgufTest, VersionTwoAndVocabOnlyFilesAreValid) {
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->version(), 2u);
   EXPECT_TRUE(file->tensors().empty());
+  // Without the padding after the metadata, as llama.cpp writes its
+  // vocabulary-only files; a part of the padding is still a truncation.
+  const std::string padded = b.Version(3).Build();
+  const size_t end = padded.find_last_not_of('\0') + 1;  // After "gpt2".
+  auto unpadded = Parse(padded.substr(0, end));
+  ASSERT_TRUE(unpadded.ok()) << unpadded.status();
+  EXPECT_NE(unpadded->FindKey("general.architecture"), nullptr);
+  if (end + 1 < padded.size()) {
+    EXPECT_THAT(Parse(padded.substr(0, end + 1)).status().message(),
+                HasSubstr("truncated"));
+  }
 }
 
 struct Damage {

@@ -12,6 +12,7 @@
 #include "model/text/bpe_model.h"
 #include "model/text/decoders.h"
 #include "model/text/normalizers.h"
+#include "model/text/pcre2_regex.h"
 #include "model/text/pre_tokenizers.h"
 
 namespace textgen {
@@ -47,6 +48,20 @@ TEST(BpeStagesTest, NormalizersRunInOrder) {
   replace.pattern = "(";
   EXPECT_THAT(CreateNormalizer({replace}, "test").status().message(),
               HasSubstr("test: normalizer Replace"));
+}
+
+// The library's NFC tables are older than utf8proc's: marks they lack stay
+// where they are and split the text (expected: tokenizers 0.23.2's output).
+TEST(BpeStagesTest, NfcLeavesWhatTheLibrarysNfcLacks) {
+  NormalizerSpec nfc;
+  // Nag Mundari U+1E4ED (class 232) before U+1E4EE (220): not reordered.
+  const std::string marks = "\xF0\x9E\x93\xB1\xF0\x9E\x93\xAD\xF0\x9E\x93\xAE";
+  EXPECT_EQ(Normalized({nfc}, marks), marks);
+  // Around them, NFC as usual: e + U+0301 composes, on both sides.
+  EXPECT_EQ(Normalized({nfc}, "e\xCC\x81" + marks + "e\xCC\x81"),
+            "\xC3\xA9" + marks + "\xC3\xA9");
+  // U+07FD (NKO, 11.0) is no mark to the library: U+0301 does not pass it.
+  EXPECT_EQ(Normalized({nfc}, "e\xDF\xBD\xCC\x81"), "e\xDF\xBD\xCC\x81");
 }
 
 TEST(BpeStagesTest, MetaspacePrependsFirstOnlyAtTheStart) {
@@ -118,6 +133,52 @@ TEST(BpeStagesTest, ModelMergesByRankThenFallsBackToBytes) {
   spec.unk_token = "<unk>";
   EXPECT_EQ(BpeModel::Create(spec, *added, "test").status().message(),
             "test: unk_token \"<unk>\" is not in the vocabulary");
+}
+
+std::vector<std::string> Pieces(const std::vector<std::string>& regexes,
+                                std::string text) {
+  std::vector<PreTokenizerSpec> specs;
+  for (const std::string& regex : regexes) {
+    PreTokenizerSpec split;  // kSplit, kIsolated.
+    split.pattern = regex;
+    specs.push_back(split);
+  }
+  auto pre = CreatePreTokenizer(specs, "test");
+  EXPECT_TRUE(pre.ok()) << pre.status();
+  std::vector<Piece> pieces = {{std::move(text), true}};
+  EXPECT_TRUE((*pre)->PreTokenize(pieces).ok());
+  std::vector<std::string> out;
+  for (const Piece& p : pieces) out.push_back(p.text);
+  return out;
+}
+
+// Characters assigned after Unicode 14.0 (PCRE2 10.42's tables) are in the
+// classes Hugging Face's tokenizers (Unicode 16.0) puts them in; the expected
+// pieces are the library's (tokenizers 0.23.2).
+TEST(BpeStagesTest, UnicodeClassesAreTheLibrarys) {
+  // U+1FA77 PINK HEART (15.0) is \p{S}: DeepSeek-V3's regex keeps it with
+  // the "!" after it.
+  const std::string v3 =
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|"
+      "[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+"
+      "[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+  EXPECT_THAT(Pieces({v3}, "I love you \xF0\x9F\xA9\xB7!"),
+              ElementsAre("I", " love", " you", " \xF0\x9F\xA9\xB7!"));
+  // CJK Extension H U+31350 (15.0), Extension I U+2EBF0 (15.1) and Garay
+  // U+10D4A (16.0) are letters; \P{L} and \p{^L} leave them out.
+  const std::string letters =
+      "x\xF0\xB1\x8D\x90\xF0\xAE\xAF\xB0\xF0\x90\xB5\x8Ay";
+  EXPECT_THAT(Pieces({"\\p{L}+"}, letters + " 1"), ElementsAre(letters, " 1"));
+  EXPECT_THAT(Pieces({"[\\p{L}]+"}, letters), ElementsAre(letters));
+  EXPECT_THAT(Pieces({"\\P{L}+"}, letters + "!"), ElementsAre(letters, "!"));
+  EXPECT_THAT(Pieces({"\\p{^L}+"}, letters + "!"), ElementsAre(letters, "!"));
+  EXPECT_THAT(Pieces({"[^\\s\\p{L}]+"}, letters + "!"),
+              ElementsAre(letters, "!"));
+  // Garay's digits U+10D40.. (16.0) are \p{N}.
+  EXPECT_THAT(Pieces({"\\p{N}"}, "a\xF0\x90\xB5\x80"),
+              ElementsAre("a", "\xF0\x90\xB5\x80"));
+  // Classes with nothing newer are left as they are.
+  EXPECT_EQ(*OnigurumaToPcre2("\\p{Lt}\\p{Han}"), "\\p{Lt}\\p{Han}");
 }
 
 }  // namespace

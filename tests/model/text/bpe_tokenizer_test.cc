@@ -483,7 +483,8 @@ TEST(BpeTokenizerTest, ByteLevelPresetMatchesGpt2Style) {
       "\xC4\xA0"
       "a");
   spec.merges = {{"\xC4\xA0", "a"}};
-  UseByteLevelPipeline(spec, kGpt2SplitPattern);
+  const std::string_view gpt2[] = {kGpt2SplitPattern};
+  UseByteLevelPipeline(spec, gpt2);
   auto t = BpeTokenizer::Create(spec);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(*(*t)->Encode("a a"), ElementsAre('a', 256));
