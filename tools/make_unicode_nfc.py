@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from make_unicode_additions import ranges  # tools/, beside this script
+
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(SOURCE_DIR, "model", "text", "unicode_nfc_unknown.inc")
 
@@ -65,16 +67,6 @@ class Utf8proc:
 
     def ccc(self, c: int) -> int:
         return self.lib.utf8proc_get_property(c).contents.combining_class
-
-
-def ranges(code_points) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for c in sorted(code_points):
-        if out and out[-1][1] == c - 1:
-            out[-1][1] = c
-        else:
-            out.append([c, c])
-    return [(a, b) for a, b in out]
 
 
 def split_nfc(u: Utf8proc, s: str, unknown: set[int]) -> str:
