@@ -727,8 +727,10 @@ void MatMulW8A32(const float* x, int rows, int x_stride, const uint8_t* quants,
 // 16 fp16 bit patterns widened to floats, exactly.
 inline Vec HalvesToFloats(const uint16_t* p) {
 #if defined(__AVX512F__)
-  const __m512 f =
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  // The full-mask form: GCC 12's unmasked one takes an undefined source that
+  // -Wuninitialized reports where it is inlined.
+  const __m512 f = _mm512_maskz_cvtph_ps(
+      0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   Vec v;
   __builtin_memcpy(&v, &f, sizeof(v));
   return v;
@@ -772,6 +774,7 @@ struct BlockPanel {
   static constexpr int kCodeBits = kBits;
   static constexpr BlockBias kBias = kBias_;
   static constexpr int kSubBlock = kSub;
+  static constexpr bool kTableCodes = kTable;
   static constexpr unsigned kGroupBytes = kBits == 8   ? 8 * kLaneRowBytes
                                           : kBits == 4 ? 4 * kLaneRowBytes
                                           : kBits == 5 ? 5 * kLaneRowBytes
@@ -832,25 +835,25 @@ struct BlockPanel {
   // b = m · min (d alone, m alone, where the type has no scales or mins),
   // products of exact conversions, as ggml forms them.
   Vec FactorA(unsigned k, int c) const {
-    const unsigned s = k / kSub;
-    const unsigned block = s / view->subs_per_block;
-    constexpr int kP = PackedWeights::kPanel;
-    Vec a = HalvesToFloats(view->d + block * kP + c * kVec);
-    if (view->scale != nullptr) {
-      a = a * SmallIntsToFloats<int8_t, VecI8>(view->scale + s * kP + c * kVec);
-    }
-    return a;
+    return Factor<int8_t, VecI8>(view->d, view->scale, k, c);
   }
   Vec FactorB(unsigned k, int c) const {
     if (kBias == BlockBias::kNone) return Vec{};
+    return Factor<uint8_t, VecU8>(view->m, view->min, k, c);
+  }
+  // The block's fp16 `halves` times the sub-block's `small` integers (if
+  // any), for step k's sub-block.
+  template <typename Small, typename SmallVec>
+  Vec Factor(const uint16_t* halves, const Small* small, unsigned k,
+             int c) const {
     const unsigned s = k / kSub;
     const unsigned block = s / view->subs_per_block;
     constexpr int kP = PackedWeights::kPanel;
-    Vec b = HalvesToFloats(view->m + block * kP + c * kVec);
-    if (view->min != nullptr) {
-      b = b * SmallIntsToFloats<uint8_t, VecU8>(view->min + s * kP + c * kVec);
+    Vec f = HalvesToFloats(halves + block * kP + c * kVec);
+    if (small != nullptr) {
+      f = f * SmallIntsToFloats<Small, SmallVec>(small + s * kP + c * kVec);
     }
-    return b;
+    return f;
   }
   Vec At(int k, int c) const {
     const unsigned uk = static_cast<unsigned>(k);
@@ -951,12 +954,11 @@ void BlockTile(const float* x, int depth, int x_stride, const Panel& panel,
   }
 }
 
-template <int kBits, BlockBias kBias, bool kTable, int kSub>
-void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
+template <typename Panel>
+void MatMulBlockPanelOf(Panel panel, const float* x, int rows, int x_stride,
                         const BlockPanelView& view, int depth, int valid,
                         float* widened, float* y, int y_stride,
                         bool accumulate) {
-  BlockPanel<kBits, kBias, kTable, kSub> panel;
   panel.codes = view.codes;
   panel.view = &view;
   panel.offset = 8388608.0f + static_cast<float>(view.code_offset);
@@ -985,39 +987,43 @@ void MatMulBlockPanelOf(const float* x, int rows, int x_stride,
       widened, y, y_stride, accumulate);
 }
 
-// The instantiation for the panel's kind of codes and scales.
-void MatMulBlockPanel(const float* x, int rows, int x_stride,
-                      const BlockPanelView& v, int depth, int valid,
-                      float* widened, float* y, int y_stride, bool accumulate) {
+// run(panel): a BlockPanel of the kind of codes and scales `v` has (its
+// codes and view not yet set), so that each kernel is instantiated per kind.
+template <typename Run>
+void ForPanelKind(const BlockPanelView& v, Run run) {
   constexpr BlockBias kNone = BlockBias::kNone;
   constexpr BlockBias kPlusM = BlockBias::kPlusM;
   constexpr BlockBias kMinusMin = BlockBias::kMinusMin;
-  const auto run = [&](auto f) {
-    f(x, rows, x_stride, v, depth, valid, widened, y, y_stride, accumulate);
-  };
-  if (v.iq4_table) return run(MatMulBlockPanelOf<4, kNone, true, 32>);
+  if (v.iq4_table) return run(BlockPanel<4, kNone, true, 32>{});
   if (v.sub_block == 16) {
-    if (v.code_bits == 6) return run(MatMulBlockPanelOf<6, kNone, false, 16>);
+    if (v.code_bits == 6) return run(BlockPanel<6, kNone, false, 16>{});
     if (v.bias == kMinusMin)
-      return run(MatMulBlockPanelOf<4, kMinusMin, false, 16>);  // Q2_K
-    return run(MatMulBlockPanelOf<4, kNone, false, 16>);        // Q3_K
+      return run(BlockPanel<4, kMinusMin, false, 16>{});  // Q2_K
+    return run(BlockPanel<4, kNone, false, 16>{});        // Q3_K
   }
   switch (v.code_bits) {
     case 8:
-      return run(MatMulBlockPanelOf<8, kNone, false, 32>);
+      return run(BlockPanel<8, kNone, false, 32>{});
     case 5:
-      if (v.bias == kPlusM)
-        return run(MatMulBlockPanelOf<5, kPlusM, false, 32>);
+      if (v.bias == kPlusM) return run(BlockPanel<5, kPlusM, false, 32>{});
       if (v.bias == kMinusMin)
-        return run(MatMulBlockPanelOf<5, kMinusMin, false, 32>);
-      return run(MatMulBlockPanelOf<5, kNone, false, 32>);
+        return run(BlockPanel<5, kMinusMin, false, 32>{});
+      return run(BlockPanel<5, kNone, false, 32>{});
     default:
-      if (v.bias == kPlusM)
-        return run(MatMulBlockPanelOf<4, kPlusM, false, 32>);
+      if (v.bias == kPlusM) return run(BlockPanel<4, kPlusM, false, 32>{});
       if (v.bias == kMinusMin)
-        return run(MatMulBlockPanelOf<4, kMinusMin, false, 32>);
-      return run(MatMulBlockPanelOf<4, kNone, false, 32>);
+        return run(BlockPanel<4, kMinusMin, false, 32>{});
+      return run(BlockPanel<4, kNone, false, 32>{});
   }
+}
+
+void MatMulBlockPanel(const float* x, int rows, int x_stride,
+                      const BlockPanelView& v, int depth, int valid,
+                      float* widened, float* y, int y_stride, bool accumulate) {
+  ForPanelKind(v, [&](auto panel) {
+    MatMulBlockPanelOf(panel, x, rows, x_stride, v, depth, valid, widened, y,
+                       y_stride, accumulate);
+  });
 }
 
 // ---- kBlocks × int8 activations (PackedWeights::int8_activations) ----
@@ -1184,11 +1190,10 @@ void BlockInt8Tile(const BlockActivations& a, int r0, const Panel& panel,
   }
 }
 
-template <int kBits, BlockBias kBias, int kSub>
-void MatMulBlockPanelInt8Of(const BlockActivations& a,
+template <typename Panel>
+void MatMulBlockPanelInt8Of(Panel panel, const BlockActivations& a,
                             const BlockPanelView& view, int depth, int valid,
                             float* y, int y_stride, bool accumulate) {
-  BlockPanel<kBits, kBias, false, kSub> panel;
   panel.codes = view.codes;
   panel.view = &view;
   int r = 0;
@@ -1209,37 +1214,16 @@ void MatMulBlockPanelInt8Of(const BlockActivations& a,
   }
 }
 
-// The instantiation for the panel's kind of codes and scales (not IQ4's:
-// BlockTypeTakesInt8Activations).
+// Not IQ4's tables: BlockTypeTakesInt8Activations.
 void MatMulBlockPanelInt8(const BlockActivations& a, const BlockPanelView& v,
                           int depth, int valid, float* y, int y_stride,
                           bool accumulate) {
-  constexpr BlockBias kNone = BlockBias::kNone;
-  constexpr BlockBias kPlusM = BlockBias::kPlusM;
-  constexpr BlockBias kMinusMin = BlockBias::kMinusMin;
-  const auto run = [&](auto f) {
-    f(a, v, depth, valid, y, y_stride, accumulate);
-  };
-  if (v.sub_block == 16) {
-    if (v.code_bits == 6) return run(MatMulBlockPanelInt8Of<6, kNone, 16>);
-    if (v.bias == kMinusMin)
-      return run(MatMulBlockPanelInt8Of<4, kMinusMin, 16>);  // Q2_K
-    return run(MatMulBlockPanelInt8Of<4, kNone, 16>);        // Q3_K
-  }
-  switch (v.code_bits) {
-    case 8:
-      return run(MatMulBlockPanelInt8Of<8, kNone, 32>);
-    case 5:
-      if (v.bias == kPlusM) return run(MatMulBlockPanelInt8Of<5, kPlusM, 32>);
-      if (v.bias == kMinusMin)
-        return run(MatMulBlockPanelInt8Of<5, kMinusMin, 32>);
-      return run(MatMulBlockPanelInt8Of<5, kNone, 32>);
-    default:
-      if (v.bias == kPlusM) return run(MatMulBlockPanelInt8Of<4, kPlusM, 32>);
-      if (v.bias == kMinusMin)
-        return run(MatMulBlockPanelInt8Of<4, kMinusMin, 32>);
-      return run(MatMulBlockPanelInt8Of<4, kNone, 32>);
-  }
+  ForPanelKind(v, [&](auto panel) {
+    if constexpr (!decltype(panel)::kTableCodes) {
+      MatMulBlockPanelInt8Of(panel, a, v, depth, valid, y, y_stride,
+                             accumulate);
+    }
+  });
 }
 
 #if defined(__AVX512F__)
