@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -520,12 +521,17 @@ size_t NormBytes(const NormWeights& norm) {
   return FloatBytes({&norm.gain, &norm.bias});
 }
 
+// A layer's weight matrices (those the model does not use are empty).
+std::array<const kernels::PackedWeights*, 7> Matrices(const LayerWeights& l) {
+  return {&l.qkv,     &l.attn_out, &l.ff_in,    &l.ff_out,
+          &l.cross_q, &l.cross_kv, &l.cross_out};
+}
+
 size_t LayerBytes(const LayerWeights& l) {
-  return l.qkv.MemoryBytes() + l.attn_out.MemoryBytes() +
-         l.ff_in.MemoryBytes() + l.ff_out.MemoryBytes() +
-         l.cross_q.MemoryBytes() + l.cross_kv.MemoryBytes() +
-         l.cross_out.MemoryBytes() + NormBytes(l.attn_norm) +
-         NormBytes(l.ffn_norm) + NormBytes(l.cross_norm) +
+  size_t bytes = 0;
+  for (const kernels::PackedWeights* w : Matrices(l)) bytes += w->MemoryBytes();
+  return bytes + NormBytes(l.attn_norm) + NormBytes(l.ffn_norm) +
+         NormBytes(l.cross_norm) +
          FloatBytes({&l.qkv_bias, &l.attn_out_bias, &l.ff_in_bias,
                      &l.ff_out_bias, &l.q_norm, &l.k_norm, &l.cross_q_bias,
                      &l.cross_kv_bias, &l.cross_out_bias});
@@ -563,11 +569,7 @@ std::string ModelWeights::StorageName() const {
   add(token_embedding_blocks);
   for (const auto* stack : {&layers, &encoder_layers}) {
     for (const LayerWeights& l : *stack) {
-      for (const kernels::PackedWeights* w :
-           {&l.qkv, &l.attn_out, &l.ff_in, &l.ff_out, &l.cross_q, &l.cross_kv,
-            &l.cross_out}) {
-        add(*w);
-      }
+      for (const kernels::PackedWeights* w : Matrices(l)) add(*w);
     }
   }
   if (block_types.empty()) {
