@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "base/utf8.h"
+#include "model/text/code_range.h"
 
 namespace textgen {
 
@@ -50,10 +51,6 @@ absl::Status Replace::Apply(std::string& text) const {
 
 namespace {
 
-struct CodeRange {
-  char32_t first;
-  char32_t last;
-};
 #include "model/text/unicode_nfc_unknown.inc"
 
 // Whether the library's NFC tables lack `c` (it is then a plain character to

@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "base/status_macros.h"
 #include "base/utf8.h"
+#include "model/text/code_range.h"
 
 namespace textgen {
 namespace {
@@ -37,10 +38,6 @@ constexpr char kWhiteSpace[] =
     "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"
     "\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
-struct CodeRange {
-  char32_t first;
-  char32_t last;
-};
 struct ClassAdditions {
   std::string_view name;
   absl::Span<const CodeRange> ranges;
