@@ -79,10 +79,15 @@ class Client {
 };
 
 // Yields "piece 0".."piece N-1" as a thread of its own makes them available.
+// The fixture keeps a reference and joins that thread (StopMaking) before the
+// listener goes: the thread's wake() may hold the last reference to a
+// connection, and the source must not be destroyed, joining itself, there.
 class CountingSource : public BodySource {
  public:
   explicit CountingSource(int pieces) : pieces_(pieces) {}
-  ~CountingSource() override {
+  ~CountingSource() override { StopMaking(); }
+  void StopMaking() {
+    abandoned_ = true;
     if (maker_.joinable()) maker_.join();
   }
   void Start(std::function<void()> wake) override {
@@ -104,15 +109,19 @@ class CountingSource : public BodySource {
     *piece = absl::StrCat("piece ", pulled_++, "\n");
     return Next::kPiece;
   }
-  void Abandon() override { abandoned_ = true; }
-  bool abandoned() const { return abandoned_; }
+  void Abandon() override {
+    abandoned_ = true;
+    abandon_called_ = true;
+  }
+  bool abandoned() const { return abandon_called_; }
 
  private:
   const int pieces_;
   std::mutex mu_;
-  int made_ = 0;    // Under mu_.
-  int pulled_ = 0;  // Under mu_.
-  std::atomic<bool> abandoned_{false};
+  int made_ = 0;                             // Under mu_.
+  int pulled_ = 0;                           // Under mu_.
+  std::atomic<bool> abandoned_{false};       // Stop making pieces.
+  std::atomic<bool> abandon_called_{false};  // By the listener.
   std::thread maker_;
 };
 
@@ -124,6 +133,11 @@ HttpResponse Text(std::string body) {
 
 class HttpListenerTest : public ::testing::Test {
  protected:
+  // The source's thread first (it may hold a connection), then the listener.
+  void TearDown() override {
+    if (std::shared_ptr<CountingSource> made = source()) made->StopMaking();
+    listener_.reset();
+  }
   void StartListener(HttpListenerOptions options = {}) {
     options.max_body_bytes = 1024;
     listener_ = std::make_unique<HttpListener>(options);
