@@ -53,6 +53,25 @@ struct AttentionMaps {
   }
 };
 
+// Receives a pass's causal self-attention probabilities as they are computed
+// (ForwardOptions::attention_sink), so that a caller can keep what it needs
+// of a pass too long to hold whole: 24 layers × 14 heads over 4,096 tokens are
+// 5.6 G weights, while a pooled overview of them is a few MB.
+class AttentionSink {
+ public:
+  virtual ~AttentionSink() = default;
+
+  // The rows of `slot`'s map of (layer, head) for the query positions
+  // first_query .. first_query + n_queries - 1, query q's over keys 0 ..
+  // n_keys - 1 at weights + q * stride (keys after a query's position are
+  // exactly 0). Called from the pass's worker threads, for several heads at
+  // once; each (slot, layer, head) once per pass, a layer's calls after the
+  // layer before's. `weights` is valid only during the call.
+  virtual void Rows(int slot, int layer, int head, int first_query,
+                    int n_queries, int n_keys, const float* weights,
+                    int stride) = 0;
+};
+
 }  // namespace textgen
 
 #endif  // TEXTGEN_MODEL_ATTENTION_MAPS_H_

@@ -177,7 +177,7 @@ absl::Status Decoder::Forward(absl::Span<const SequenceChunk> batch,
     Norm(layer.attn_norm, x_, normed_);                 // [N, d_model]
     Project(normed_, layer.qkv, layer.qkv_bias, qkv_);  // [N, (H + 2 KV) D]
     NormQueriesAndKeys(layer);                          // Qwen3 only
-    Attend(l, batch, cache, capture);                   // attn_ [N, H D]
+    Attend(l, batch, cache, capture, options.attention_sink);  // attn_ [N, H D]
     Project(attn_, layer.attn_out, layer.attn_out_bias, x_,
             /*accumulate=*/true);
     if (config_.is_encoder_decoder()) {
@@ -432,7 +432,8 @@ void Decoder::ApplyRotary(int row, int position) {
 }
 
 void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
-                     KvCache& cache, ForwardResult* capture) {
+                     KvCache& cache, ForwardResult* capture,
+                     AttentionSink* sink) {
   const int D = config_.head_dim();
   const int H = config_.n_heads;
   const int kv_width = config_.n_kv_heads * D;
@@ -473,10 +474,10 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
           capture != nullptr ? &capture->attention[i] : nullptr;
       if (cache.dtype() == KvDtype::kBf16) {
         AttendHead<uint16_t>(l, h, batch[i], first_row_[i], cache,
-                             attention_scratch_[t], maps);
+                             attention_scratch_[t], maps, sink);
       } else {
         AttendHead<float>(l, h, batch[i], first_row_[i], cache,
-                          attention_scratch_[t], maps);
+                          attention_scratch_[t], maps, sink);
       }
     }
   });
@@ -485,7 +486,7 @@ void Decoder::Attend(int l, absl::Span<const SequenceChunk> batch,
 template <typename Element>
 void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                          const KvCache& cache, AttentionScratch& scratch,
-                         AttentionMaps* capture) {
+                         AttentionMaps* capture, AttentionSink* sink) {
   Activations& scores = scratch.scores;
   const int D = config_.head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -536,6 +537,9 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   if (capture != nullptr) {
     Eigen::Map<Activations>(capture->row(l, h, 0), T, L) =
         scores.topLeftCorner(T, L);
+  }
+  if (sink != nullptr) {
+    sink->Rows(s.slot, l, h, start, T, L, scores.data(), score_stride);
   }
 }
 

@@ -83,6 +83,11 @@ struct ForwardOptions {
   // Record attention probabilities. When false nothing is recorded or allocated
   // for it.
   bool capture_attention = false;
+  // When set, the decoder's self-attention probabilities go to it as they are
+  // computed, head by head (model/attention_maps.h), and nothing is kept:
+  // what a caller keeps of a pass too long to hold whole. Must outlive the
+  // call.
+  AttentionSink* attention_sink = nullptr;
 };
 
 struct ForwardResult {
@@ -193,7 +198,7 @@ class Decoder {
   void Parallel(double work, Fn fn);
   void ApplyRotary(int row, int position);
   void Attend(int layer, absl::Span<const SequenceChunk> batch, KvCache& cache,
-              ForwardResult* capture);
+              ForwardResult* capture, AttentionSink* sink);
   // One head of one sequence: its queries against its keys so far.
   struct AttentionScratch {
     Activations scores;           // [T, L] scores, then probabilities
@@ -204,7 +209,7 @@ class Decoder {
   template <typename Element>
   void AttendHead(int layer, int head, const SequenceChunk& s, int r0,
                   const KvCache& cache, AttentionScratch& scratch,
-                  AttentionMaps* capture);
+                  AttentionMaps* capture, AttentionSink* sink);
   void FeedForward(const LayerWeights& layer);
   // Grows every thread's score scratch to at least [queries, keys].
   void ReserveScores(int queries, int keys);

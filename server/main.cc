@@ -87,8 +87,11 @@ ABSL_FLAG(std::string, chat_template, "",
           "chat_template.json / tokenizer_config.json holding one), instead "
           "of the model's own (tokenizer_config.json, chat_template.jinja, "
           "GGUF tokenizer.chat_template). Empty = the model's, if it has one");
-ABSL_FLAG(int, max_attention_tokens, 256,
-          "Longest prompt DebugAttention accepts");
+ABSL_FLAG(int, max_attention_tokens, 4096,
+          "Longest prompt DebugAttention accepts (and at most the model's "
+          "context); what one reply carries is bounded by "
+          "--max_attention_map_bytes, so long prompts are looked at through "
+          "query/key ranges and pooled overviews");
 ABSL_FLAG(textgen::DebugAttentionMode, debug_attention,
           textgen::DebugAttentionMode::kToken,
           "Who may call DebugAttention and ask for attention taps: off, token "

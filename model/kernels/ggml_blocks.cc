@@ -146,6 +146,43 @@ void UnpackIq4Xs(const uint8_t* b, UnpackedBlock* out) {
 
 }  // namespace
 
+namespace {
+
+uint32_t BitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+float FloatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+}  // namespace
+
+uint16_t FloatToHalf(float f) {
+  // Scaling by 2^112 then 2^-110 rounds the value to fp16's precision in
+  // float arithmetic (and sends overflow to infinity); adding the bias
+  // re-centres the exponent so the fp16 bits can be read off.
+  const float scale_to_inf = 0x1.0p+112f;
+  const float scale_to_zero = 0x1.0p-110f;
+  float base = (std::fabs(f) * scale_to_inf) * scale_to_zero;
+  const uint32_t w = BitsOf(f);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = FloatOf((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = BitsOf(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  return static_cast<uint16_t>((sign >> 16) |
+                               (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exponent = (h >> 10) & 0x1F;

@@ -99,6 +99,11 @@ bool BlockScalesFinite(BlockType type, const uint8_t* blocks, int64_t n);
 // An fp16 bit pattern widened to float (exactly; ggml's GGML_FP16_TO_FP32).
 float HalfToFloat(uint16_t h);
 
+// float -> IEEE fp16, round to nearest even, as ggml's GGML_FP32_TO_FP16
+// without F16C (the same bits as F16C's conversion): overflow gives
+// infinity, NaN gives 0x7E00 with the sign.
+uint16_t FloatToHalf(float f);
+
 }  // namespace textgen::kernels
 
 #endif  // TEXTGEN_MODEL_KERNELS_GGML_BLOCKS_H_

@@ -35,6 +35,8 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/text/tokenizer.h"
+#include "server/api/attention_collector.h"
+#include "server/api/attention_encoding.h"
 #include "server/api/chat_prompt.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -45,12 +47,16 @@ namespace textgen {
 inline constexpr size_t kMaxAttentionMessageBytes = 1 << 20;
 
 struct DebugAttentionOptions {
-  // Longest prompt accepted, in tokens: the reply grows with its square.
-  int max_tokens = 256;
+  // Longest prompt accepted, in tokens. The reply is bounded by
+  // max_map_bytes, so a long prompt is looked at through ranges and
+  // overviews; the pass's time grows with the square (the call's deadline
+  // ends it).
+  int max_tokens = 4096;
   // No message exceeds this many bytes (one row per message at the least).
   size_t max_message_bytes = kMaxAttentionMessageBytes;
-  // The maps of one reply (layers × heads × n² floats, after repeated layers
-  // and heads are dropped) may not exceed this many bytes.
+  // What one reply keeps (the selected layers × heads × kept cells as
+  // floats, after repeated layers and heads are dropped, and the rollout's
+  // matrices) may not exceed this many bytes: checked before the pass.
   size_t max_map_bytes = size_t{64} << 20;
   // Calls admitted at once, from admission until their reply is written.
   int max_concurrent = 2;
@@ -114,9 +120,26 @@ class AttentionDebugger {
   const Tokenizer* const tokenizer_;  // May be null.
   const ChatPrompter* const chat_;    // May be null.
 
+  // A decoder-only prompt's pass over ids (the prompt up to its last
+  // selected query), into `collector`: from the first position whose keys
+  // the cache does not hold for this prompt, or first_query if earlier.
+  absl::Status DecoderPass(absl::Span<const int> ids, int first_query,
+                           AttentionCollector& collector,
+                           absl::FunctionRef<absl::Status()> check);
+  // Encode the source, then the target; captured whole (a source is at most
+  // max_tokens), then given to the collectors (encoder self, decoder self,
+  // cross).
+  absl::Status EncoderDecoderPass(
+      absl::Span<const int> ids, absl::Span<const int> source,
+      absl::Span<const std::unique_ptr<AttentionCollector>> collectors,
+      absl::FunctionRef<absl::Status()> check);
+
   std::mutex mu_;  // One pass at a time.
   const std::unique_ptr<Decoder> decoder_;
   KvCache cache_;
+  // The tokens whose keys and values cache_ holds: zooming into a prompt
+  // asked before computes only from the zoomed queries on.
+  std::vector<int> cached_ids_;
   ForwardResult result_;
   EncodeResult encoded_;
 
@@ -125,21 +148,17 @@ class AttentionDebugger {
   BackgroundQueue worker_;
 };
 
-// The maps of one kind to send, and which of their layers.
-struct SelectedMaps {
-  const AttentionMaps* maps = nullptr;
-  absl::Span<const int> layers;
-};
-
-// `selected` (of the prompt `ids` and the source `source_ids`, empty for a
-// decoder-only model) as DebugAttention messages: the tokens first, then
-// each selection's maps of its layers × `heads`, in the order given, each
-// message under `budget` bytes. num_layers counts the decoder self-attention
-// layers sent, num_encoder_layers the encoder's.
-std::vector<textgen::v1::DebugAttentionResponse> PageAttentionMaps(
-    absl::Span<const SelectedMaps> selected, absl::Span<const int> ids,
+// The kept maps of `collectors` (of the prompt `ids` and the source
+// `source_ids`, empty for a decoder-only model) as DebugAttention messages in
+// `spec`'s encoding: the tokens first, then each collector's maps, layer by
+// layer and head by head, in pieces of whole rows; then the summaries, then
+// a rollout in a message of its own; each message under `budget` bytes (one
+// row at the least).
+std::vector<textgen::v1::DebugAttentionResponse> PageAttention(
+    absl::Span<const std::unique_ptr<AttentionCollector>> collectors,
+    const AttentionEncodingSpec& spec, absl::Span<const int> ids,
     absl::Span<const int> source_ids, const Tokenizer* tokenizer,
-    absl::Span<const int> heads, size_t budget);
+    size_t budget);
 
 }  // namespace textgen
 

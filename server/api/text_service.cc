@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -111,7 +112,9 @@ pb::ModelInfo TextService::DescribeServer() const {
   limits->set_max_new_tokens(engine_->options().max_new_tokens_limit);
   limits->set_max_concurrent_streams(engine_->options().num_slots);
   limits->set_max_queue(engine_->options().max_queue);
-  limits->set_max_attention_tokens(options_.max_attention_tokens);
+  // What DebugAttention takes: the flag, within the model's context.
+  limits->set_max_attention_tokens(std::min(options_.max_attention_tokens,
+                                            engine_->config().context_length));
   limits->set_debug_attention_enabled(attention_ != nullptr);
   return info;
 }

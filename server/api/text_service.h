@@ -56,7 +56,7 @@ struct TextServiceOptions {
   // Reported by GetModelInfo (and GET /v1/models).
   std::string model_name;
   // Longest prompt DebugAttention accepts: its reply grows with the square.
-  int max_attention_tokens = 256;
+  int max_attention_tokens = 4096;
   bool debug_attention = true;
   // DebugAttention messages stay under this many bytes; a map that does not
   // fit comes in pieces of whole rows. Tests make it small to see the pieces.

@@ -41,10 +41,7 @@ void QuantizeRows(kernels::BlockType type, const float* src, int64_t rows,
 // Bytes of one row of `row_values` values of `type`.
 size_t RowBytes(kernels::BlockType type, int64_t row_values);
 
-// float -> IEEE fp16, round to nearest even, as ggml's
-// GGML_FP32_TO_FP16 without F16C (the same bits as F16C's conversion):
-// overflow gives infinity, NaN gives 0x7E00 with the sign.
-uint16_t FloatToHalf(float f);
+using kernels::FloatToHalf;
 
 // float -> bfloat16, round to nearest even, NaN made quiet: ggml's
 // ggml_compute_fp32_to_bf16.

@@ -1,0 +1,238 @@
+#include "server/api/attention_collector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "Eigen/Core"
+
+namespace textgen {
+namespace {
+
+namespace pb = ::textgen::v1;
+
+using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
+
+int CeilDiv(int a, int b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+// Distance buckets of AttentionSummary.distance_profile: 0, 1, 2–3, 4–7, ...
+int Buckets(int max_distance) {
+  int buckets = 1;
+  while ((1 << (buckets - 1)) <= max_distance) ++buckets;
+  return buckets;
+}
+
+}  // namespace
+
+int AttentionSelection::query_cells() const {
+  return CeilDiv(query_end - query_begin, query_step);
+}
+
+int AttentionSelection::key_cells() const {
+  return CeilDiv(key_end - key_begin, key_step);
+}
+
+size_t AttentionSelection::KeptBytes(int n_queries) const {
+  const size_t maps = layers.size() * heads.size();
+  size_t bytes = 0;
+  if (keep_maps) {
+    bytes += maps * query_cells() * key_cells() * sizeof(float);
+  }
+  if (summary) bytes += maps * 64 * sizeof(double);
+  if (rollout) {
+    // A head sum per layer, and the product's two matrices.
+    const size_t square = static_cast<size_t>(n_queries) * n_queries;
+    bytes += (layers.size() + 2) * square * sizeof(float);
+  }
+  return bytes;
+}
+
+AttentionCollector::AttentionCollector(pb::AttentionKind kind, bool causal,
+                                       AttentionSelection selection,
+                                       int model_layers, int model_heads)
+    : kind_(kind),
+      causal_(causal),
+      selection_(std::move(selection)),
+      n_heads_(static_cast<int>(selection_.heads.size())),
+      layer_index_(model_layers, -1),
+      head_index_(model_heads, -1) {
+  for (size_t i = 0; i < selection_.layers.size(); ++i) {
+    layer_index_[selection_.layers[i]] = static_cast<int>(i);
+  }
+  for (size_t i = 0; i < selection_.heads.size(); ++i) {
+    head_index_[selection_.heads[i]] = static_cast<int>(i);
+  }
+  const size_t maps = selection_.layers.size() * selection_.heads.size();
+  if (selection_.keep_maps) {
+    maps_.assign(
+        maps, std::vector<float>(static_cast<size_t>(selection_.query_cells()) *
+                                 selection_.key_cells()));
+  }
+  if (selection_.summary) stats_.resize(maps);
+  if (selection_.rollout) {
+    const size_t n = selection_.query_end;
+    head_sums_.assign(selection_.layers.size(), std::vector<float>(n * n));
+    head_sum_locks_ = std::make_unique<std::mutex[]>(selection_.layers.size());
+  }
+}
+
+void AttentionCollector::Rows(int /*slot*/, int layer, int head,
+                              int first_query, int n_queries, int n_keys,
+                              const float* weights, int stride) {
+  if (layer < 0 || layer >= static_cast<int>(layer_index_.size()) || head < 0 ||
+      head >= static_cast<int>(head_index_.size())) {
+    return;
+  }
+  const int l = layer_index_[layer], h = head_index_[head];
+  if (l < 0 || h < 0) return;
+  const int begin = std::max(selection_.query_begin, first_query);
+  const int end = std::min(selection_.query_end, first_query + n_queries);
+  for (int position = begin; position < end; ++position) {
+    const float* row =
+        weights + static_cast<size_t>(position - first_query) * stride;
+    const int visible = causal_ ? std::min(position + 1, n_keys) : n_keys;
+    if (selection_.keep_maps) {
+      const int cell_row =
+          (position - selection_.query_begin) / selection_.query_step;
+      Keep(maps_[Index(l, h)].data() +
+               static_cast<size_t>(cell_row) * selection_.key_cells(),
+           position, row, visible);
+    }
+    if (selection_.summary)
+      Summarise(stats_[Index(l, h)], position, row, visible);
+    if (selection_.rollout) {
+      const size_t n = selection_.query_end;
+      std::lock_guard<std::mutex> lock(head_sum_locks_[l]);
+      float* sum = head_sums_[l].data() + position * n;
+      for (int k = 0; k < visible; ++k) sum[k] += row[k];
+    }
+  }
+}
+
+void AttentionCollector::Keep(float* out, int /*position*/, const float* row,
+                              int visible) {
+  const int step = selection_.key_step;
+  const int last = std::min(selection_.key_end, visible);
+  const bool mean = selection_.pooling == pb::POOLING_MEAN;
+  for (int key = selection_.key_begin, cell = 0; key < last;
+       key += step, ++cell) {
+    const ConstArray segment(row + key, std::min(step, last - key));
+    out[cell] = mean ? out[cell] + segment.sum()
+                     : std::max(out[cell], segment.maxCoeff());
+  }
+}
+
+void AttentionCollector::Summarise(Stats& stats, int position, const float* row,
+                                   int visible) {
+  const ConstArray w(row, visible);
+  stats.rows += 1;
+  stats.entropy -= (w > 0).select(w * w.max(1e-30f).log(), 0.0f).sum();
+  stats.sink += row[0];
+  stats.max += w.maxCoeff();
+  if (kind_ == pb::ATTENTION_KIND_CROSS) return;  // Positions of two texts.
+  // Σ w_k (position - k), summed in double key by key: summaries are
+  // compared with numpy's to float precision.
+  double distance = 0;
+  for (int k = 0; k < visible; ++k) {
+    distance += static_cast<double>(row[k]) * (position - k);
+  }
+  stats.distance += distance;
+  if (!causal_) return;
+  // Bucket b >= 1 holds distances 2^(b-1) .. 2^b - 1, so keys
+  // position - 2^b + 1 .. position - 2^(b-1).
+  const int buckets = Buckets(position);
+  if (static_cast<int>(stats.profile.size()) < buckets) {
+    stats.profile.resize(buckets);
+  }
+  stats.profile[0] += row[position];
+  for (int b = 1; b < buckets; ++b) {
+    const int hi = position - (1 << (b - 1));
+    const int lo = std::max(0, position - (1 << b) + 1);
+    stats.profile[b] += ConstArray(row + lo, hi - lo + 1).sum();
+  }
+}
+
+void AttentionCollector::AddMaps(const AttentionMaps& maps) {
+  for (int layer = 0; layer < maps.n_layers; ++layer) {
+    for (int head = 0; head < maps.n_heads; ++head) {
+      Rows(0, layer, head, maps.first_position, maps.n_queries, maps.n_keys,
+           maps.row(layer, head, 0), maps.n_keys);
+    }
+  }
+}
+
+void AttentionCollector::Finish() {
+  if (!selection_.keep_maps || selection_.pooling != pb::POOLING_MEAN) return;
+  const int qc = selection_.query_cells(), kc = selection_.key_cells();
+  for (int i = 0; i < qc; ++i) {
+    const int qa = selection_.query_begin + i * selection_.query_step;
+    const int qb = std::min(qa + selection_.query_step, selection_.query_end);
+    for (int j = 0; j < kc; ++j) {
+      const int ka = selection_.key_begin + j * selection_.key_step;
+      const int kb = std::min(ka + selection_.key_step, selection_.key_end);
+      // The cell's weights that exist: every pair, or the causal part.
+      double count = 0;
+      for (int q = qa; q < qb; ++q) {
+        count += causal_ ? std::max(0, std::min(kb, q + 1) - ka) : kb - ka;
+      }
+      if (count == 0) continue;
+      for (std::vector<float>& map : maps_) {
+        map[static_cast<size_t>(i) * kc + j] /= static_cast<float>(count);
+      }
+    }
+  }
+}
+
+const float* AttentionCollector::map(int l, int h) const {
+  return maps_[Index(l, h)].data();
+}
+
+std::vector<pb::AttentionSummary> AttentionCollector::Summaries() const {
+  std::vector<pb::AttentionSummary> out;
+  for (size_t l = 0; l < selection_.layers.size(); ++l) {
+    for (size_t h = 0; h < selection_.heads.size(); ++h) {
+      const Stats& stats =
+          stats_[Index(static_cast<int>(l), static_cast<int>(h))];
+      pb::AttentionSummary& summary = out.emplace_back();
+      summary.set_layer(selection_.layers[l]);
+      summary.set_head(selection_.heads[h]);
+      summary.set_kind(kind_);
+      if (stats.rows == 0) continue;
+      summary.set_entropy(static_cast<float>(stats.entropy / stats.rows));
+      summary.set_sink(static_cast<float>(stats.sink / stats.rows));
+      summary.set_mean_distance(
+          static_cast<float>(stats.distance / stats.rows));
+      summary.set_max_weight(static_cast<float>(stats.max / stats.rows));
+      for (double mass : stats.profile) {
+        summary.add_distance_profile(static_cast<float>(mass / stats.rows));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> AttentionCollector::Rollout() const {
+  if (!selection_.rollout) return {};
+  using Matrix =
+      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int n = selection_.query_end;
+  // Layers bottom-up, whatever order they were asked in.
+  std::vector<int> order(selection_.layers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return selection_.layers[a] < selection_.layers[b];
+  });
+  Matrix rollout = Matrix::Identity(n, n), step(n, n);
+  for (int l : order) {
+    // ½ Ā + ½ I, rows renormalised (a softmax row's sum is 1 to rounding).
+    step = Eigen::Map<const Matrix>(head_sums_[l].data(), n, n) *
+           (0.5f / static_cast<float>(n_heads_));
+    step.diagonal().array() += 0.5f;
+    step.array().colwise() /= step.rowwise().sum().array();
+    // Causal maps are lower triangular, and so is their product.
+    rollout = step.triangularView<Eigen::Lower>() * rollout;
+  }
+  return std::vector<float>(rollout.data(), rollout.data() + rollout.size());
+}
+
+}  // namespace textgen

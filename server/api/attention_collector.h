@@ -1,0 +1,98 @@
+// What DebugAttention keeps of a forward pass: for each selected layer and
+// head of one kind of attention, the selected queries × keys of its map,
+// whole or pooled into cells, and, if asked, its summary statistics and the
+// heads' average for the rollout. It is the pass's AttentionSink
+// (model/attention_maps.h), so a long prompt's maps are reduced as they are
+// computed and never held whole: the memory is that of what is kept.
+#ifndef TEXTGEN_SERVER_API_ATTENTION_COLLECTOR_H_
+#define TEXTGEN_SERVER_API_ATTENTION_COLLECTOR_H_
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "model/attention_maps.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen {
+
+// The part of each map to keep, and how. Positions are the map's own: the
+// prompt's for queries and decoder self-attention keys, the source's for the
+// encoder's maps and cross-attention keys.
+struct AttentionSelection {
+  std::vector<int> layers;  // Of the model's, in the order to send them.
+  std::vector<int> heads;
+  int query_begin = 0, query_end = 0;  // [begin, end)
+  int key_begin = 0, key_end = 0;
+  // Pooled into cells of query_step × key_step (both 1: kept whole).
+  int query_step = 1, key_step = 1;
+  textgen::v1::Pooling pooling = textgen::v1::POOLING_MAX;
+  bool keep_maps = true;  // False: summaries only.
+  bool summary = false;
+  // Keep the selected heads' mean map of every selected layer, whole (needs
+  // the whole prompt selected; AttentionRollout).
+  bool rollout = false;
+
+  int query_cells() const;  // Rows kept per map.
+  int key_cells() const;    // Columns kept per map.
+  // Bytes the kept maps, summaries and rollout matrices take: known before
+  // the pass, for the memory budget.
+  size_t KeptBytes(int n_queries) const;
+};
+
+class AttentionCollector : public AttentionSink {
+ public:
+  // `causal`: the map's keys after a query are masked (decoder self
+  // attention); `model_layers` and `model_heads` bound the indices Rows sees.
+  AttentionCollector(textgen::v1::AttentionKind kind, bool causal,
+                     AttentionSelection selection, int model_layers,
+                     int model_heads);
+
+  // AttentionSink. Rows outside the selection are skipped; thread-safe for
+  // different heads as the sink promises.
+  void Rows(int slot, int layer, int head, int first_query, int n_queries,
+            int n_keys, const float* weights, int stride) override;
+  // Every map of `maps` (a captured pass: the encoder's and cross-attention)
+  // through Rows.
+  void AddMaps(const AttentionMaps& maps);
+
+  // After the pass. Pooled means are divided by their cells' sizes here.
+  void Finish();
+
+  textgen::v1::AttentionKind kind() const { return kind_; }
+  bool causal() const { return causal_; }
+  const AttentionSelection& selection() const { return selection_; }
+  // The kept [query_cells][key_cells] of selection().layers[l],
+  // selection().heads[h], row-major.
+  const float* map(int l, int h) const;
+  // One per kept map, layers then heads, when selection().summary.
+  std::vector<textgen::v1::AttentionSummary> Summaries() const;
+  // The rollout over the selected layers, n × n row-major (n the queries),
+  // when selection().rollout; empty otherwise.
+  std::vector<float> Rollout() const;
+
+ private:
+  struct Stats {
+    double rows = 0, entropy = 0, sink = 0, distance = 0, max = 0;
+    std::vector<double> profile;
+  };
+  int Index(int l, int h) const { return l * n_heads_ + h; }
+  void Keep(float* out, int position, const float* row, int visible);
+  void Summarise(Stats& stats, int position, const float* row, int visible);
+
+  const textgen::v1::AttentionKind kind_;
+  const bool causal_;
+  const AttentionSelection selection_;
+  const int n_heads_;                          // selection_.heads.size()
+  std::vector<int> layer_index_, head_index_;  // Model's -> kept, or -1.
+  std::vector<std::vector<float>> maps_;       // [layer][head] kept maps.
+  std::vector<Stats> stats_;                   // [layer][head]
+  // The rollout's per-layer head sums, n × n each; heads add under the lock.
+  std::vector<std::vector<float>> head_sums_;
+  std::unique_ptr<std::mutex[]> head_sum_locks_;
+};
+
+}  // namespace textgen
+
+#endif  // TEXTGEN_SERVER_API_ATTENTION_COLLECTOR_H_
