@@ -1,5 +1,9 @@
 #include "base/worker_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -19,9 +23,17 @@ void Pause() {
 
 }  // namespace
 
-WorkerPool::WorkerPool(int threads) : size_(threads < 1 ? 1 : threads) {
+WorkerPool::WorkerPool(int threads, int nice)
+    : size_(threads < 1 ? 1 : threads) {
   workers_.reserve(size_ - 1);
-  for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { Work(t); });
+  for (int t = 1; t < size_; ++t) {
+    workers_.emplace_back([this, t, nice] {
+      if (nice != 0) {
+        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+      }
+      Work(t);
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {

@@ -30,8 +30,10 @@ namespace textgen {
 
 class WorkerPool {
  public:
-  // `threads` >= 1, counting the caller of Run.
-  explicit WorkerPool(int threads);
+  // `threads` >= 1, counting the caller of Run. The workers run at `nice`
+  // (setpriority; the caller keeps its own): a pool doing background work
+  // yields the CPU to serving as its caller does.
+  explicit WorkerPool(int threads, int nice = 0);
   ~WorkerPool();
 
   WorkerPool(const WorkerPool&) = delete;

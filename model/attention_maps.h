@@ -62,9 +62,10 @@ class AttentionSink {
   virtual ~AttentionSink() = default;
 
   // The rows of `slot`'s map of (layer, head) for the query positions
-  // first_query .. first_query + n_queries - 1, query q's over keys 0 ..
-  // n_keys - 1 at weights + q * stride (keys after a query's position are
-  // exactly 0). Called from the pass's worker threads, for several heads at
+  // first_query .. first_query + n_queries - 1: query q's weights over keys
+  // 0 .. first_query + q (the keys it sees; all later ones are 0 and not
+  // written: n_keys, the last query's count, bounds the row) at weights +
+  // q * stride. Called from the pass's worker threads, for several heads at
   // once; each (slot, layer, head) once per pass, a layer's calls after the
   // layer before's. `weights` is valid only during the call.
   virtual void Rows(int slot, int layer, int head, int first_query,

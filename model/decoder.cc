@@ -22,7 +22,7 @@ Decoder::Decoder(ModelConfig config,
                  const DecoderOptions& options)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      pool_(options.threads),
+      pool_(options.threads, options.nice),
       min_parallel_work_(options.min_parallel_work) {
   attention_scratch_.resize(pool_.size());
   for (AttentionScratch& s : attention_scratch_) {
@@ -524,14 +524,37 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     float* p = scores.row(t).data();
     for (int j = 0; j < visible; ++j) p[j] *= scale;
     kernels::Softmax(p, visible);
-    std::fill(p + visible, p + L, 0.0f);
-    // out_t = Σ_j p[j] · v_j   [D], summed block after block.
-    float* out = attn_.row(r0 + t).data() + h * D;
-    for (int j0 = 0; j0 < visible; j0 += B) {
+    // The zeros a captured map shows (a sink reads only the visible keys).
+    if (capture != nullptr) std::fill(p + visible, p + L, 0.0f);
+  }
+  // out_t = Σ_j p[j] · v_j   [D], summed block after block, queries in
+  // groups that share each value's load (kernels::WeightedSumRows): the keys
+  // all of a group sees together, then each query's few more alone. Every
+  // query's sum is the same sequence of adds either way.
+  constexpr int kGroup = 4;
+  const int attn_stride = static_cast<int>(attn_.cols());
+  for (int t0 = 0; t0 < T; t0 += kGroup) {
+    const int rows = std::min(kGroup, T - t0);
+    const int shortest = start + t0 + 1;  // Keys its first query sees.
+    const float* p0 = scores.row(t0).data();
+    float* out0 = attn_.row(r0 + t0).data() + h * D;
+    for (int j0 = 0; j0 < shortest + rows - 1; j0 += B) {
       const Element* v =
           cache.block_values<Element>(s.slot, l, j0 / B) + kv_h * head_stride;
-      kernels::WeightedSum(p + j0, std::min(B, visible - j0), v, D, D, out,
-                           /*accumulate=*/j0 > 0, few_rows);
+      const int shared = std::min(B, shortest - j0);
+      if (shared > 0) {
+        kernels::WeightedSumRows(p0 + j0, score_stride, rows, shared, v, D, D,
+                                 out0, attn_stride, /*accumulate=*/j0 > 0,
+                                 few_rows);
+      }
+      for (int r = 0; r < rows; ++r) {
+        const int from = j0 + std::max(shared, 0);
+        const int to = std::min(j0 + B, shortest + r);
+        if (to <= from) continue;
+        kernels::WeightedSum(p0 + r * score_stride + from, to - from,
+                             v + (from - j0) * D, D, D, out0 + r * attn_stride,
+                             /*accumulate=*/from > 0, few_rows);
+      }
     }
   }
   if (capture != nullptr) {

@@ -113,6 +113,9 @@ struct EncodeResult {
 struct DecoderOptions {
   // Threads a forward pass runs on, the caller's included (see above).
   int threads = 1;
+  // The niceness of the threads besides the caller's (WorkerPool): a
+  // decoder for background work (DebugAttention's) yields to serving.
+  int nice = 0;
   // A step of fewer operations (multiply-adds) than this runs on the calling
   // thread alone: waking the workers would cost more than it saves (a small
   // model's whole step is then single-threaded). 0 splits every step.

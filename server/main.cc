@@ -292,8 +292,13 @@ Decoders MakeDecoders(Checkpoint checkpoint) {
   options.threads = absl::GetFlag(FLAGS_threads);
   decoders.engine = std::make_unique<Decoder>(std::move(checkpoint), options);
   if (absl::GetFlag(FLAGS_debug_attention) != DebugAttentionMode::kOff) {
-    decoders.attention =
-        std::make_unique<Decoder>(config, decoders.engine->shared_weights());
+    // As many threads as the engine's, niced as the debugger's own thread is
+    // (server/api/debug_attention.h): a 4,096-token pass takes seconds, and
+    // serving comes first.
+    DecoderOptions attention_options = options;
+    attention_options.nice = kDebugAttentionNice;
+    decoders.attention = std::make_unique<Decoder>(
+        config, decoders.engine->shared_weights(), attention_options);
   }
   return decoders;
 }

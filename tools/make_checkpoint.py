@@ -94,6 +94,19 @@ PRESETS: dict[str, dict] = {
         "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": True,
         "hidden_act": "silu",
     },
+    # Not a published model: Qwen2.5-0.5B's depth and heads (24 layers x 14
+    # heads, 2 KV heads) at a width of 16 per head and a 4,096-token context,
+    # for attention at the scale of real models (maps of 24 x 14 x 4,096^2
+    # weights) on machines and in tests where the 0.5B's width would make a
+    # 4,096-token pass take a minute (tests/explorer, bench/attention).
+    "attention-24x14": {
+        "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"],
+        "vocab_size": 512, "hidden_size": 224, "intermediate_size": 448,
+        "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+        "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "rope_scaling": None, "use_sliding_window": False, "sliding_window": 4096,
+        "max_window_layers": 24, "tie_word_embeddings": True, "hidden_act": "silu",
+    },
 }
 # The golden configs, by name (tiny; e.g. "tiny-qwen3_qk_norm").
 for _name, (_seed, _dtype, _config) in make_golden.CONFIGS.items():

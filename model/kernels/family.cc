@@ -19,6 +19,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "model/kernels/ggml_blocks.h"
 #include "model/kernels/kernels.h"
@@ -1356,43 +1357,106 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
   }
 }
 
-template <typename Element>
-void WeightedSumOf(const float* p, int n, const Element* v, int v_stride,
-                   int depth, float* out, bool accumulate, bool request_next) {
-  const bool request_ahead = v_stride != depth || request_next;
-  // Up to 64 dimensions in registers at a time; element d always takes the
-  // same path (vector or scalar), whatever n is. Accumulating starts from the
-  // stored float instead of 0: the running sum is a float either way, so a sum
-  // split into consecutive ranges of j is the same sequence of operations.
-  constexpr int kBlock = 4 * kVec;
-  int d0 = 0;
-  for (; d0 + kVec <= depth; d0 += kBlock) {
-    const int vecs = Min(4, (depth - d0) / kVec);
-    Vec acc[4] = {};
-    if (accumulate) {
-      for (int c = 0; c < vecs; ++c) acc[c] = Load(out + d0 + c * kVec);
-    }
-    for (int j = 0; j < n; ++j) {
-      const Element* vj = v + static_cast<long>(j) * v_stride + d0;
-      // Rows 16 ahead requested (see kernels.h).
-      for (int c = 0; c < vecs && request_ahead; ++c) {
-        __builtin_prefetch(vj + 16L * v_stride + c * kVec);
-      }
-      for (int c = 0; c < vecs; ++c) {
-        acc[c] += p[j] * LoadElements(vj + c * kVec);
-      }
-    }
-    for (int c = 0; c < vecs; ++c) Store(out + d0 + c * kVec, acc[c]);
-    if (vecs < 4) {
-      d0 += vecs * kVec;
-      break;
+// R rows of weights over the same values (R <= 4), dimensions d0 .. d0 +
+// V vectors: for each value's vectors, loaded once, every row's running sum
+// takes one multiply and one add, in increasing j, as a single row's would.
+// R and V are constants so that the R × V sums stay in registers.
+// Accumulating starts from the stored float instead of 0: the running sum is
+// a float either way, so a sum split into consecutive ranges of j is the same
+// sequence of operations.
+template <int R, int V, typename Element>
+void WeightedVectorsOf(const float* p, int p_stride, int n, const Element* v,
+                       int v_stride, float* out, int out_stride,
+                       bool accumulate, bool request_ahead) {
+  Vec acc[R][V];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < V; ++c) {
+      acc[r][c] = accumulate ? Load(out + r * out_stride + c * kVec) : Vec{};
     }
   }
-  for (int d = d0; d < depth; ++d) {
-    float acc = accumulate ? out[d] : 0.0f;
-    for (int j = 0; j < n; ++j)
-      acc += p[j] * ElementValue(v[static_cast<long>(j) * v_stride + d]);
-    out[d] = acc;
+  for (int j = 0; j < n; ++j) {
+    const Element* vj = v + static_cast<long>(j) * v_stride;
+    // Rows 16 ahead requested (see kernels.h).
+    for (int c = 0; c < V && request_ahead; ++c) {
+      __builtin_prefetch(vj + 16L * v_stride + c * kVec);
+    }
+    for (int c = 0; c < V; ++c) {
+      const Vec x = LoadElements(vj + c * kVec);
+      for (int r = 0; r < R; ++r) acc[r][c] += p[r * p_stride + j] * x;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < V; ++c)
+      Store(out + r * out_stride + c * kVec, acc[r][c]);
+  }
+}
+
+template <int R, typename Element>
+void WeightedRowsOf(const float* p, int p_stride, int n, const Element* v,
+                    int v_stride, int depth, float* out, int out_stride,
+                    bool accumulate, bool request_next) {
+  const bool request_ahead = v_stride != depth || request_next;
+  // Up to 4 vectors (64 dimensions with AVX-512) at a time; element d always
+  // takes the same path (vector or scalar), whatever n is.
+  int d0 = 0;
+  for (; d0 + kVec <= depth;) {
+    const int vecs = Min(4, (depth - d0) / kVec);
+    auto run = [&](auto vectors) {
+      WeightedVectorsOf<R, decltype(vectors)::value>(
+          p, p_stride, n, v + d0, v_stride, out + d0, out_stride, accumulate,
+          request_ahead);
+    };
+    switch (vecs) {
+      case 4:
+        run(std::integral_constant<int, 4>());
+        break;
+      case 3:
+        run(std::integral_constant<int, 3>());
+        break;
+      case 2:
+        run(std::integral_constant<int, 2>());
+        break;
+      default:
+        run(std::integral_constant<int, 1>());
+    }
+    d0 += vecs * kVec;
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int d = d0; d < depth; ++d) {
+      float acc = accumulate ? out[r * out_stride + d] : 0.0f;
+      for (int j = 0; j < n; ++j) {
+        acc += p[r * p_stride + j] *
+               ElementValue(v[static_cast<long>(j) * v_stride + d]);
+      }
+      out[r * out_stride + d] = acc;
+    }
+  }
+}
+
+template <typename Element>
+void WeightedSumOf(const float* p, int p_stride, int rows, int n,
+                   const Element* v, int v_stride, int depth, float* out,
+                   int out_stride, bool accumulate, bool request_next) {
+  for (int r = 0; r < rows; r += 4) {
+    const float* pr = p + static_cast<long>(r) * p_stride;
+    float* outr = out + static_cast<long>(r) * out_stride;
+    switch (Min(4, rows - r)) {
+      case 4:
+        WeightedRowsOf<4>(pr, p_stride, n, v, v_stride, depth, outr, out_stride,
+                          accumulate, request_next);
+        break;
+      case 3:
+        WeightedRowsOf<3>(pr, p_stride, n, v, v_stride, depth, outr, out_stride,
+                          accumulate, request_next);
+        break;
+      case 2:
+        WeightedRowsOf<2>(pr, p_stride, n, v, v_stride, depth, outr, out_stride,
+                          accumulate, request_next);
+        break;
+      default:
+        WeightedRowsOf<1>(pr, p_stride, n, v, v_stride, depth, outr, out_stride,
+                          accumulate, request_next);
+    }
   }
 }
 
@@ -1410,22 +1474,17 @@ void AttentionScoresBf16(const float* q, int rows, int depth, int q_stride,
   AttentionScoresOf(q, rows, depth, q_stride, k, k_stride, keys, first_position,
                     y, y_stride, scratch, request_next);
 }
-void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
-                 float* out, bool accumulate, bool request_next) {
-  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate, request_next);
+void WeightedSum(const float* p, int p_stride, int rows, int n, const float* v,
+                 int v_stride, int depth, float* out, int out_stride,
+                 bool accumulate, bool request_next) {
+  WeightedSumOf(p, p_stride, rows, n, v, v_stride, depth, out, out_stride,
+                accumulate, request_next);
 }
-void WeightedSumBf16(const float* p, int n, const uint16_t* v, int v_stride,
-                     int depth, float* out, bool accumulate,
-                     bool request_next) {
-  WeightedSumOf(p, n, v, v_stride, depth, out, accumulate, request_next);
-}
-
-void Softmax(float* x, int n) {
-  float max = x[0];  // max is exact in any order.
-  for (int i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  for (int i = 0; i < n; ++i) x[i] = expf(x[i] - max);
-  const float inv_sum = 1.0f / Sum(x, n);
-  for (int i = 0; i < n; ++i) x[i] *= inv_sum;
+void WeightedSumBf16(const float* p, int p_stride, int rows, int n,
+                     const uint16_t* v, int v_stride, int depth, float* out,
+                     int out_stride, bool accumulate, bool request_next) {
+  WeightedSumOf(p, p_stride, rows, n, v, v_stride, depth, out, out_stride,
+                accumulate, request_next);
 }
 
 typedef int32_t VecI32 __attribute__((vector_size(kVec * sizeof(int32_t))));
@@ -1453,6 +1512,39 @@ inline Vec Exp16(Vec x) {
   Vec scale;
   __builtin_memcpy(&scale, &scale_bits, sizeof(scale));
   return p * scale;
+}
+
+// exp(x - max) of every element through Exp16, the tail included (padded),
+// so that an element's value does not depend on where it sits; below -87,
+// where expf's value is subnormal or 0 (a weight no sum can feel), exactly 0.
+// The libm call per element was half of a long prompt's attention time.
+void Softmax(float* x, int n) {
+  // max is exact in any order: lane by lane, then across the lanes (a scalar
+  // chain of compares was most of a long row's time).
+  Vec lanes = Vec{} + x[0];
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) {
+    const Vec v = Load(x + i);
+    lanes = v > lanes ? v : lanes;
+  }
+  float max = lanes[0];
+  for (int lane = 1; lane < kVec; ++lane) {
+    max = lanes[lane] > max ? lanes[lane] : max;
+  }
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  auto exp_shifted = [max](Vec v) {
+    const Vec shifted = v - max;
+    return shifted < -87.0f ? Vec{} : Exp16(shifted);
+  };
+  for (i = 0; i + kVec <= n; i += kVec) Store(x + i, exp_shifted(Load(x + i)));
+  if (i < n) {
+    float tail[kVec] = {};
+    for (int j = i; j < n; ++j) tail[j - i] = x[j];
+    Store(tail, exp_shifted(Load(tail)));
+    for (int j = i; j < n; ++j) x[j] = tail[j - i];
+  }
+  const float inv_sum = 1.0f / Sum(x, n);
+  for (int j = 0; j < n; ++j) x[j] *= inv_sum;
 }
 
 // GPT-2's "gelu_new", 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715

@@ -313,8 +313,15 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 
 void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
                  float* out, bool accumulate, bool request_next) {
-  ActiveKernelTable().weighted_sum(p, n, v, v_stride, depth, out, accumulate,
-                                   request_next);
+  ActiveKernelTable().weighted_sum(p, 0, 1, n, v, v_stride, depth, out, 0,
+                                   accumulate, request_next);
+}
+
+void WeightedSumRows(const float* p, int p_stride, int rows, int n,
+                     const float* v, int v_stride, int depth, float* out,
+                     int out_stride, bool accumulate, bool request_next) {
+  ActiveKernelTable().weighted_sum(p, p_stride, rows, n, v, v_stride, depth,
+                                   out, out_stride, accumulate, request_next);
 }
 
 void AttentionScores(const float* q, int rows, int depth, int q_stride,
@@ -328,8 +335,16 @@ void AttentionScores(const float* q, int rows, int depth, int q_stride,
 
 void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
                  int depth, float* out, bool accumulate, bool request_next) {
-  ActiveKernelTable().weighted_sum_bf16(p, n, v, v_stride, depth, out,
+  ActiveKernelTable().weighted_sum_bf16(p, 0, 1, n, v, v_stride, depth, out, 0,
                                         accumulate, request_next);
+}
+
+void WeightedSumRows(const float* p, int p_stride, int rows, int n,
+                     const uint16_t* v, int v_stride, int depth, float* out,
+                     int out_stride, bool accumulate, bool request_next) {
+  ActiveKernelTable().weighted_sum_bf16(p, p_stride, rows, n, v, v_stride,
+                                        depth, out, out_stride, accumulate,
+                                        request_next);
 }
 
 void RoundToBf16(const float* x, int n, uint16_t* out) {

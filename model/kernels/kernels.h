@@ -18,8 +18,8 @@
 //     across the head dimension;
 //   - Dot and Sum accumulate element i into lane i % kLanes
 //     in index order and fold the lanes in one fixed tree;
-//   - exp in Softmax and SiluMultiply is the scalar libm call for every
-//     element; GeluTanh runs every element, tail included, through one vector
+//   - exp in SiluMultiply is the scalar libm call for every element; Softmax
+//     and GeluTanh run every element, tail included, through one vector
 //     routine;
 //   - multiplies and adds are never fused implicitly (kernels.cc is built with
 //     -ffp-contract=off), so vector lanes and scalar tails compute identical
@@ -329,6 +329,20 @@ void WeightedSum(const float* p, int n, const float* v, int v_stride, int depth,
 void WeightedSum(const float* p, int n, const uint16_t* v, int v_stride,
                  int depth, float* out, bool accumulate = false,
                  bool request_next = false);
+// WeightedSum of `rows` rows of weights over the same n values: row r's at
+// p + r · p_stride, its sum at out + r · out_stride. Each row's sum is
+// WeightedSum's over that row alone, bit for bit; the rows share each value's
+// load, and their sums are independent chains of adds where one row of a
+// head of 16 dimensions (one vector) would wait on every add: a prompt's
+// queries in groups.
+void WeightedSumRows(const float* p, int p_stride, int rows, int n,
+                     const float* v, int v_stride, int depth, float* out,
+                     int out_stride, bool accumulate = false,
+                     bool request_next = false);
+void WeightedSumRows(const float* p, int p_stride, int rows, int n,
+                     const uint16_t* v, int v_stride, int depth, float* out,
+                     int out_stride, bool accumulate = false,
+                     bool request_next = false);
 
 // In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
 void Softmax(float* x, int n);

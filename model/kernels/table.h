@@ -105,17 +105,19 @@ struct KernelTable {
                            const float* k, int k_stride, int keys,
                            int first_position, float* y, int y_stride,
                            float* scratch, bool request_next);
-  void (*weighted_sum)(const float* p, int n, const float* v, int v_stride,
-                       int depth, float* out, bool accumulate,
-                       bool request_next);
+  // WeightedSumRows's (WeightedSum is its one-row case).
+  void (*weighted_sum)(const float* p, int p_stride, int rows, int n,
+                       const float* v, int v_stride, int depth, float* out,
+                       int out_stride, bool accumulate, bool request_next);
   void (*attention_scores_bf16)(const float* q, int rows, int depth,
                                 int q_stride, const uint16_t* k, int k_stride,
                                 int keys, int first_position, float* y,
                                 int y_stride, float* scratch,
                                 bool request_next);
-  void (*weighted_sum_bf16)(const float* p, int n, const uint16_t* v,
-                            int v_stride, int depth, float* out,
-                            bool accumulate, bool request_next);
+  void (*weighted_sum_bf16)(const float* p, int p_stride, int rows, int n,
+                            const uint16_t* v, int v_stride, int depth,
+                            float* out, int out_stride, bool accumulate,
+                            bool request_next);
   void (*softmax)(float* x, int n);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);

@@ -14,9 +14,6 @@ namespace {
 
 namespace pb = ::textgen::v1;
 
-// A debugging pass yields the CPU to serving (base/background_queue.h).
-constexpr int kWorkerNice = 10;
-
 // A long prompt's pass goes in chunks of this many tokens, so that the
 // scores scratch is chunk × prompt, not prompt × prompt (64 MB at 4,096).
 constexpr size_t kPassChunkTokens = 256;
@@ -73,7 +70,7 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
       chat_(chat),
       decoder_(std::move(decoder)),
       cache_(decoder_->config(), 1, options.kv_dtype),
-      worker_(/*max_threads=*/1, kWorkerNice) {}
+      worker_(/*max_threads=*/1, kDebugAttentionNice) {}
 
 void AttentionDebugger::RunLater(pb::DebugAttentionRequest request,
                                  std::function<absl::Status()> check,

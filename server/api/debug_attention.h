@@ -42,6 +42,10 @@
 
 namespace textgen {
 
+// A debugging pass yields the CPU to serving: the niceness of its thread
+// (base/background_queue.h) and of its decoder's workers.
+inline constexpr int kDebugAttentionNice = 10;
+
 // By default no DebugAttention message exceeds this (gRPC's default limit is
 // 4 MiB).
 inline constexpr size_t kMaxAttentionMessageBytes = 1 << 20;
