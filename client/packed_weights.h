@@ -33,7 +33,8 @@
 namespace textgen::client {
 
 // IEEE binary16 bits to float, exactly (every half is a float): subnormals,
-// infinities and NaN included.
+// infinities and NaN included. The client's own: it does not depend on model/
+// (tests/layering_test.py), where the server's encoder keeps its twin.
 float HalfToFloat(uint16_t bits);
 
 // The block's rows as row_keys_size() × width floats, row-major; column c is
