@@ -8,7 +8,8 @@ unreachable addresses and Ctrl-C give the documented one-line messages and exit 
 the server serves (attention_png_check).
 Compact attention (issue 33): --encoding u8/u16/f16/top_k maps written into the page equal
 the float path's within the proto's bounds; --summary prints a row per layer x head and the
-rollout's size; windows and overviews draw; their usage errors exit 2.
+rollout's size; windows and overviews draw; their usage errors exit 2; --tap_encoding rows
+travel compact and the table shows them decoded (u8) or as sent (top_k).
 
 `textgen chat` (client/chat_command.h) against a stand-in server (ChatStandInTest: the
 requests each turn sends, the REPL's commands, errors, Ctrl-C) and, with --chat_model,
@@ -515,6 +516,45 @@ class CliTest(unittest.TestCase):
                 rc, out, err = self.cli("attention", *prompt, *flags)
                 self.assertEqual(rc, 2, err)
                 self.assertIn(message, err)
+
+    def test_the_tap_table_decodes_compact_rows(self):
+        flags = ["--prompt", "JULIET:", "--max_new_tokens", "5", "--tap_layers", "2"]
+        messages = self.json_stream(*flags, "--attention_tap")
+        exact = [[r["weights"] for r in m["token"]["attention"]] for m in messages[:-1]]
+
+        def rows(out):  # the table's attention lines, per token
+            tokens = []
+            for line in out.splitlines()[1:]:
+                if line.startswith("\t"):
+                    tokens[-1].append(line.split("\t")[2])
+                else:
+                    tokens.append([])
+            return tokens
+
+        # The rows travel compact (--json shows them as sent).
+        for m in self.json_stream(*flags, "--tap_encoding", "u8")[:-1]:
+            for r in m["token"]["attention"]:
+                self.assertEqual((r["weights"], r["compact"]["encoding"]),
+                                 ([], "ATTENTION_ENCODING_UINT8"), r)
+        rc, out, err = self.cli("generate", *flags, "--tap_encoding", "u8")
+        self.assertEqual(rc, 0, err)
+        for token, want in zip(rows(out), exact, strict=True):
+            for line, row in zip(token, want, strict=True):
+                top = max(row)
+                for a, b in zip(map(float, line.split()), row, strict=True):
+                    self.assertLessEqual(abs(a - b), top / 510 + 1e-4)  # + the printed digits
+        rc, out, err = self.cli("generate", *flags, "--tap_encoding", "top_k",
+                                "--tap_top_k", "2")
+        self.assertEqual(rc, 0, err)
+        for token, want in zip(rows(out), exact, strict=True):
+            for line, row in zip(token, want, strict=True):
+                *entries, rest = line.split()
+                largest = sorted(range(len(row)), key=lambda k: (-row[k], k))[:2]
+                self.assertEqual([int(e.split(":")[0]) for e in entries], largest, line)
+                self.assertEqual([e.split(":")[1] for e in entries],
+                                 [f"{self.float32(row[k]):.4f}" for k in largest])
+                self.assertAlmostEqual(float(rest.removeprefix("rest:")),
+                                       sum(row) - sum(row[k] for k in largest), delta=1e-4)
 
     def test_long_prompts_are_capped_and_say_so(self):
         png = os.path.join(self.tmp.name, "long.png")

@@ -9,7 +9,7 @@ Compact attention (issue 33): u8, u16, f16 and top_k maps, sent compact and deco
 equal the float maps within the proto's bounds (top_k: the largest, exact); a window is the
 float maps' slice; max and mean overviews equal the float maps pooled by their grid; the
 summaries equal a numpy computation from the float maps; the rollout is n x n, causal, rows
-summing to 1.
+summing to 1; compact tap rows decode (tap_rows) to the float tap's within the same bounds.
 
 chat(): against a stand-in server (PythonChatStandInTest: the conversation each call sends,
 tool calls and template options passed through, the pieces and the result) and, with
@@ -273,6 +273,31 @@ class PythonClientTest(unittest.TestCase):
         self.assertTrue((np.triu(att.rollout, k=1) == 0).all())
         only = self.client.attention(self.PASSAGE, summary_only=True)
         self.assertEqual((only.maps, len(only.summaries)), ({}, len(att.summaries)))
+
+    def test_compact_tap_rows_decode_to_the_float_rows(self):
+        kwargs = dict(prompt="JULIET:", max_new_tokens=6, tap_layers=[3])
+        exact = [tap_rows(t) for t in self.client.generate(**kwargs)]
+        for encoding, top_k in (("f16", 0), ("u8", 0), ("top_k", 2)):
+            with self.subTest(encoding=encoding):
+                tokens = list(self.client.generate(**kwargs, tap_encoding=encoding,
+                                                   tap_top_k=top_k))
+                for token, want in zip(tokens, exact, strict=True):
+                    self.assertTrue(all(r.compact.encoding == textgen_client.ENCODINGS[encoding]
+                                        for r in token.attention), token.attention)
+                    for row, w in zip(tap_rows(token), want, strict=True):
+                        self.assertEqual((row.layer, row.head, row.kind),
+                                         (w.layer, w.head, "decoder_self"))
+                        self.assertEqual(row.weights.shape, (token.position,))
+                        if encoding == "top_k":
+                            np.testing.assert_array_equal(row.top_weights,
+                                                          w.weights[row.top_keys])
+                            self.assertAlmostEqual(row.remainder,
+                                                   1 - float(row.top_weights.sum()), delta=1e-5)
+                        else:
+                            bound = (w.weights.max() / 510 if encoding == "u8"
+                                     else np.maximum(2.0 ** -11 * w.weights, 2.0 ** -25))
+                            self.assertTrue((np.abs(row.weights - w.weights)
+                                             <= bound + 2 * np.spacing(w.weights)).all())
 
     def test_errors_are_rpc_errors_with_the_status(self):
         with self.assertRaises(grpc.RpcError) as e:
