@@ -33,13 +33,24 @@ inline const char* MapKindTitle(MapKind kind) {
 
 struct AttentionMaps {
   // The query tokens (rows), in order: their text and id. T = tokens.size().
-  // The prompt's, the target's, or for kEncoderSelf the source's.
+  // The prompt's, the target's, or for kEncoderSelf the source's; a window's
+  // selected queries; a pooled map's cells, named by the positions they cover
+  // ("8-15") and the id of their first token.
   std::vector<std::string> tokens;
   std::vector<int> token_ids;
-  // kCross only: the key tokens (columns), the source's. Empty otherwise: the
-  // keys are `tokens`.
+  // The key tokens (columns) when they are not `tokens`: kCross's (the
+  // source's), or a window's or pooled map's keys, named as rows are. Empty
+  // otherwise: the keys are `tokens`.
   std::vector<std::string> key_tokens;
   std::vector<int> key_token_ids;
+  // Where the maps sit in the whole map, for a selection (DebugAttention's
+  // queries and keys ranges) or an overview: row r covers queries first_query
+  // + r × query_step onwards (query_step of them, the last row perhaps fewer),
+  // column c keys first_key + c × key_step onwards. Whole maps: 0, 0, 1, 1.
+  int first_query = 0;
+  int first_key = 0;
+  int query_step = 1;
+  int key_step = 1;
   MapKind kind = MapKind::kDecoderSelf;
   // One kind of an encoder–decoder model's maps: pictures name the kind in
   // their titles (a decoder-only model's titles stay "L<layer> H<head>").
@@ -49,16 +60,27 @@ struct AttentionMaps {
   std::vector<int> heads;
   // One T×K row-major [query][key] map per (layer, head), layer-major:
   // maps[li * heads.size() + hi] is layer layers[li], head heads[hi]; K =
-  // num_keys(). Rows sum to 1; for kDecoderSelf, entries above the diagonal
-  // (keys after the query) are 0, the causal mask.
+  // num_keys(). Whole rows sum to 1; for kDecoderSelf, entries above the
+  // diagonal (keys after the query) are 0, the causal mask. A pooled cell
+  // holds its cell's largest or mean weight.
   std::vector<std::vector<float>> maps;
 
   size_t num_tokens() const { return tokens.size(); }
+  bool keys_are_tokens() const {
+    return kind != MapKind::kCross && key_tokens.empty();
+  }
   size_t num_keys() const {
-    return kind == MapKind::kCross ? key_tokens.size() : tokens.size();
+    return keys_are_tokens() ? tokens.size() : key_tokens.size();
   }
   const std::string& key_token(size_t k) const {
-    return kind == MapKind::kCross ? key_tokens[k] : tokens[k];
+    return keys_are_tokens() ? tokens[k] : key_tokens[k];
+  }
+  // Whether cell (q, k) lies wholly above a causal map's diagonal: its first
+  // key comes after its last query. Always false for the other kinds.
+  bool masked(size_t q, size_t k) const {
+    if (kind != MapKind::kDecoderSelf) return false;
+    const size_t last_query = first_query + (q + 1) * query_step - 1;
+    return first_key + k * key_step > last_query;
   }
   size_t num_panels() const { return maps.size(); }
   const std::vector<float>& map(size_t layer_index, size_t head_index) const {

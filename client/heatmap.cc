@@ -427,7 +427,7 @@ absl::StatusOr<Canvas> DrawHeatmap(const AttentionMaps& maps,
         for (int k = 0; k < shown_keys; ++k) {
           // Above the diagonal is the causal mask: drawn as weight 0 whatever
           // the data says.
-          const float w = causal && k > q ? 0.0f : m[q * keys + k];
+          const float w = maps.masked(q, k) ? 0.0f : m[q * keys + k];
           canvas.Fill(layout.Cell(panel, q, k), WeightColor(w));
         }
       }

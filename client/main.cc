@@ -46,6 +46,7 @@
 #include "client/cli_exit.h"
 #include "client/constraint_flags.h"
 #include "client/heatmap.h"
+#include "client/packed_weights.h"
 #include "client/textgen_client.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -84,7 +85,9 @@ ABSL_FLAG(int, max_new_tokens, 0,
           "generate: tokens at most; 0 = the server's default");
 ABSL_FLAG(double, temperature, 0,
           "generate: 0 = greedy (the default), else > 0");
-ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens; 0 = all");
+ABSL_FLAG(int, top_k, 0,
+          "generate: keep the k most likely tokens; 0 = all. attention with "
+          "--encoding top_k: the weights kept per row (1..1024)");
 ABSL_FLAG(double, top_p, 0, "generate: nucleus sampling; 0 or 1 = off");
 ABSL_FLAG(double, repetition_penalty, 0,
           "generate: > 1 penalises repeats; 0 or 1 = off");
@@ -125,6 +128,12 @@ ABSL_FLAG(std::vector<std::string>, tap_layers, {},
 ABSL_FLAG(std::vector<std::string>, tap_heads, {},
           "generate: the attention tap's heads, e.g. 1 (implies "
           "--attention_tap); default all");
+ABSL_FLAG(std::string, tap_encoding, "",
+          "generate: how the tap's weights travel: f32 (the default), u8, u16, "
+          "f16 or top_k (implies --attention_tap)");
+ABSL_FLAG(int, tap_top_k, 0,
+          "generate: with --tap_encoding top_k, the weights kept per row "
+          "(1..1024)");
 ABSL_FLAG(std::vector<std::string>, layer, {},
           "attention: layers to fetch, e.g. 0 or 0,2; default all");
 ABSL_FLAG(std::vector<std::string>, head, {},
@@ -137,6 +146,21 @@ ABSL_FLAG(int, max_tokens_shown, 64,
           "tokens");
 ABSL_FLAG(int, cell_px, 0,
           "attention: pixels per cell; 0 = chosen from the prompt length");
+ABSL_FLAG(std::string, encoding, "",
+          "attention: how the maps' weights travel: f32 (the default, exact), "
+          "u8, u16, f16 or top_k (with --top_k N); decoded before drawing");
+ABSL_FLAG(bool, summary, false,
+          "attention: print each map's summary (entropy, sink, mean distance, "
+          "max weight) as a table, and whether a rollout came; without --out "
+          "and --html only the summaries are fetched");
+ABSL_FLAG(std::string, queries, "",
+          "attention: only these queries, positions BEGIN:END (END exclusive; "
+          "BEGIN: = to the last)");
+ABSL_FLAG(std::string, keys, "",
+          "attention: only these keys, positions BEGIN:END as --queries");
+ABSL_FLAG(std::string, overview, "",
+          "attention: pooled maps of at most CELLS x CELLS cells, "
+          "CELLS[:max|mean] (max by default)");
 ABSL_FLAG(std::string, font, textgen::client::kDefaultHeatmapFont,
           "attention: TrueType font for labels; missing = no labels (with a "
           "warning)");
@@ -159,7 +183,8 @@ commands:
             --json_schema FILE | --json_object | --regex RE | --grammar FILE |
             --choice A,B,...
             --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
-            --tap_layers L,... --tap_heads H,... --json]
+            --tap_layers L,... --tap_heads H,...
+            --tap_encoding f32|u8|u16|f16|top_k --tap_top_k N --json]
             Streams the text to stdout as it is made; a summary on stderr.
             An encoder-decoder model needs --source (what it reads); its
             --prompt is optional (the start of the answer).
@@ -169,7 +194,11 @@ commands:
   attention --prompt TEXT | --prompt_ids ID,... [--source TEXT | --source_ids ID,...]
             [--layer L --head H] --out FILE.png [--html FILE.html]
             [--max_tokens_shown N --cell_px N --font TTF]
+            [--encoding f32|u8|u16|f16|top_k --top_k N] [--summary]
+            [--queries B:E --keys B:E --overview CELLS[:max|mean]]
             A heatmap per head (rows: queries, columns: keys) and a hoverable HTML view.
+            --summary: a table of each map's summary (alone without --out/--html).
+            --queries/--keys/--overview: draw that window or the pooled cells.
             With --source (encoder-decoder models): encoder self, decoder self and
             cross-attention, one section each; cross rows are the target's tokens,
             columns the source's.
@@ -319,12 +348,15 @@ absl::StatusOr<std::optional<v1::Prompt>> PromptFromFlags(
 // attention row: an empty first cell, "L<layer> H<head>", and its weights over
 // keys 0..position-1, space-separated; an encoder-decoder model's cross rows
 // then follow as "cross L<layer> H<head>", one weight per source token.
+// Rows in u8, u16 or f16 are decoded to those weights; top_k rows show what
+// was sent, "key:weight" largest first and then "rest:<remainder>", since
+// the weights left out are not known one by one.
 // Tokens are shown escaped (\n, a visible space), so no token holds a tab or
-// a space.
+// a space. Errors: DATA_LOSS for a row that does not decode.
 constexpr char kTokenTableHeader[] =
     "# position\tid\ttoken\tlogprob\ttop_logprobs (token logprob)...\n";
 
-std::string TokenTableLines(const v1::Token& token) {
+absl::StatusOr<std::string> TokenTableLines(const v1::Token& token) {
   constexpr int kMaxShownChars = 24;
   std::string lines = absl::StrCat(token.position(), "\t", token.id(), "\t",
                                    DisplayToken(token.text(), kMaxShownChars));
@@ -345,9 +377,29 @@ std::string TokenTableLines(const v1::Token& token) {
     absl::StrAppend(&lines, "\t",
                     row.kind() == v1::ATTENTION_KIND_CROSS ? "cross " : "", "L",
                     row.layer(), " H", row.head(), "\t");
-    for (int k = 0; k < row.weights_size(); ++k) {
-      absl::StrAppendFormat(&lines, "%s%.4f", k == 0 ? "" : " ",
-                            row.weights(k));
+    if (row.compact().encoding() == v1::ATTENTION_ENCODING_TOP_K) {
+      TEXTGEN_ASSIGN_OR_RETURN(const std::vector<TopKRow> top,
+                               DecodeTopK(row.compact()));
+      if (top.size() != 1) {
+        return absl::DataLossError(absl::StrCat("a tap row L", row.layer(),
+                                                " H", row.head(), " of ",
+                                                top.size(), " rows"));
+      }
+      for (size_t i = 0; i < top[0].keys.size(); ++i) {
+        absl::StrAppendFormat(&lines, "%d:%.4f ", top[0].keys[i],
+                              top[0].weights[i]);
+      }
+      absl::StrAppendFormat(&lines, "rest:%.4f\n", top[0].remainder);
+      continue;
+    }
+    // A tap row is whole (every key of the query), so its length is its width.
+    const int width = row.has_compact() && row.compact().row_keys_size() == 1
+                          ? row.compact().row_keys(0)
+                          : row.weights_size();
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<float> weights,
+                             DecodeTapRow(row, width));
+    for (size_t k = 0; k < weights.size(); ++k) {
+      absl::StrAppendFormat(&lines, "%s%.4f", k == 0 ? "" : " ", weights[k]);
     }
     lines += "\n";
   }
@@ -377,6 +429,32 @@ absl::Status SetSamplingFromFlags(const std::vector<std::string>& stops,
   return SetConstraintFromFlags(*request.mutable_constraint());
 }
 
+// An encoding flag's name (empty: unset, FLOAT32) and its top-k into a
+// request (an AttentionTap or a DebugAttentionRequest: the same two fields).
+// A top-k without the top_k encoding is a usage error (INVALID_ARGUMENT)
+// rather than silently dropped; the server checks its range.
+template <typename Request>
+absl::Status SetEncodingFromFlags(const std::string& name, int top_k,
+                                  absl::string_view encoding_flag,
+                                  absl::string_view top_k_flag,
+                                  Request& request) {
+  if (!name.empty()) {
+    absl::StatusOr<v1::AttentionEncoding> encoding =
+        ParseAttentionEncoding(name);
+    if (!encoding.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", encoding_flag, ": ", encoding.status().message()));
+    }
+    request.set_encoding(*encoding);
+  }
+  if (top_k != 0 && request.encoding() != v1::ATTENTION_ENCODING_TOP_K) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", top_k_flag, " goes with --", encoding_flag, " top_k"));
+  }
+  request.set_top_k(top_k);
+  return absl::OkStatus();
+}
+
 // Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
 // problem; the server checks the values' ranges.
 absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
@@ -394,8 +472,10 @@ absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
   request.set_prompt_logprobs(absl::GetFlag(FLAGS_prompt_logprobs));
   const std::vector<std::string>& tap_layers = absl::GetFlag(FLAGS_tap_layers);
   const std::vector<std::string>& tap_heads = absl::GetFlag(FLAGS_tap_heads);
+  const std::string& tap_encoding = absl::GetFlag(FLAGS_tap_encoding);
+  const int tap_top_k = absl::GetFlag(FLAGS_tap_top_k);
   if (absl::GetFlag(FLAGS_attention_tap) || !tap_layers.empty() ||
-      !tap_heads.empty()) {
+      !tap_heads.empty() || !tap_encoding.empty() || tap_top_k != 0) {
     TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> layers,
                              ParseIndices(tap_layers, "tap_layers"));
     TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> heads,
@@ -403,6 +483,8 @@ absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
     v1::AttentionTap* tap = request.mutable_attention_tap();
     tap->mutable_layers()->Add(layers.begin(), layers.end());
     tap->mutable_heads()->Add(heads.begin(), heads.end());
+    TEXTGEN_RETURN_IF_ERROR(SetEncodingFromFlags(
+        tap_encoding, tap_top_k, "tap_encoding", "tap_top_k", *tap));
   }
   return request;
 }
@@ -431,6 +513,9 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   std::optional<v1::Finished> finished;
   bool ended_with_newline = true;
   bool header_printed = false;
+  // A tap row that does not decode: the first one's error, reported at the
+  // end (the stream goes on, its other lines are printed).
+  absl::Status undecodable;
   const absl::Status status = client.Generate(
       request,
       [&](const v1::GenerateResponse& response) {
@@ -449,7 +534,12 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
             // After the call is accepted, so that an error leaves stdout empty.
             if (!header_printed) std::fputs(kTokenTableHeader, stdout);
             header_printed = true;
-            std::fputs(TokenTableLines(token).c_str(), stdout);
+            absl::StatusOr<std::string> lines = TokenTableLines(token);
+            if (lines.ok()) {
+              std::fputs(lines->c_str(), stdout);
+            } else if (undecodable.ok()) {
+              undecodable = lines.status();
+            }
           } else if (!json) {
             std::fwrite(text.data(), 1, text.size(), stdout);
             if (!text.empty()) ended_with_newline = text.back() == '\n';
@@ -486,6 +576,7 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
     return kExitInterrupted;
   }
   if (!status.ok()) return CallError(status, client.target());
+  if (!undecodable.ok()) return CallError(undecodable, client.target());
   std::cerr << "textgen: " << summary << "\n";
   return kExitOk;
 }
@@ -502,6 +593,102 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
   return true;
 }
 
+// "BEGIN:END" (END exclusive) or "BEGIN:" (to the last) as a range of
+// positions; INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<v1::AttentionRange> ParseRange(const std::string& value,
+                                              absl::string_view flag) {
+  const size_t colon = value.find(':');
+  int begin = 0, end = 0;
+  const bool ok =
+      colon != std::string::npos &&
+      absl::SimpleAtoi(value.substr(0, colon), &begin) && begin >= 0 &&
+      (colon + 1 == value.size() ||
+       (absl::SimpleAtoi(value.substr(colon + 1), &end) && end > begin));
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag,
+                     " takes BEGIN:END positions (BEGIN < END) or "
+                     "BEGIN:, got \"",
+                     value, "\""));
+  }
+  v1::AttentionRange range;
+  range.set_begin(begin);
+  range.set_end(end);
+  return range;
+}
+
+// "CELLS" or "CELLS:max" or "CELLS:mean"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<v1::AttentionOverview> ParseOverview(const std::string& value) {
+  const size_t colon = value.find(':');
+  const std::string pooling =
+      colon == std::string::npos ? "max" : value.substr(colon + 1);
+  int cells = 0;
+  if (!absl::SimpleAtoi(value.substr(0, colon), &cells) || cells < 1 ||
+      (pooling != "max" && pooling != "mean")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--overview takes CELLS[:max|mean], got \"", value, "\""));
+  }
+  v1::AttentionOverview overview;
+  overview.set_cells(cells);
+  overview.set_pooling(pooling == "max" ? v1::POOLING_MAX : v1::POOLING_MEAN);
+  return overview;
+}
+
+// The DebugAttentionRequest the attention command's flags ask for, but for
+// the prompt and source. INVALID_ARGUMENT for a usage problem; the server
+// checks the values' ranges.
+absl::StatusOr<v1::DebugAttentionRequest> AttentionRequestFromFlags(
+    bool maps_wanted) {
+  v1::DebugAttentionRequest request;
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> layers,
+                           ParseIndices(absl::GetFlag(FLAGS_layer), "layer"));
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int> heads,
+                           ParseIndices(absl::GetFlag(FLAGS_head), "head"));
+  request.mutable_layers()->Add(layers.begin(), layers.end());
+  request.mutable_heads()->Add(heads.begin(), heads.end());
+  TEXTGEN_RETURN_IF_ERROR(SetEncodingFromFlags(absl::GetFlag(FLAGS_encoding),
+                                               absl::GetFlag(FLAGS_top_k),
+                                               "encoding", "top_k", request));
+  if (const std::string q = absl::GetFlag(FLAGS_queries); !q.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_queries(),
+                             ParseRange(q, "queries"));
+  }
+  if (const std::string k = absl::GetFlag(FLAGS_keys); !k.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_keys(), ParseRange(k, "keys"));
+  }
+  if (const std::string o = absl::GetFlag(FLAGS_overview); !o.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_overview(), ParseOverview(o));
+  }
+  request.set_summary(absl::GetFlag(FLAGS_summary));
+  // Summaries alone need no maps on the wire.
+  request.set_summary_only(request.summary() && !maps_wanted);
+  return request;
+}
+
+// The --summary table: a header, then one tab-separated line per map,
+//   layer  head  kind  entropy  sink  mean_distance  max_weight
+// (kind as the HTTP API names it: decoder_self, encoder_self, cross), then
+// "# rollout: NxN" or "# rollout: none".
+std::string SummaryTable(const AttentionReply& reply) {
+  std::string table =
+      "# layer\thead\tkind\tentropy\tsink\tmean_distance\tmax_weight\n";
+  for (const v1::AttentionSummary& s : reply.summaries) {
+    const char* kind = "decoder_self";
+    if (s.kind() == v1::ATTENTION_KIND_ENCODER_SELF) kind = "encoder_self";
+    if (s.kind() == v1::ATTENTION_KIND_CROSS) kind = "cross";
+    absl::StrAppendFormat(&table, "%d\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\n",
+                          s.layer(), s.head(), kind, s.entropy(), s.sink(),
+                          s.mean_distance(), s.max_weight());
+  }
+  if (reply.rollout_size > 0) {
+    absl::StrAppend(&table, "# rollout: ", reply.rollout_size, "x",
+                    reply.rollout_size, "\n");
+  } else {
+    absl::StrAppend(&table, "# rollout: none\n");
+  }
+  return table;
+}
+
 int Attention(TextgenClient& client) {
   absl::StatusOr<std::optional<v1::Prompt>> source = SourceFromFlags();
   if (!source.ok()) return UsageError(std::string(source.status().message()));
@@ -510,19 +697,27 @@ int Attention(TextgenClient& client) {
   if (!prompt.ok()) return UsageError(std::string(prompt.status().message()));
   const std::string out = absl::GetFlag(FLAGS_out);
   const std::string html = absl::GetFlag(FLAGS_html);
-  if (out.empty() && html.empty())
-    return UsageError("attention needs --out FILE.png (or --html)");
-  absl::StatusOr<std::vector<int>> layers =
-      ParseIndices(absl::GetFlag(FLAGS_layer), "layer");
-  if (!layers.ok()) return UsageError(std::string(layers.status().message()));
-  absl::StatusOr<std::vector<int>> heads =
-      ParseIndices(absl::GetFlag(FLAGS_head), "head");
-  if (!heads.ok()) return UsageError(std::string(heads.status().message()));
+  const bool summary = absl::GetFlag(FLAGS_summary);
+  if (out.empty() && html.empty() && !summary)
+    return UsageError("attention needs --out FILE.png (or --html, --summary)");
+  absl::StatusOr<v1::DebugAttentionRequest> request =
+      AttentionRequestFromFlags(!out.empty() || !html.empty());
+  if (!request.ok()) return UsageError(request.status().message());
+  // The page's renderer takes whole maps (it finds a token's row by its
+  // position).
+  if (!html.empty() && (request->has_queries() || request->has_keys() ||
+                        request->has_overview())) {
+    return UsageError(
+        "--html draws whole maps: drop --queries, --keys and --overview");
+  }
+  if (prompt->has_value()) *request->mutable_prompt() = **prompt;
+  if (source->has_value()) *request->mutable_source() = **source;
 
-  absl::StatusOr<std::vector<AttentionMaps>> kinds = client.AttentionByKind(
-      prompt->has_value() ? &**prompt : nullptr,
-      source->has_value() ? &**source : nullptr, *layers, *heads);
-  if (!kinds.ok()) return CallError(kinds.status(), client.target());
+  absl::StatusOr<AttentionReply> reply = client.DebugAttention(*request);
+  if (!reply.ok()) return CallError(reply.status(), client.target());
+  if (summary) std::fputs(SummaryTable(*reply).c_str(), stdout);
+  if (out.empty() && html.empty()) return kExitOk;
+  const std::vector<AttentionMaps>* kinds = &reply->kinds;
   // The decoder's self-attention: the prompt's (or the target's) maps.
   const AttentionMaps* maps = &kinds->front();
   for (const AttentionMaps& kind : *kinds) {

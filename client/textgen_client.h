@@ -54,6 +54,23 @@ struct ClientOptions {
 // Whether status came from a failure to connect rather than from a server.
 bool IsConnectFailure(const absl::Status& status);
 
+// A whole DebugAttention reply, decoded: the maps as dense floats whatever the
+// request's encoding, and what comes beside them with `summary`.
+struct AttentionReply {
+  // One AttentionMaps per kind, in the API's order (encoder self, decoder
+  // self, cross); the selected window or the overview's cells when the request
+  // asked for them (AttentionMaps' first_query ... key_step say where). Empty
+  // with summary_only.
+  std::vector<AttentionMaps> kinds;
+  // request.summary: one per map, as the server sent them.
+  std::vector<v1::AttentionSummary> summaries;
+  // The decoder's attention rollout when the server sent one (with summary,
+  // over a whole prompt): rollout_size × rollout_size, row-major [query][key],
+  // decoded; empty otherwise.
+  std::vector<float> rollout;
+  int rollout_size = 0;
+};
+
 class TextgenClient {
  public:
   // Errors: an lb_policy other than pick_first or round_robin, a client
@@ -84,6 +101,14 @@ class TextgenClient {
   absl::StatusOr<std::vector<AttentionMaps>> AttentionByKind(
       const v1::Prompt* prompt, const v1::Prompt* source,
       const std::vector<int>& layers, const std::vector<int>& heads);
+  // The call with every DebugAttentionRequest field (encoding, top_k, query
+  // and key ranges, overview, summary): each piece decoded through
+  // client/packed_weights.h and placed by its first_query, so that the result
+  // reads the same whatever the encoding (TOP_K: the keys left out are 0).
+  // Errors: the server's; DATA_LOSS if the pieces do not decode or do not
+  // form whole maps of the selection.
+  absl::StatusOr<AttentionReply> DebugAttention(
+      const v1::DebugAttentionRequest& request);
 
   absl::StatusOr<v1::ModelInfo> Info();
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const std::string& text);

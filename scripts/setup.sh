@@ -19,8 +19,9 @@ set -euo pipefail
 run_packages=(
   # The command-line client's attention heatmaps label tokens with this font.
   fonts-dejavu-core
-  # The Python client (client/python): stubs generated at build time, run with these.
-  python3-grpcio python3-protobuf
+  # The Python client (client/python): stubs generated at build time, run with these; its
+  # attention maps are numpy arrays.
+  python3-grpcio python3-protobuf python3-numpy
 )
 
 build_packages=(
@@ -56,7 +57,7 @@ test_packages=(
   # TLS tests: throwaway CA and certificates made at test time (tests/testing/make_test_certs.sh).
   openssl
   # Training and reference outputs for tests (never used at serving time).
-  python3 python3-torch python3-numpy
+  python3 python3-torch
   # The chat template engine's reference (tests/model/text/chat_template_fidelity_test): jinja2
   # renders the real templates as transformers does.
   python3-jinja2

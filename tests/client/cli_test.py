@@ -6,6 +6,10 @@ log-probabilities, the echoed prompt and the attention tap reach the server and 
 unreachable addresses and Ctrl-C give the documented one-line messages and exit codes
 (client/README.md); the attention PNG decodes and every cell is the colour of the weight
 the server serves (attention_png_check).
+Compact attention (issue 33): --encoding u8/u16/f16/top_k maps written into the page equal
+the float path's within the proto's bounds; --summary prints a row per layer x head and the
+rollout's size; windows and overviews draw; their usage errors exit 2; --tap_encoding rows
+travel compact and the table shows them decoded (u8) or as sent (top_k).
 
 `textgen chat` (client/chat_command.h) against a stand-in server (ChatStandInTest: the
 requests each turn sends, the REPL's commands, errors, Ctrl-C) and, with --chat_model,
@@ -437,6 +441,120 @@ class CliTest(unittest.TestCase):
                     self.assertEqual((layers, heads), ([0, 5], [1, 3]))
                 # The server's explorer page, data embedded (one renderer).
                 self.assertIn("<title>textgen attention explorer</title>", page)
+
+    def test_compact_encodings_draw_what_f32_draws_within_their_bounds(self):
+        """--encoding u8 / f16 / top_k: the page's maps (decoded by the CLI, then written
+        to 4 significant digits) equal the float path's within the proto's bounds."""
+        prompt = ["--prompt", "ROMEO:\nBut soft, what light through yonder window breaks?"]
+        exact, tokens = self.attention_page_maps(*prompt)
+        digits = 5e-4  # relative error of 4 significant digits, on each side
+        for encoding, flags in (("u8", []), ("u16", []), ("f16", []),
+                                ("top_k", ["--top_k", "4"])):
+            maps, shown = self.attention_page_maps(*prompt, "--encoding", encoding, *flags)
+            self.assertEqual(shown, tokens)
+            self.assertEqual(maps.keys(), exact.keys())
+            for key, rows in maps.items():
+                for q, (row, want) in enumerate(zip(rows, exact[key])):
+                    top = max(want)
+                    slack = [digits * (abs(a) + abs(b)) + 1e-7 for a, b in zip(row, want)]
+                    if encoding == "top_k":
+                        kept = [k for k, w in enumerate(row) if w != 0]
+                        self.assertLessEqual(len(kept), 4)
+                        for k in kept:
+                            self.assertLessEqual(abs(row[k] - want[k]), slack[k], (key, q, k))
+                        left_out = [want[k] for k in range(len(row)) if k not in kept]
+                        if kept and left_out:  # the largest were kept
+                            self.assertGreaterEqual(min(want[k] for k in kept) + 1e-6,
+                                                    max(left_out), (key, q))
+                        continue
+                    bound = {"u8": top / 510, "u16": top / 131070}.get(encoding)
+                    for k, (a, b) in enumerate(zip(row, want)):
+                        stated = bound if bound is not None else max(2 ** -11 * b, 2 ** -25)
+                        self.assertLessEqual(abs(a - b), stated + slack[k],
+                                             (encoding, key, q, k))
+
+    def test_summary_prints_a_row_per_layer_and_head(self):
+        info = json.loads(self.cli("info", "--json")[1])
+        layers, heads = info["num_layers"], info["num_heads"]
+        for selection, want in (([], [(l, h) for l in range(layers) for h in range(heads)]),
+                                (["--layer", "1", "--head", "0,2"], [(1, 0), (1, 2)])):
+            with self.subTest(selection=selection):
+                rc, out, err = self.cli("attention", "--prompt", "To be, or not to be",
+                                        "--summary", *selection)
+                self.assertEqual(rc, 0, err)
+                lines = out.splitlines()
+                self.assertEqual(lines[0], "# layer\thead\tkind\tentropy\tsink\t"
+                                           "mean_distance\tmax_weight")
+                self.assertTrue(lines[-1].startswith("# rollout: "), out)
+                rows = [line.split("\t") for line in lines[1:-1]]
+                self.assertEqual([(int(r[0]), int(r[1])) for r in rows], want)
+                for r in rows:
+                    self.assertEqual(r[2], "decoder_self")
+                    entropy, sink, distance, top = map(float, r[3:])
+                    self.assertTrue(0 <= sink <= 1 and 0 < top <= 1 and entropy >= 0
+                                    and distance >= 0, r)
+        # Whole prompts get a rollout, n x n.
+        rc, out, _ = self.cli("attention", "--prompt", "To be, or not to be", "--summary")
+        self.assertIn("# rollout: 19x19", out)
+
+    def test_windows_overviews_and_their_usage_errors(self):
+        prompt = ["--prompt", "ROMEO:\nBut soft, what light through yonder window breaks?"]
+        png = os.path.join(self.tmp.name, "window.png")
+        for flags in (["--queries", "10:30", "--keys", "5:25"], ["--overview", "8:mean"],
+                      ["--queries", "20:", "--encoding", "f16"]):
+            with self.subTest(flags=flags):
+                rc, _, err = self.cli("attention", *prompt, *flags, "--out", png)
+                self.assertEqual(rc, 0, err)
+                self.assertIn(f"wrote {png}", err)
+        for flags, message in (
+                (["--top_k", "3", "--out", png], "--top_k goes with --encoding top_k"),
+                (["--encoding", "int4", "--out", png], "encoding must be"),
+                (["--queries", "5", "--out", png], "--queries takes BEGIN:END"),
+                (["--overview", "8:median", "--out", png], "--overview takes"),
+                (["--overview", "8", "--html", png], "--html draws whole maps")):
+            with self.subTest(flags=flags):
+                rc, out, err = self.cli("attention", *prompt, *flags)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(message, err)
+
+    def test_the_tap_table_decodes_compact_rows(self):
+        flags = ["--prompt", "JULIET:", "--max_new_tokens", "5", "--tap_layers", "2"]
+        messages = self.json_stream(*flags, "--attention_tap")
+        exact = [[r["weights"] for r in m["token"]["attention"]] for m in messages[:-1]]
+
+        def rows(out):  # the table's attention lines, per token
+            tokens = []
+            for line in out.splitlines()[1:]:
+                if line.startswith("\t"):
+                    tokens[-1].append(line.split("\t")[2])
+                else:
+                    tokens.append([])
+            return tokens
+
+        # The rows travel compact (--json shows them as sent).
+        for m in self.json_stream(*flags, "--tap_encoding", "u8")[:-1]:
+            for r in m["token"]["attention"]:
+                self.assertEqual((r["weights"], r["compact"]["encoding"]),
+                                 ([], "ATTENTION_ENCODING_UINT8"), r)
+        rc, out, err = self.cli("generate", *flags, "--tap_encoding", "u8")
+        self.assertEqual(rc, 0, err)
+        for token, want in zip(rows(out), exact, strict=True):
+            for line, row in zip(token, want, strict=True):
+                top = max(row)
+                for a, b in zip(map(float, line.split()), row, strict=True):
+                    self.assertLessEqual(abs(a - b), top / 510 + 1e-4)  # + the printed digits
+        rc, out, err = self.cli("generate", *flags, "--tap_encoding", "top_k",
+                                "--tap_top_k", "2")
+        self.assertEqual(rc, 0, err)
+        for token, want in zip(rows(out), exact, strict=True):
+            for line, row in zip(token, want, strict=True):
+                *entries, rest = line.split()
+                largest = sorted(range(len(row)), key=lambda k: (-row[k], k))[:2]
+                self.assertEqual([int(e.split(":")[0]) for e in entries], largest, line)
+                self.assertEqual([e.split(":")[1] for e in entries],
+                                 [f"{self.float32(row[k]):.4f}" for k in largest])
+                self.assertAlmostEqual(float(rest.removeprefix("rest:")),
+                                       sum(row) - sum(row[k] for k in largest), delta=1e-4)
 
     def test_long_prompts_are_capped_and_say_so(self):
         png = os.path.join(self.tmp.name, "long.png")

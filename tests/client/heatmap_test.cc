@@ -267,5 +267,27 @@ TEST(AttentionHtmlTest, SelfContainedWithTheDataInlined) {
   EXPECT_EQ(html.find("http"), std::string::npos);
 }
 
+// A window's or pooled map's cell is masked only when its first key comes
+// after its last query, in positions of the whole map.
+TEST(AttentionMapsTest, MaskedCellsOfWindowsAndPooledMaps) {
+  AttentionMaps window;
+  window.first_query = 4;             // rows: queries 4, 5, ...
+  window.first_key = 2;               // columns: keys 2, 3, ...
+  EXPECT_FALSE(window.masked(0, 2));  // query 4, key 4
+  EXPECT_TRUE(window.masked(0, 3));   // query 4, key 5
+  EXPECT_FALSE(window.masked(1, 3));  // query 5, key 5
+
+  AttentionMaps pooled;
+  pooled.query_step = 4;  // row r: queries 4r .. 4r + 3
+  pooled.key_step = 4;
+  EXPECT_FALSE(pooled.masked(0, 0));
+  EXPECT_TRUE(pooled.masked(0, 1));  // keys 4..7 after queries 0..3
+  EXPECT_FALSE(pooled.masked(1, 1));
+
+  AttentionMaps cross = pooled;
+  cross.kind = MapKind::kCross;
+  EXPECT_FALSE(cross.masked(0, 1));
+}
+
 }  // namespace
 }  // namespace textgen::client

@@ -5,6 +5,11 @@ log-probabilities, the echoed prompt and the attention tap come back right (the 
 the maps of the same tokens); attention comes back shaped [layer][head][q][k] with rows
 summing to 1 and zeros above the diagonal; errors are grpc.RpcError with the server's status
 code (ValueError for a prompt given twice or not at all); the example runs.
+Compact attention (issue 33): u8, u16, f16 and top_k maps, sent compact and decoded to numpy,
+equal the float maps within the proto's bounds (top_k: the largest, exact); a window is the
+float maps' slice; max and mean overviews equal the float maps pooled by their grid; the
+summaries equal a numpy computation from the float maps; the rollout is n x n, causal, rows
+summing to 1; compact tap rows decode (tap_rows) to the float tap's within the same bounds.
 
 chat(): against a stand-in server (PythonChatStandInTest: the conversation each call sends,
 tool calls and template options passed through, the pieces and the result) and, with
@@ -30,7 +35,9 @@ from live_server import (LiveServer, closed_port, heldout_cases, parse_args,  # 
                          run_tests)
 
 import grpc  # noqa: E402
-from textgen_client import TextgenClient, textgen_pb2  # noqa: E402
+import numpy as np  # noqa: E402
+import textgen_client  # noqa: E402
+from textgen_client import TextgenClient, tap_rows, textgen_pb2  # noqa: E402
 
 ARGS = None
 
@@ -176,6 +183,121 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual((some.layers, some.heads), ([1], [0, 2]))
         self.assertEqual(some.weights[0][0], att.weights[1][0])
         self.assertEqual(some.weights[0][1], att.weights[1][2])
+
+    PASSAGE = ("ROMEO:\nBut soft, what light through yonder window breaks?\n"
+               "It is the east, and Juliet is the sun.")
+
+    def test_compact_maps_decode_within_the_stated_bounds(self):
+        """u8, u16, f16 and top_k maps of the shipped model, decoded to numpy, against the
+        float path: 1/510 and 1/131070 of the row's largest weight, 2^-11 relative (2^-25
+        absolute under half's normals), top_k exact on the kept entries, the largest."""
+        exact = self.client.attention(self.PASSAGE).maps["decoder_self"]
+        t = len(self.PASSAGE)
+        self.assertEqual(exact.shape[2:], (t, t))
+        top = exact.max(axis=3, keepdims=True)
+        ulps = 2 * np.spacing(exact)  # float rounding of code x scale
+        for encoding, bound in (("u8", top / 510), ("u16", top / 131070),
+                                ("f16", np.maximum(2.0 ** -11 * exact, 2.0 ** -25))):
+            with self.subTest(encoding=encoding):
+                # What travels is the compact form (a server that ignored the field
+                # would pass the comparison with floats).
+                request = textgen_pb2.DebugAttentionRequest(
+                    prompt=textgen_pb2.Prompt(text=self.PASSAGE), layers=[0], heads=[0],
+                    encoding=textgen_client.ENCODINGS[encoding])
+                for response in self.client._stub.DebugAttention(request, timeout=60):
+                    for m in response.maps:
+                        self.assertEqual((m.compact.encoding, len(m.weights)),
+                                         (request.encoding, 0))
+                att = self.client.attention(self.PASSAGE, encoding=encoding)
+                got = att.maps["decoder_self"]
+                self.assertEqual((got.dtype, got.shape), (np.float32, exact.shape))
+                error = np.abs(got - exact)
+                self.assertTrue((error <= bound + ulps).all(),
+                                f"{encoding}: worst {error.max()}")
+                self.assertTrue((np.triu(got, k=1) == 0).all())
+        got = self.client.attention(self.PASSAGE, encoding="top_k", top_k=3)
+        got = got.maps["decoder_self"]
+        kept = got != 0
+        self.assertTrue((kept.sum(axis=3) <= 3).all())
+        np.testing.assert_array_equal(got[kept], exact[kept])
+        # Every kept entry at least as large as every left-out one in its row.
+        smallest_kept = np.where(kept, exact, np.inf).min(axis=3)
+        largest_left = np.where(kept, -np.inf, exact).max(axis=3)
+        self.assertTrue((smallest_kept >= largest_left).all())
+
+    def test_windows_overviews_summaries_and_rollout(self):
+        exact = self.client.attention(self.PASSAGE).maps["decoder_self"]
+        t = exact.shape[2]
+        window = self.client.attention(self.PASSAGE, queries=(30, 70), keys=(10, 60),
+                                       encoding="f32")
+        self.assertEqual(window.grids["decoder_self"].first_query, 30)
+        np.testing.assert_array_equal(window.maps["decoder_self"], exact[:, :, 30:70, 10:60])
+        for pooling in ("max", "mean"):
+            with self.subTest(pooling=pooling):
+                pooled = self.client.attention(self.PASSAGE, overview=(8, pooling))
+                grid = pooled.grids["decoder_self"]
+                m = pooled.maps["decoder_self"]
+                self.assertEqual(m.shape[2:], (-(-t // grid.query_step), -(-t // grid.key_step)))
+                self.assertLessEqual(max(m.shape[2:]), 8)
+                for r in range(m.shape[2]):
+                    for c in range(m.shape[3]):
+                        q0, k0 = r * grid.query_step, c * grid.key_step
+                        cell = exact[:, :, q0:q0 + grid.query_step, k0:k0 + grid.key_step]
+                        causal = (np.arange(q0, q0 + cell.shape[2])[:, None]
+                                  >= np.arange(k0, k0 + cell.shape[3])[None, :])
+                        if not causal.any():
+                            want = np.zeros(cell.shape[:2], dtype=np.float32)
+                        elif pooling == "max":
+                            want = cell.max(axis=(2, 3))
+                        else:
+                            want = cell[:, :, causal].mean(axis=2)
+                        np.testing.assert_allclose(m[:, :, r, c], want, rtol=1e-5, atol=1e-7,
+                                                   err_msg=f"{pooling} cell {r},{c}")
+        att = self.client.attention(self.PASSAGE, summary=True)
+        info = self.client.info()
+        self.assertEqual([(s["layer"], s["head"]) for s in att.summaries],
+                         [(l, h) for l in range(info.num_layers) for h in range(info.num_heads)])
+        p = exact.astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entropy = -np.where(p > 0, p * np.log(p), 0).sum(axis=3).mean(axis=2)
+        distance = (np.arange(t)[:, None] - np.arange(t)[None, :]).clip(min=0)
+        for s in att.summaries:
+            l, h = s["layer"], s["head"]
+            self.assertAlmostEqual(s["entropy"], entropy[l, h], delta=1e-4)
+            self.assertAlmostEqual(s["sink"], p[l, h, :, 0].mean(), delta=1e-5)
+            self.assertAlmostEqual(s["max_weight"], p[l, h].max(axis=1).mean(), delta=1e-5)
+            self.assertAlmostEqual(s["mean_distance"],
+                                   (p[l, h] * distance).sum(axis=1).mean(), delta=1e-3)
+        self.assertEqual(att.rollout.shape, (t, t))
+        np.testing.assert_allclose(att.rollout.sum(axis=1), 1, atol=1e-4)
+        self.assertTrue((np.triu(att.rollout, k=1) == 0).all())
+        only = self.client.attention(self.PASSAGE, summary_only=True)
+        self.assertEqual((only.maps, len(only.summaries)), ({}, len(att.summaries)))
+
+    def test_compact_tap_rows_decode_to_the_float_rows(self):
+        kwargs = dict(prompt="JULIET:", max_new_tokens=6, tap_layers=[3])
+        exact = [tap_rows(t) for t in self.client.generate(**kwargs)]
+        for encoding, top_k in (("f16", 0), ("u8", 0), ("top_k", 2)):
+            with self.subTest(encoding=encoding):
+                tokens = list(self.client.generate(**kwargs, tap_encoding=encoding,
+                                                   tap_top_k=top_k))
+                for token, want in zip(tokens, exact, strict=True):
+                    self.assertTrue(all(r.compact.encoding == textgen_client.ENCODINGS[encoding]
+                                        for r in token.attention), token.attention)
+                    for row, w in zip(tap_rows(token), want, strict=True):
+                        self.assertEqual((row.layer, row.head, row.kind),
+                                         (w.layer, w.head, "decoder_self"))
+                        self.assertEqual(row.weights.shape, (token.position,))
+                        if encoding == "top_k":
+                            np.testing.assert_array_equal(row.top_weights,
+                                                          w.weights[row.top_keys])
+                            self.assertAlmostEqual(row.remainder,
+                                                   1 - float(row.top_weights.sum()), delta=1e-5)
+                        else:
+                            bound = (w.weights.max() / 510 if encoding == "u8"
+                                     else np.maximum(2.0 ** -11 * w.weights, 2.0 ** -25))
+                            self.assertTrue((np.abs(row.weights - w.weights)
+                                             <= bound + 2 * np.spacing(w.weights)).all())
 
     def test_errors_are_rpc_errors_with_the_status(self):
         with self.assertRaises(grpc.RpcError) as e:

@@ -3,7 +3,7 @@
 
   setup_groups_test.py --repo .
 
-- run + build (scripts/run.sh's list) has no nginx, no PyTorch/numpy, no node/npm; the full
+- run + build (scripts/run.sh's list) has no nginx, no PyTorch, no node/npm; the full
   list (scripts/test.sh, CI) has them; every package is in exactly one group;
 - scripts/run.sh calls `scripts/setup.sh run build`, scripts/test.sh `scripts/setup.sh` (all),
   the Dockerfile's build stage `setup.sh build`;
@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 
-FORBIDDEN_TO_RUN = {"nginx", "python3-torch", "python3-numpy", "nodejs", "npm",
-                    "libopenblas0-pthread"}
+# numpy is not here: the Python client's attention maps are numpy arrays (issue 33), so it is
+# in the run group.
+FORBIDDEN_TO_RUN = {"nginx", "python3-torch", "nodejs", "npm", "libopenblas0-pthread"}
 
 
 def check(condition, message):
