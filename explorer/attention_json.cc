@@ -1,12 +1,10 @@
 #include "explorer/attention_json.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen {
@@ -20,8 +18,7 @@ double RoundWeight(float value) {
   return std::strtod(text, nullptr);
 }
 
-std::string AttentionDataJson(const AttentionData& data,
-                              AttentionEncoding encoding) {
+std::string AttentionDataJson(const AttentionData& data) {
   using Json = nlohmann::json;
   auto token_list = [](const std::vector<int>& ids,
                        const std::vector<std::string>& texts) {
@@ -41,31 +38,13 @@ std::string AttentionDataJson(const AttentionData& data,
     const size_t rows = map.kind == "encoder_self" ? s : t;
     const size_t keys = causal ? t : s;
     auto row_keys = [&](size_t q) { return causal ? q + 1 : keys; };
-    Json weights;
-    if (encoding == AttentionEncoding::kU8) {
-      std::string bytes;
-      bytes.reserve(causal ? t * (t + 1) / 2 : rows * keys);
-      for (size_t q = 0; q < rows && (q + 1) * keys <= map.weights.size();
-           ++q) {
-        for (size_t k = 0; k < row_keys(q); ++k) {
-          const float w = map.weights[q * keys + k];
-          // Clamped: a softmax weight is in [0, 1] but not NaN-proof.
-          const float clamped =
-              std::isfinite(w) ? std::clamp(w, 0.0f, 1.0f) : 0;
-          bytes.push_back(static_cast<char>(std::lround(clamped * 255)));
-        }
+    Json weights = Json::array();
+    for (size_t q = 0; q < rows && (q + 1) * keys <= map.weights.size(); ++q) {
+      Json row = Json::array();
+      for (size_t k = 0; k < row_keys(q); ++k) {
+        row.push_back(RoundWeight(map.weights[q * keys + k]));
       }
-      weights = absl::Base64Escape(bytes);
-    } else {
-      weights = Json::array();
-      for (size_t q = 0; q < rows && (q + 1) * keys <= map.weights.size();
-           ++q) {
-        Json row = Json::array();
-        for (size_t k = 0; k < row_keys(q); ++k) {
-          row.push_back(RoundWeight(map.weights[q * keys + k]));
-        }
-        weights.push_back(std::move(row));
-      }
+      weights.push_back(std::move(row));
     }
     Json out = {{"layer", map.layer},
                 {"head", map.head},
@@ -83,7 +62,6 @@ std::string AttentionDataJson(const AttentionData& data,
     out["source_tokens"] = token_list(data.source_ids, data.source_texts);
     out["num_encoder_layers"] = data.num_encoder_layers;
   }
-  if (encoding == AttentionEncoding::kU8) out["encoding"] = "u8";
   // Invalid UTF-8 in a token's text is written as U+FFFD, not thrown on.
   return out.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -19,14 +19,9 @@
 // back as that value), which the eye cannot tell apart and which cuts the
 // 17-digit floats to about a third.
 //
-// The compact form (AttentionEncoding::kU8, what the explorer asks for) adds
-// "encoding": "u8" and makes each map's "weights" one base64 string: the rows
-// above, concatenated (T(T+1)/2 bytes), each weight as the byte
-// round(weight × 255), so weight = byte / 255 to within 1/510. For drawing
-// that is as good as 4 digits (a colour scale has fewer steps), and it is
-// what keeps a 256-token map of every head of the shipped model small over
-// the wire: measured, 7.6 MB of JSON (2.46 MB gzip) becomes 1.05 MB
-// (136 kB gzip); 3 significant digits would still be 1.96 MB gzip.
+// The server's POST /v1/attention writes this shape too, and its compact
+// encodings ("u8", "u16", "f16", "top_k": server/http/openai_response.h's
+// AttentionJson), which the page decodes as well.
 #ifndef TEXTGEN_EXPLORER_ATTENTION_JSON_H_
 #define TEXTGEN_EXPLORER_ATTENTION_JSON_H_
 
@@ -59,16 +54,8 @@ struct AttentionData {
   std::vector<Map> maps;  // In the order to show them.
 };
 
-// How "weights" are written.
-enum class AttentionEncoding {
-  kJson,  // Arrays of rows of numbers (the default).
-  kU8,    // One base64 string of bytes per map.
-};
-
 // The JSON above.
-std::string AttentionDataJson(
-    const AttentionData& data,
-    AttentionEncoding encoding = AttentionEncoding::kJson);
+std::string AttentionDataJson(const AttentionData& data);
 
 // `value` to 4 significant digits (0 and non-finite values as they are).
 double RoundWeight(float value);

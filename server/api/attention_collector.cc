@@ -24,6 +24,12 @@ int Buckets(int max_distance) {
 
 }  // namespace
 
+int CausalRowCells(int first_query, int query_step, int query_end,
+                   int first_key, int key_step, int cells) {
+  const int last_query = std::min(first_query + query_step, query_end) - 1;
+  return std::clamp(CeilDiv(last_query + 1 - first_key, key_step), 0, cells);
+}
+
 int AttentionSelection::query_cells() const {
   return CeilDiv(query_end - query_begin, query_step);
 }

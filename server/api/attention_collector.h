@@ -41,6 +41,13 @@ struct AttentionSelection {
   size_t KeptBytes(int n_queries) const;
 };
 
+// How many of a causal map's row's `cells` cells (key_step keys each, from
+// first_key) hold a weight any of its queries sees: the row covers queries
+// first_query .. min(first_query + query_step, query_end) - 1, and a cell
+// wholly after its last query is left out of compact replies.
+int CausalRowCells(int first_query, int query_step, int query_end,
+                   int first_key, int key_step, int cells);
+
 class AttentionCollector : public AttentionSink {
  public:
   // `causal`: the map's keys after a query are masked (decoder self

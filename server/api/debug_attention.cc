@@ -347,13 +347,9 @@ std::vector<pb::DebugAttentionResponse> PageAttention(
     // query's diagonal.
     auto row_cells = [&](int r) {
       if (!spec.compact() || !collector->causal()) return cols;
-      const int last_query =
-          std::min(selection.query_begin + (r + 1) * selection.query_step,
-                   selection.query_end) -
-          1;
-      const int keys =
-          std::min(selection.key_end, last_query + 1) - selection.key_begin;
-      return std::clamp(CeilDiv(keys, selection.key_step), 0, cols);
+      return CausalRowCells(selection.query_begin + r * selection.query_step,
+                            selection.query_step, selection.query_end,
+                            selection.key_begin, selection.key_step, cols);
     };
     for (size_t l = 0; l < selection.layers.size(); ++l) {
       for (size_t h = 0; h < selection.heads.size(); ++h) {

@@ -178,6 +178,7 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
   out.prompt_logprobs = request.prompt_logprobs();
   out.n = CompletionsOf(request);
   if (request.has_attention_tap()) {
+    TEXTGEN_RETURN_IF_ERROR(TapEncodingOf(request).status());
     AttentionTap tap;
     tap.layers.assign(request.attention_tap().layers().begin(),
                       request.attention_tap().layers().end());
@@ -214,7 +215,14 @@ pb::FinishReason ToProto(FinishReason reason) {
   return pb::FINISH_REASON_UNSPECIFIED;
 }
 
-void ToProto(const TokenEvent& event, pb::Token& token) {
+absl::StatusOr<AttentionEncodingSpec> TapEncodingOf(
+    const pb::GenerateRequest& request) {
+  return MakeEncodingSpec(request.attention_tap().encoding(),
+                          request.attention_tap().top_k(), "attention_tap");
+}
+
+void ToProto(const TokenEvent& event, pb::Token& token,
+             const AttentionEncodingSpec& tap) {
   token.set_id(event.id);
   token.set_text(event.text);
   token.set_logprob(event.logprob);
@@ -228,7 +236,11 @@ void ToProto(const TokenEvent& event, pb::Token& token) {
     pb::AttentionRow* out = token.add_attention();
     out->set_layer(row.layer);
     out->set_head(row.head);
-    out->mutable_weights()->Add(row.weights.begin(), row.weights.end());
+    if (tap.compact()) {
+      AppendPackedRow(tap, row.weights, 0, *out->mutable_compact());
+    } else {
+      out->mutable_weights()->Add(row.weights.begin(), row.weights.end());
+    }
     out->set_kind(ToProto(row.kind));
   }
   token.set_position(event.position);

@@ -20,6 +20,7 @@
 #include "engine/request.h"
 #include "model/config.h"
 #include "model/text/tokenizer.h"
+#include "server/api/attention_encoding.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen {
@@ -77,7 +78,14 @@ inline int CompletionsOf(const textgen::v1::GenerateRequest& request) {
 }
 
 textgen::v1::FinishReason ToProto(FinishReason reason);
-void ToProto(const TokenEvent& event, textgen::v1::Token& token);
+// `tap`: how the token's attention rows travel (AttentionTap.encoding).
+void ToProto(const TokenEvent& event, textgen::v1::Token& token,
+             const AttentionEncodingSpec& tap = {});
+
+// The request's attention tap encoding, or INVALID_ARGUMENT naming
+// attention_tap.encoding / attention_tap.top_k (MakeEncodingSpec).
+absl::StatusOr<AttentionEncodingSpec> TapEncodingOf(
+    const textgen::v1::GenerateRequest& request);
 void ToProto(const FinishEvent& event, textgen::v1::Finished& finished);
 
 // Appends one PromptToken per id: the id and its own text (after the id

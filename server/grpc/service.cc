@@ -34,10 +34,13 @@ class GenerateReactor final
     : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `completions`: the request's n, the FinishEvents that end the call.
+  // `tap`: how tokens' attention rows travel.
   GenerateReactor(std::shared_ptr<RequestStream> stream, int completions,
-                  Metrics* metrics, ClientLimiter::StreamPermit permit)
+                  AttentionEncodingSpec tap, Metrics* metrics,
+                  ClientLimiter::StreamPermit permit)
       : stream_(std::move(stream)),
         completions_left_(completions),
+        tap_(tap),
         metrics_(metrics),
         permit_(std::move(permit)),
         link_(std::make_shared<Link>()) {
@@ -96,7 +99,7 @@ class GenerateReactor final
       if (const auto* token = std::get_if<TokenEvent>(&*event)) {
         if (broken_) continue;  // Nobody will read it.
         response_.Clear();
-        ToProto(*token, *response_.mutable_token());
+        ToProto(*token, *response_.mutable_token(), tap_);
         Send(lock, /*last=*/false);
         return;
       }
@@ -158,7 +161,8 @@ class GenerateReactor final
   }
 
   const std::shared_ptr<RequestStream> stream_;
-  int completions_left_;                      // Under link_->mu.
+  int completions_left_;  // Under link_->mu.
+  const AttentionEncodingSpec tap_;
   Metrics* const metrics_;                    // May be null.
   const ClientLimiter::StreamPermit permit_;  // Until the call is done.
   const std::shared_ptr<Link> link_;
@@ -238,7 +242,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TextGenerationService::Generate(
   if (!stream.ok())
     return new FailedWriteReactor(ToGrpcStatus(stream.status()));
   // gRPC owns reactors from here and deletes them in OnDone.
-  return new GenerateReactor(*std::move(stream), CompletionsOf(request),
+  // Valid: SubmitGenerate checked it (ToEngineRequest).
+  const AttentionEncodingSpec tap =
+      TapEncodingOf(request).value_or(AttentionEncodingSpec{});
+  return new GenerateReactor(*std::move(stream), CompletionsOf(request), tap,
                              text_.metrics(), std::move(pass->stream));
 }
 

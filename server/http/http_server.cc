@@ -395,7 +395,7 @@ void HttpServer::AddRoutes() {
         return LargeBody(
             request,
             AttentionJson(reply->responses, service_.DescribeServer(),
-                          parsed->encoding),
+                          parsed->debug_attention),
             "application/json; charset=utf-8");
       },
       Runs::kOnPool);
@@ -409,6 +409,9 @@ void HttpServer::AddRoutes() {
             request.body, model, encoder_decoder, limits);
         if (!parsed.ok()) return ServeGeneration(request, parsed.status());
         const int n = CompletionsOf(parsed->generate);
+        absl::StatusOr<AttentionEncodingSpec> tap =
+            TapEncodingOf(parsed->generate);
+        if (!tap.ok()) return ServeGeneration(request, tap.status());
         return ServeGeneration(
             request, parsed->PerPrompt(encoder_decoder), parsed->stream,
             OpenAiEndpoint::kCompletions, parsed->constraint_param,
@@ -417,7 +420,7 @@ void HttpServer::AddRoutes() {
                   absl::StrCat("cmpl-", id), model,
                   absl::ToUnixSeconds(absl::Now()), parsed->logprobs,
                   parsed->include_usage,
-                  n * static_cast<int>(parsed->prompts.size()), n);
+                  n * static_cast<int>(parsed->prompts.size()), n, *tap);
             });
       },
       Runs::kOnPool);

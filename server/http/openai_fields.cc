@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/json_int.h"
 #include "base/status_macros.h"
+#include "server/api/attention_encoding.h"
 #include "server/http/errors.h"
 
 namespace textgen {
@@ -163,7 +164,29 @@ absl::Status ParseAttentionTap(const Json& json, pb::GenerateRequest& request) {
                              IntList(*list, "attention_tap.heads"));
     out.mutable_heads()->Add(heads.begin(), heads.end());
   }
+  if (const Json* encoding = Field(*tap, "encoding")) {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        const pb::AttentionEncoding value,
+        AttentionEncodingField(*encoding, "attention_tap.encoding"));
+    out.set_encoding(value);
+  }
+  if (const Json* top_k = Field(*tap, "top_k")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int value,
+                             Int(*top_k, "attention_tap.top_k"));
+    out.set_top_k(value);
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<pb::AttentionEncoding> AttentionEncodingField(
+    const Json& value, const char* param) {
+  pb::AttentionEncoding encoding;
+  if (!value.is_string() ||
+      !ParseEncodingName(value.get<std::string>(), &encoding)) {
+    return InvalidParam(
+        param, "must be \"json\", \"u8\", \"u16\", \"f16\" or \"top_k\"");
+  }
+  return encoding;
 }
 
 absl::Status ParseStream(const Json& json, bool& stream, bool& include_usage) {

@@ -60,6 +60,11 @@ absl::StatusOr<bool> Bool(const nlohmann::json& value, const char* param);
 absl::StatusOr<std::vector<int>> IntList(const nlohmann::json& value,
                                          const char* param);
 
+// An attention encoding's name (attention_encoding.h's EncodingName), or
+// INVALID_ARGUMENT naming `param` and the names.
+absl::StatusOr<textgen::v1::AttentionEncoding> AttentionEncodingField(
+    const nlohmann::json& value, const char* param);
+
 // What OpenAI defines and textgen cannot honour (best_of > 1, suffix,
 // logit_bias, presence/frequency penalties): a 400, not silence.
 absl::Status RefuseUnsupported(const nlohmann::json& json);
@@ -76,7 +81,8 @@ absl::Status ParseStop(const nlohmann::json& json,
 absl::Status ParseStream(const nlohmann::json& json, bool& stream,
                          bool& include_usage);
 
-// attention_tap: {"layers": [...], "heads": [...]}.
+// attention_tap: {"layers": [...], "heads": [...], "encoding": "json" | "u8"
+// | "u16" | "f16" | "top_k", "top_k": N}.
 absl::Status ParseAttentionTap(const nlohmann::json& json,
                                textgen::v1::GenerateRequest& request);
 

@@ -198,14 +198,61 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
   TEXTGEN_ASSIGN_OR_RETURN(const Json json, ParseJsonBody(body, limits));
   TEXTGEN_RETURN_IF_ERROR(CheckModel(json, model_name));
   AttentionRequest out;
+  pb::DebugAttentionRequest& request = out.debug_attention;
   if (const Json* encoding = Field(json, "encoding")) {
-    if (*encoding == "u8") {
-      out.encoding = AttentionEncoding::kU8;
-    } else if (*encoding != "json") {
-      return InvalidParam("encoding", "must be \"json\" or \"u8\"");
+    TEXTGEN_ASSIGN_OR_RETURN(const pb::AttentionEncoding value,
+                             AttentionEncodingField(*encoding, "encoding"));
+    request.set_encoding(value);
+  }
+  if (const Json* top_k = Field(json, "top_k")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int value, Int(*top_k, "top_k"));
+    request.set_top_k(value);
+  }
+  // "queries" / "keys": [begin, end] positions (end 0: to the last).
+  using RangeField = pb::AttentionRange* (pb::DebugAttentionRequest::*)();
+  for (const auto& [name, range] :
+       {std::pair<const char*, RangeField>{
+            "queries", &pb::DebugAttentionRequest::mutable_queries},
+        std::pair<const char*, RangeField>{
+            "keys", &pb::DebugAttentionRequest::mutable_keys}}) {
+    const Json* value = Field(json, name);
+    if (value == nullptr) continue;
+    absl::StatusOr<std::vector<int>> bounds = IntList(*value, name);
+    if (!bounds.ok() || bounds->size() != 2) {
+      return InvalidParam(name, "must be [begin, end] (end 0: to the last)");
+    }
+    (request.*range)()->set_begin((*bounds)[0]);
+    (request.*range)()->set_end((*bounds)[1]);
+  }
+  if (const Json* overview = Field(json, "overview")) {
+    const Json* cells =
+        overview->is_object() ? Field(*overview, "cells") : nullptr;
+    if (cells == nullptr) {
+      return InvalidParam("overview",
+                          "must be {\"cells\": N, \"pooling\": \"max\" or "
+                          "\"mean\"}");
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(const int n, Int(*cells, "overview.cells"));
+    request.mutable_overview()->set_cells(n);
+    if (const Json* pooling = Field(*overview, "pooling")) {
+      if (*pooling == "mean") {
+        request.mutable_overview()->set_pooling(pb::POOLING_MEAN);
+      } else if (*pooling == "max") {
+        request.mutable_overview()->set_pooling(pb::POOLING_MAX);
+      } else {
+        return InvalidParam("overview.pooling", "must be \"max\" or \"mean\"");
+      }
     }
   }
-  pb::DebugAttentionRequest& request = out.debug_attention;
+  for (const auto& [name, set] :
+       {std::pair{"summary", &pb::DebugAttentionRequest::set_summary},
+        std::pair{"summary_only",
+                  &pb::DebugAttentionRequest::set_summary_only}}) {
+    if (const Json* value = Field(json, name)) {
+      TEXTGEN_ASSIGN_OR_RETURN(const bool on, Bool(*value, name));
+      (request.*set)(on);
+    }
+  }
   // Encoder-decoder models: "source" (what the encoder reads), and "prompt"
   // optional (the target's start; absent = BOS).
   if (const Json* source = Field(json, "source")) {

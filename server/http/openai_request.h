@@ -89,14 +89,16 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
     bool encoder_decoder = false, const JsonLimits& limits = JsonLimits());
 
 // A parsed POST /v1/attention: {"prompt": text or ids, "layers": [...],
-// "heads": [...], "encoding": "json" or "u8"}, empty lists meaning all, no
-// encoding "json"; for an encoder-decoder model also "source": text or ids
-// ("prompt" then optional). Instead of "prompt", "messages" (and the other
-// conversation fields of a chat request, server/http/chat_request.h): the
-// maps of the rendered conversation.
+// "heads": [...]}, empty lists meaning all; the DebugAttentionRequest's other
+// fields as "encoding" ("json" (the default), "u8", "u16", "f16", "top_k"),
+// "top_k", "queries" and "keys" ([begin, end]), "overview" ({"cells",
+// "pooling": "max" or "mean"}), "summary", "summary_only"; for an
+// encoder-decoder model also "source": text or ids ("prompt" then optional).
+// Instead of "prompt", "messages" (and the other conversation fields of a chat
+// request, server/http/chat_request.h): the maps of the rendered conversation.
 struct AttentionRequest {
+  // Its encoding too: how the JSON reply writes weights.
   textgen::v1::DebugAttentionRequest debug_attention;
-  AttentionEncoding encoding = AttentionEncoding::kJson;
 };
 absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     absl::string_view body, absl::string_view model_name,

@@ -1,12 +1,18 @@
 #include "server/http/openai_response.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/api/attention_collector.h"
+#include "server/api/attention_encoding.h"
 #include "server/http/json_dump.h"
 
 namespace textgen {
@@ -65,14 +71,15 @@ void AppendJsonString(absl::string_view text, std::string& out) {
 CompletionBuilder::CompletionBuilder(std::string id, std::string model,
                                      int64_t created, bool logprobs,
                                      bool include_usage, int completions,
-                                     int per_prompt)
+                                     int per_prompt, AttentionEncodingSpec tap)
     : id_(std::move(id)),
       model_(std::move(model)),
       created_(created),
       logprobs_(logprobs),
       include_usage_(include_usage),
       completions_(completions),
-      per_prompt_(per_prompt > 0 ? per_prompt : completions) {}
+      per_prompt_(per_prompt > 0 ? per_prompt : completions),
+      tap_(tap) {}
 
 namespace {
 
@@ -144,11 +151,27 @@ std::string CompletionBuilder::Event(const TokenEvent& token) {
   if (!token.attention.empty()) {
     Json rows = Json::array();
     for (const AttentionRow& row : token.attention) {
-      Json weights = Json::array();
-      for (float w : row.weights) weights.push_back(RoundWeight(w));
-      Json out = {{"layer", row.layer},
-                  {"head", row.head},
-                  {"weights", std::move(weights)}};
+      Json out = {{"layer", row.layer}, {"head", row.head}};
+      if (tap_.compact()) {
+        // One row, as a map's rows are written (AttentionJson).
+        pb::PackedWeights packed;
+        AppendPackedRow(tap_, row.weights, 0, packed);
+        if (!packed.packed().empty()) {
+          out["weights"] = absl::Base64Escape(packed.packed());
+        }
+        if (packed.row_scales_size() > 0) {
+          out["row_scales"] = packed.row_scales();
+        }
+        if (tap_.encoding == pb::ATTENTION_ENCODING_TOP_K) {
+          out["top_keys"] = packed.top_keys();
+          out["top_weights"] = packed.top_weights();
+          out["remainders"] = packed.remainders();
+        }
+      } else {
+        Json weights = Json::array();
+        for (float w : row.weights) weights.push_back(RoundWeight(w));
+        out["weights"] = std::move(weights);
+      }
       // Cross rows (encoder-decoder models) weigh the source's tokens.
       if (row.kind == AttentionKind::kCross) out["kind"] = "cross";
       rows.push_back(std::move(out));
@@ -278,54 +301,244 @@ const char* OpenAiFinishReason(FinishReason reason) {
   return "stop";
 }
 
+namespace {
+
+// A float as the JSON maps write it: 4 significant digits (RoundWeight).
+void AppendWeight(std::string& out, float w) {
+  char text[32];
+  const double rounded = RoundWeight(w);
+  std::snprintf(text, sizeof(text), "%.4g",
+                std::isfinite(rounded) ? rounded : 0.0);
+  out += text;
+}
+
+template <typename Values>
+void AppendNumbers(std::string& out, const Values& values) {
+  out += '[';
+  bool first = true;
+  for (const auto& v : values) {
+    if (!first) out += ',';
+    first = false;
+    absl::StrAppend(&out, v);
+  }
+  out += ']';
+}
+
+// The rows of one map (or the rollout) as JSON fields, after its "layer" and
+// the like: "row_keys", and the weights as the encoding writes them. FLOAT32
+// rows (`rows` of `cols` floats each, in pieces) are cut, for a causal map,
+// at the last cell any of the row's queries sees (CausalRowCells), as the
+// compact forms are; `row_first_query(r)` is row r's first query.
+class RowsJson {
+ public:
+  RowsJson(pb::AttentionEncoding encoding, bool causal, int query_step,
+           int query_end, int first_key, int key_step)
+      : encoding_(encoding),
+        causal_(causal),
+        query_step_(query_step),
+        query_end_(query_end),
+        first_key_(first_key),
+        key_step_(key_step) {}
+
+  // `first_query`: the piece's first row's query.
+  void AddFloats(const google::protobuf::RepeatedField<float>& weights,
+                 int rows, int first_query) {
+    if (rows <= 0) return;
+    const int cols = weights.size() / rows;
+    for (int r = 0; r < rows; ++r) {
+      const int cells =
+          causal_ ? CausalRowCells(first_query + r * query_step_, query_step_,
+                                   query_end_, first_key_, key_step_, cols)
+                  : cols;
+      row_keys_.push_back(cells);
+      floats_ += floats_.empty() ? "[" : ",[";
+      for (int k = 0; k < cells; ++k) {
+        if (k > 0) floats_ += ',';
+        AppendWeight(floats_, weights.Get(r * cols + k));
+      }
+      floats_ += ']';
+    }
+  }
+
+  void AddPacked(const pb::PackedWeights& packed) {
+    row_keys_.insert(row_keys_.end(), packed.row_keys().begin(),
+                     packed.row_keys().end());
+    packed_ += packed.packed();
+    row_scales_.insert(row_scales_.end(), packed.row_scales().begin(),
+                       packed.row_scales().end());
+    top_keys_.insert(top_keys_.end(), packed.top_keys().begin(),
+                     packed.top_keys().end());
+    top_weights_.insert(top_weights_.end(), packed.top_weights().begin(),
+                        packed.top_weights().end());
+    remainders_.insert(remainders_.end(), packed.remainders().begin(),
+                       packed.remainders().end());
+  }
+
+  // `,"row_keys":[...],"weights":...` and the encoding's other fields.
+  void AppendTo(std::string& out) const {
+    out += ",\"row_keys\":";
+    AppendNumbers(out, row_keys_);
+    switch (encoding_) {
+      case pb::ATTENTION_ENCODING_UINT8:
+      case pb::ATTENTION_ENCODING_UINT16:
+        out += ",\"row_scales\":";
+        AppendNumbers(out, row_scales_);
+        [[fallthrough]];
+      case pb::ATTENTION_ENCODING_FLOAT16:
+        absl::StrAppend(&out, ",\"weights\":\"", absl::Base64Escape(packed_),
+                        "\"");
+        break;
+      case pb::ATTENTION_ENCODING_TOP_K:
+        out += ",\"top_keys\":";
+        AppendNumbers(out, top_keys_);
+        out += ",\"top_weights\":";
+        AppendNumbers(out, top_weights_);
+        out += ",\"remainders\":";
+        AppendNumbers(out, remainders_);
+        break;
+      default:
+        absl::StrAppend(&out, ",\"weights\":[", floats_, "]");
+    }
+  }
+
+ private:
+  const pb::AttentionEncoding encoding_;
+  const bool causal_;
+  const int query_step_, query_end_, first_key_, key_step_;
+  std::vector<int> row_keys_;
+  std::string floats_;  // FLOAT32: the rows, written.
+  std::string packed_;
+  std::vector<float> row_scales_;
+  std::vector<int> top_keys_;
+  std::vector<float> top_weights_, remainders_;
+};
+
+const char* KindName(pb::AttentionKind kind) {
+  switch (kind) {
+    case pb::ATTENTION_KIND_ENCODER_SELF:
+      return "encoder_self";
+    case pb::ATTENTION_KIND_CROSS:
+      return "cross";
+    default:
+      return "decoder_self";
+  }
+}
+
+}  // namespace
+
 std::string AttentionJson(
     const std::vector<pb::DebugAttentionResponse>& responses,
-    const pb::ModelInfo& info, AttentionEncoding encoding) {
-  AttentionData data;
-  data.model = info.name();
+    const pb::ModelInfo& info, const pb::DebugAttentionRequest& request) {
+  auto token_list = [](Json& tokens, const auto& list) {
+    for (const pb::PromptToken& token : list) {
+      tokens.push_back({{"id", token.id()}, {"text", token.text()}});
+    }
+  };
+  Json tokens = Json::array(), source_tokens = Json::array();
+  Json summaries = Json::array();
+  for (const pb::DebugAttentionResponse& response : responses) {
+    token_list(tokens, response.tokens());
+    token_list(source_tokens, response.source_tokens());
+    for (const pb::AttentionSummary& summary : response.summaries()) {
+      summaries.push_back({{"layer", summary.layer()},
+                           {"head", summary.head()},
+                           {"kind", KindName(summary.kind())},
+                           {"entropy", summary.entropy()},
+                           {"sink", summary.sink()},
+                           {"mean_distance", summary.mean_distance()},
+                           {"distance_profile", summary.distance_profile()},
+                           {"max_weight", summary.max_weight()}});
+    }
+  }
+  const bool encoder_decoder = !source_tokens.empty();
+  const int n = static_cast<int>(tokens.size());
+  const pb::AttentionEncoding encoding =
+      request.encoding() == pb::ATTENTION_ENCODING_UNSPECIFIED
+          ? pb::ATTENTION_ENCODING_FLOAT32
+          : request.encoding();
   // The model's counts: a DebugAttentionResponse's are those of the maps it
   // carries.
-  data.num_layers = info.num_layers();
-  data.num_heads = info.num_heads();
-  data.num_encoder_layers = info.num_encoder_layers();
-  for (const pb::DebugAttentionResponse& response : responses) {
-    for (const pb::PromptToken& token : response.tokens()) {
-      data.token_ids.push_back(token.id());
-      data.token_texts.push_back(token.text());
+  Json head = {{"object", "attention"},
+               {"model", info.name()},
+               {"num_layers", info.num_layers()},
+               {"num_heads", info.num_heads()},
+               {"tokens", std::move(tokens)}};
+  // Floats are the default, and the shape explorer/attention_json.h writes.
+  if (encoding != pb::ATTENTION_ENCODING_FLOAT32) {
+    head["encoding"] = EncodingName(encoding);
+  }
+  if (encoder_decoder) {
+    head["source_tokens"] = std::move(source_tokens);
+    head["num_encoder_layers"] = info.num_encoder_layers();
+  }
+  if (request.summary() || request.summary_only()) {
+    head["summaries"] = std::move(summaries);
+  }
+  // Invalid UTF-8 in a token's text is written as U+FFFD, not thrown on.
+  std::string out = head.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out.pop_back();  // The closing brace: the maps follow.
+
+  // The maps, written as they are gathered (no tree of numbers): a map's
+  // pieces come one after another, so a map ends where the next begins.
+  const int query_end =
+      request.queries().end() == 0 ? n : request.queries().end();
+  out += ",\"maps\":[";
+  const pb::AttentionMap* first_piece = nullptr;
+  std::unique_ptr<RowsJson> rows;
+  bool any = false;
+  auto flush = [&] {
+    if (first_piece == nullptr) return;
+    const pb::AttentionMap& m = *first_piece;
+    absl::StrAppend(&out, any ? "," : "", "{\"layer\":", m.layer(),
+                    ",\"head\":", m.head());
+    if (encoder_decoder)
+      absl::StrAppend(&out, ",\"kind\":\"", KindName(m.kind()), "\"");
+    absl::StrAppend(&out, ",\"first_query\":", m.first_query(),
+                    ",\"first_key\":", m.first_key());
+    if (m.query_step() > 0) {
+      absl::StrAppend(&out, ",\"query_step\":", m.query_step(),
+                      ",\"key_step\":", m.key_step());
     }
-    for (const pb::PromptToken& token : response.source_tokens()) {
-      data.source_ids.push_back(token.id());
-      data.source_texts.push_back(token.text());
+    rows->AppendTo(out);
+    out += '}';
+    any = true;
+  };
+  for (const pb::DebugAttentionResponse& response : responses) {
+    for (const pb::AttentionMap& piece : response.maps()) {
+      if (first_piece == nullptr || piece.kind() != first_piece->kind() ||
+          piece.layer() != first_piece->layer() ||
+          piece.head() != first_piece->head()) {
+        flush();
+        first_piece = &piece;
+        const bool causal = piece.kind() == pb::ATTENTION_KIND_DECODER_SELF;
+        rows = std::make_unique<RowsJson>(
+            encoding, causal, std::max(1, piece.query_step()),
+            causal ? query_end : n, piece.first_key(),
+            std::max(1, piece.key_step()));
+      }
+      if (piece.has_compact()) {
+        rows->AddPacked(piece.compact());
+      } else {
+        rows->AddFloats(piece.weights(), piece.rows(), piece.first_query());
+      }
     }
   }
-  // The pieces (whole rows from first_query on) into one map per (kind,
-  // layer, head), in the order the maps came: T×T, S×S or T×S by kind.
-  const size_t t = data.token_ids.size(), s = data.source_ids.size();
-  std::map<std::tuple<int, int, int>, size_t> index;
+  flush();
+  out += ']';
   for (const pb::DebugAttentionResponse& response : responses) {
-    for (const pb::AttentionMap& map : response.maps()) {
-      const bool encoder = map.kind() == pb::ATTENTION_KIND_ENCODER_SELF;
-      const bool cross = map.kind() == pb::ATTENTION_KIND_CROSS;
-      const size_t rows = encoder ? s : t;
-      const size_t keys = encoder || cross ? s : t;
-      auto [it, inserted] = index.try_emplace(
-          {map.kind(), map.layer(), map.head()}, data.maps.size());
-      if (inserted) {
-        data.maps.push_back({map.layer(), map.head(),
-                             encoder ? "encoder_self"
-                             : cross ? "cross"
-                                     : "decoder_self",
-                             std::vector<float>(rows * keys)});
-      }
-      std::vector<float>& weights = data.maps[it->second].weights;
-      const size_t offset = static_cast<size_t>(map.first_query()) * keys;
-      for (int i = 0; i < map.weights_size() && offset + i < weights.size();
-           ++i) {
-        weights[offset + i] = map.weights(i);
-      }
+    if (!response.has_rollout()) continue;
+    RowsJson rollout(encoding, /*causal=*/true, 1, n, 0, 1);
+    if (response.rollout().has_compact()) {
+      rollout.AddPacked(response.rollout().compact());
+    } else {
+      rollout.AddFloats(response.rollout().weights(), n, 0);
     }
+    out += ",\"rollout\":{\"first_query\":0,\"first_key\":0";
+    rollout.AppendTo(out);
+    out += '}';
   }
-  return AttentionDataJson(data, encoding);
+  out += '}';
+  return out;
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "engine/request.h"
 #include "explorer/attention_json.h"
 #include "nlohmann/json.hpp"
+#include "server/api/attention_encoding.h"
 #include "server/api/text_service.h"
 #include "server/http/response_builder.h"
 #include "textgen/v1/textgen.pb.h"
@@ -31,10 +32,12 @@ namespace textgen {
 class CompletionBuilder : public ResponseBuilder {
  public:
   // `completions` choices in all, `per_prompt` of them (the request's n)
-  // from each prompt of a batch (0: all from one prompt).
+  // from each prompt of a batch (0: all from one prompt); `tap`: how a
+  // tapped token's attention rows are written ("weights" as numbers, or as
+  // AttentionJson writes a compact row).
   CompletionBuilder(std::string id, std::string model, int64_t created,
                     bool logprobs, bool include_usage, int completions = 1,
-                    int per_prompt = 0);
+                    int per_prompt = 0, AttentionEncodingSpec tap = {});
 
   // Streaming: one event per token; a finished choice's chunk carries its
   // finish reason; the usage chunk counts all choices' tokens.
@@ -56,6 +59,7 @@ class CompletionBuilder : public ResponseBuilder {
   const bool include_usage_;
   const int completions_;
   const int per_prompt_;
+  const AttentionEncodingSpec tap_;
   std::vector<std::vector<TokenEvent>> tokens_;  // Add's, by completion.
   std::vector<FinishEvent> finishes_;            // In the order they came.
 };
@@ -72,16 +76,21 @@ nlohmann::json UsageJson(const Usage& usage);
 // .. are prompt i's), the generated ones of every choice.
 Usage TotalUsage(const std::vector<FinishEvent>& finishes, int per_prompt);
 
-// The DebugAttention replies as one JSON object (explorer/attention_json.h):
-// the prompt's tokens and, per (layer, head), the causal map as rows of
-// growing length (the masked upper triangle left out), weights rounded to 4
-// significant digits, or with kU8 as one base64 string of bytes. `info`
-// gives the model's name and its layer and head counts (a request may ask
-// for fewer maps; the counts are for a viewer's layout).
+// The DebugAttention replies to `request` as one JSON object: the prompt's
+// tokens and, per (kind, layer, head), its rows, as explorer/attention_json.h
+// describes and the request's encoding writes them ("json": rows of numbers
+// to 4 significant digits, a causal row cut after the last key its queries
+// see; "u8"/"u16": base64 codes with "row_scales"; "f16": base64 halves;
+// "top_k": "top_keys", "top_weights", "remainders"), each map with its
+// "first_query", "first_key", "row_keys" (and, pooled, "query_step",
+// "key_step"); the summaries and the rollout if asked for. `info` gives the
+// model's name and its layer and head counts (a request may ask for fewer
+// maps; the counts are for a viewer's layout). Written as the maps are read,
+// without a tree of numbers: the memory is that of the reply.
 std::string AttentionJson(
     const std::vector<textgen::v1::DebugAttentionResponse>& responses,
     const textgen::v1::ModelInfo& info,
-    AttentionEncoding encoding = AttentionEncoding::kJson);
+    const textgen::v1::DebugAttentionRequest& request);
 
 // GET /v1/models, and GET /v1/models/{id} (the one model's object).
 std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);

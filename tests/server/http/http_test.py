@@ -499,12 +499,17 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
             self.assertEqual((c["layer"], c["head"]), (p["layer"], p["head"]))
             data = base64.b64decode(c["weights"])
             self.assertEqual(len(data), n * (n + 1) // 2)
-            # Byte b is round(w * 255): w to within 1/510 (plus the 4 digits of the plain form).
-            weights = [w for row in p["weights"] for w in row]
-            worst = max(abs(b / 255 - w) for b, w in zip(data, weights))
-            self.assertLessEqual(worst, 1 / 510 + 1e-4, (c["layer"], c["head"]))
+            self.assertEqual(c["row_keys"], list(range(1, n + 1)))
+            # Byte b of row q is round(w / scale_q), scale_q its largest weight / 255: w to
+            # within 1/510 of that largest weight (plus the 4 digits of the plain form).
+            at = 0
+            for q, (row, scale) in enumerate(zip(p["weights"], c["row_scales"])):
+                self.assertAlmostEqual(scale * 255, max(row), delta=max(row) * 1e-3)
+                worst = max(abs(b * scale - w) for b, w in zip(data[at:at + q + 1], row))
+                self.assertLessEqual(worst, max(row) / 510 + 1e-4, (c["layer"], c["head"], q))
+                at += q + 1
         status, headers, error = call(self.port, "POST", "/v1/attention",
-                                      {"prompt": "hi", "encoding": "f16"})
+                                      {"prompt": "hi", "encoding": "f8"})
         self.assertOpenAiError(status, headers, error, 400, "encoding")
 
         # Issue 18's budget: the page plus this data, as served to a client accepting gzip.
