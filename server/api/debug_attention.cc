@@ -14,10 +14,6 @@ namespace {
 
 namespace pb = ::textgen::v1;
 
-// A long prompt's pass goes in chunks of this many tokens, so that the
-// scores scratch is chunk × prompt, not prompt × prompt (64 MB at 4,096).
-constexpr size_t kPassChunkTokens = 256;
-
 // AttentionOverview.cells at most.
 constexpr int kMaxOverviewCells = 1024;
 
@@ -255,9 +251,10 @@ absl::Status AttentionDebugger::DecoderPass(
   ForwardOptions forward;
   forward.attention_sink = &collector;
   // In chunks: the scores scratch is chunk × prompt, not prompt².
-  for (size_t at = reuse; at < ids.size(); at += kPassChunkTokens) {
+  const size_t chunk_tokens = std::max(1, options_.pass_chunk_tokens);
+  for (size_t at = reuse; at < ids.size(); at += chunk_tokens) {
     const SequenceChunk chunk{
-        0, ids.subspan(at, std::min(kPassChunkTokens, ids.size() - at))};
+        0, ids.subspan(at, std::min(chunk_tokens, ids.size() - at))};
     absl::Status status =
         decoder_->Forward({&chunk, 1}, cache_, forward, result_);
     if (status.ok()) status = check();

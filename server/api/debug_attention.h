@@ -67,6 +67,9 @@ struct DebugAttentionOptions {
   // How the call's KV cache holds keys and values: the engine's, so that the
   // maps are the attention generation computes (f32 is the exact one).
   KvDtype kv_dtype = KvDtype::kF32;
+  // A pass goes in chunks of this many tokens, so that its scores scratch is
+  // chunk × prompt, not prompt × prompt (64 MB at 4,096 tokens).
+  int pass_chunk_tokens = 256;
 };
 
 class AttentionDebugger {
