@@ -245,6 +245,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TextGenerationService::Generate(
   // Valid: SubmitGenerate checked it (ToEngineRequest).
   const AttentionEncodingSpec tap =
       TapEncodingOf(request).value_or(AttentionEncodingSpec{});
+  // A tap's rows are most of such a stream, and compact ones compress as
+  // maps do.
+  if (tap.compact()) context->set_compression_level(GRPC_COMPRESS_LEVEL_HIGH);
   return new GenerateReactor(*std::move(stream), CompletionsOf(request), tap,
                              text_.metrics(), std::move(pass->stream));
 }
@@ -265,6 +268,14 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
       text_.AdmitDebugAttention(request);
   if (!ticket.ok()) {
     return new FailedWriteReactor(ToGrpcStatus(ticket.status()));
+  }
+  // Compact maps compress several times over (a peaked head's u8 rows are
+  // mostly zeros); floats gain little for the CPU it takes on gRPC's threads,
+  // which also answer health checks. A level rather than an algorithm: gRPC
+  // then picks one the client accepts, or none.
+  if (request.encoding() != pb::ATTENTION_ENCODING_UNSPECIFIED &&
+      request.encoding() != pb::ATTENTION_ENCODING_FLOAT32) {
+    context->set_compression_level(GRPC_COMPRESS_LEVEL_HIGH);
   }
   const absl::Time deadline = DeadlineOf(*context);
   // The context lives until OnDone, which comes only after the reply (or the

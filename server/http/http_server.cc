@@ -1,7 +1,6 @@
 #include "server/http/http_server.h"
 
 #include <malloc.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "server/http/chat_request.h"
 #include "server/http/chat_response.h"
 #include "server/http/errors.h"
+#include "server/http/gzip.h"
 #include "server/http/metrics_http.h"
 #include "server/http/openai_fields.h"
 #include "server/http/openai_request.h"
@@ -51,31 +51,8 @@ HttpResponse RefusalResponse(const HttpRefusal& refusal) {
   return response;
 }
 
-// `body`, gzip-compressed (level 6, what httplib itself uses for gzip), or
-// nullopt if zlib fails.
-std::optional<std::string> Gzip(absl::string_view body) {
-  z_stream zs{};
-  // 15 window bits + 16: a gzip header and trailer rather than zlib's.
-  if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-      Z_OK) {
-    return std::nullopt;
-  }
-  std::string out(deflateBound(&zs, body.size()), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
-  zs.avail_in = static_cast<uInt>(body.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  const int result = deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  if (result != Z_STREAM_END) return std::nullopt;
-  return out;
-}
-
 // A large body (the explorer page, attention JSON), gzip-compressed when the
-// client accepts gzip (level 6: tens of milliseconds for the maps of a
-// 256-token prompt, within 30% of brotli's size, where brotli's default
-// quality took seconds).
+// client accepts gzip.
 HttpResponse LargeBody(const HttpRequest& request, std::string body,
                        absl::string_view content_type) {
   HttpResponse response;
@@ -97,13 +74,16 @@ HttpResponse LargeBody(const HttpRequest& request, std::string body,
 // only wakes it.
 class CompletionEvents : public BodySource {
  public:
+  // `gzip`: the events go out as one gzip stream, each piece flushed.
   CompletionEvents(std::shared_ptr<RequestStream> events,
                    ClientLimiter::StreamPermit permit,
-                   std::unique_ptr<ResponseBuilder> builder, Metrics* metrics)
+                   std::unique_ptr<ResponseBuilder> builder, Metrics* metrics,
+                   bool gzip)
       : events_(std::move(events)),
         permit_(std::move(permit)),
         builder_(std::move(builder)),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        gzip_(gzip ? std::make_unique<GzipStream>() : nullptr) {}
 
   void Start(std::function<void()> wake) override {
     events_->set_on_ready(wake);
@@ -136,6 +116,11 @@ class CompletionEvents : public BodySource {
       Finish(finish, last);
       if (last) break;
     }
+    if (gzip_ != nullptr) {
+      std::string text = std::move(*piece);
+      *piece = text.empty() ? std::string() : gzip_->Compress(text);
+      if (done_) *piece += gzip_->Finish();
+    }
     return piece->empty() ? (done_ ? Next::kEnd : Next::kWait) : Next::kPiece;
   }
 
@@ -162,8 +147,9 @@ class CompletionEvents : public BodySource {
   const std::shared_ptr<RequestStream> events_;
   ClientLimiter::StreamPermit permit_;  // Until the response is done.
   const std::unique_ptr<ResponseBuilder> builder_;
-  Metrics* const metrics_;  // May be null.
-  bool done_ = false;       // The request's end is recorded.
+  Metrics* const metrics_;                  // May be null.
+  const std::unique_ptr<GzipStream> gzip_;  // May be null.
+  bool done_ = false;                       // The request's end is recorded.
 };
 
 }  // namespace
@@ -542,9 +528,18 @@ HttpResponse HttpServer::ServeGeneration(
     response.SetHeader("Cache-Control", "no-cache");
     // Tells nginx not to buffer the events.
     response.SetHeader("X-Accel-Buffering", "no");
+    // Attention rows (a tap) are most of such a stream and compress several
+    // times over; plain tokens' events are too small to gain.
+    const bool gzip =
+        generates[0].has_attention_tap() &&
+        absl::StrContains(request.Header("Accept-Encoding"), "gzip");
+    if (gzip) {
+      response.SetHeader("Content-Encoding", "gzip");
+      response.SetHeader("Vary", "Accept-Encoding");
+    }
     response.stream = std::make_shared<CompletionEvents>(
         std::move(streams[0]), std::move(pass->stream), std::move(builder),
-        metrics);
+        metrics, gzip);
     return response;
   }
   // The events, then one response. The engine bounds the wait (max_tokens;
