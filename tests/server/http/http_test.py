@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -472,6 +473,71 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
         digits = [len(re.sub(r"^0\.0*|\.|e.*$", "", d.lstrip("-")))
                   for d in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", json.dumps(raw["maps"]))]
         self.assertLessEqual(max(digits), 4)
+
+    def test_compact_tap_rows_and_the_gzip_stream(self):
+        """A tap in u8 and top_k: every row within its bound of the float tap's (same seed);
+        with Accept-Encoding: gzip the stream is gzip, decodable piece by piece as it
+        arrives, and the same events."""
+        def events(tap, gzip=False):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+            try:
+                conn.request("POST", "/v1/completions", body=json.dumps(
+                    {"prompt": "ROMEO:", "max_tokens": 12, "stream": True, "seed": 3,
+                     "temperature": 0.8, "attention_tap": tap}),
+                    headers={"Content-Type": "application/json",
+                             **({"Accept-Encoding": "gzip"} if gzip else {})})
+                response = conn.getresponse()
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.getheader("Content-Encoding"),
+                                 "gzip" if gzip else None)
+                text = b""
+                decoder = zlib.decompressobj(31)
+                while True:
+                    piece = response.read1(65536)
+                    if not piece:
+                        break
+                    # Each piece decodes on arrival (a sync-flushed gzip stream).
+                    text += decoder.decompress(piece) if gzip else piece
+                if gzip:
+                    self.assertTrue(decoder.eof)  # The trailer came.
+                parsed = [json.loads(line[6:]) for line in text.decode().split("\n")
+                          if line.startswith("data: {")]
+                for event in parsed:  # A request's own.
+                    del event["id"], event["created"]
+                return parsed
+            finally:
+                conn.close()
+
+        def rows(stream):
+            return [(e["choices"][0]["position"], row) for e in stream
+                    if "attention" in e["choices"][0] for row in e["choices"][0]["attention"]]
+
+        floats = rows(events({}))
+        self.assertEqual(len(floats), 12 * 24)
+        u8_events = events({"encoding": "u8"})
+        self.assertEqual(events({"encoding": "u8"}, gzip=True), u8_events)
+        for (position, f), (_, c) in zip(floats, rows(u8_events)):
+            self.assertEqual((f["layer"], f["head"]), (c["layer"], c["head"]))
+            codes = base64.b64decode(c["weights"])
+            self.assertEqual(len(codes), len(f["weights"]))
+            top = max(f["weights"])
+            for code, w in zip(codes, f["weights"]):
+                self.assertLessEqual(abs(code * c["row_scales"][0] - w), top / 510 + 1e-4)
+        for (position, f), (_, c) in zip(floats, rows(events({"encoding": "top_k",
+                                                               "top_k": 3}))):
+            kept = sorted(range(len(f["weights"])), key=lambda k: -f["weights"][k])[:3]
+            self.assertEqual(len(c["top_keys"]), min(3, len(f["weights"])))
+            for key, w in zip(c["top_keys"], c["top_weights"]):
+                self.assertAlmostEqual(w, f["weights"][key], delta=1e-4)
+            self.assertAlmostEqual(
+                c["remainders"][0],
+                sum(w for k, w in enumerate(f["weights"]) if k not in c["top_keys"]), delta=1e-3)
+            self.assertAlmostEqual(min(c["top_weights"]),
+                                   min(f["weights"][k] for k in kept), delta=1e-4)
+        status, headers, error = call(self.port, "POST", "/v1/completions", {
+            "prompt": "hi", "attention_tap": {"encoding": "top_k"}})
+        self.assertOpenAiError(status, headers, error, 400)
+        self.assertIn("top_k", error["error"]["message"])
 
     def test_attention_u8_encoding_and_its_size_over_the_wire(self):
         # 256 tokens (the model's context and --max_attention_tokens), every layer and head.
