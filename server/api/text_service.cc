@@ -207,16 +207,6 @@ absl::StatusOr<std::shared_ptr<const void>> TextService::AdmitDebugAttention(
   return std::shared_ptr<const void>(std::move(ticket));
 }
 
-absl::StatusOr<TextService::AttentionReply> TextService::RunDebugAttention(
-    const pb::DebugAttentionRequest& request,
-    absl::FunctionRef<absl::Status()> check) {
-  TEXTGEN_ASSIGN_OR_RETURN(std::shared_ptr<const void> ticket,
-                           AdmitDebugAttention(request));
-  TEXTGEN_ASSIGN_OR_RETURN(std::vector<pb::DebugAttentionResponse> responses,
-                           attention_->Run(request, check));
-  return AttentionReply{std::move(responses), std::move(ticket)};
-}
-
 void TextService::RunDebugAttentionLater(pb::DebugAttentionRequest request,
                                          std::function<absl::Status()> check,
                                          AttentionDebugger::Done done) {

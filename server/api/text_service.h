@@ -155,21 +155,10 @@ class TextService {
   absl::StatusOr<std::shared_ptr<const void>> AdmitDebugAttention(
       const textgen::v1::DebugAttentionRequest& request);
 
-  // AdmitDebugAttention, then the pass on the calling thread: the replies,
-  // with the ticket; or the admission's or AttentionDebugger::Run's errors.
-  // `check` as there (a non-OK status ends the pass with it).
-  struct AttentionReply {
-    std::vector<textgen::v1::DebugAttentionResponse> responses;
-    std::shared_ptr<const void> ticket;
-  };
-  absl::StatusOr<AttentionReply> RunDebugAttention(
-      const textgen::v1::DebugAttentionRequest& request,
-      absl::FunctionRef<absl::Status()> check);
-
   // The pass for a request already admitted (AdmitDebugAttention succeeded,
   // so DebugAttention is on), on the debugger's own thread, then done(its
-  // result) there: AttentionDebugger::RunLater. For callers whose thread must
-  // not wait on a pass (gRPC's callback threads).
+  // result) there: AttentionDebugger::RunLater. Passes take turns on that
+  // niced thread, and `done` runs in turn with them.
   void RunDebugAttentionLater(textgen::v1::DebugAttentionRequest request,
                               std::function<absl::Status()> check,
                               AttentionDebugger::Done done);

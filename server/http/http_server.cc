@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <future>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -374,15 +375,26 @@ void HttpServer::AddRoutes() {
         absl::StatusOr<AttentionRequest> parsed =
             ParseAttentionRequest(request.body, model, limits);
         if (!parsed.ok()) return ErrorResponse(parsed.status());
-        absl::StatusOr<TextService::AttentionReply> reply =
-            service_.RunDebugAttention(parsed->debug_attention,
-                                       [] { return absl::OkStatus(); });
-        if (!reply.ok()) return ErrorResponse(reply.status());
-        return LargeBody(
-            request,
-            AttentionJson(reply->responses, service_.DescribeServer(),
-                          parsed->debug_attention),
-            "application/json; charset=utf-8");
+        absl::StatusOr<std::shared_ptr<const void>> ticket =
+            service_.AdmitDebugAttention(parsed->debug_attention);
+        if (!ticket.ok()) return ErrorResponse(ticket.status());
+        // The pass and then its JSON (and gzip) on the debugger's niced
+        // thread, in turn with other passes, as gRPC's calls have theirs:
+        // one reply's maps and text at a time, however many calls wait.
+        std::promise<HttpResponse> written;
+        service_.RunDebugAttentionLater(
+            parsed->debug_attention, [] { return absl::OkStatus(); },
+            [&](absl::StatusOr<std::vector<pb::DebugAttentionResponse>> reply) {
+              written.set_value(
+                  reply.ok()
+                      ? LargeBody(request,
+                                  AttentionJson(std::move(*reply),
+                                                service_.DescribeServer(),
+                                                parsed->debug_attention),
+                                  "application/json; charset=utf-8")
+                      : ErrorResponse(reply.status()));
+            });
+        return written.get_future().get();
       },
       Runs::kOnPool);
 

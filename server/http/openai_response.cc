@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -426,9 +427,9 @@ const char* KindName(pb::AttentionKind kind) {
 
 }  // namespace
 
-std::string AttentionJson(
-    const std::vector<pb::DebugAttentionResponse>& responses,
-    const pb::ModelInfo& info, const pb::DebugAttentionRequest& request) {
+std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
+                          const pb::ModelInfo& info,
+                          const pb::DebugAttentionRequest& request) {
   auto token_list = [](Json& tokens, const auto& list) {
     for (const pb::PromptToken& token : list) {
       tokens.push_back({{"id", token.id()}, {"text", token.text()}});
@@ -482,34 +483,55 @@ std::string AttentionJson(
   // pieces come one after another, so a map ends where the next begins.
   const int query_end =
       request.queries().end() == 0 ? n : request.queries().end();
+  // Reserved: grown by doubling, the text would hold up to twice itself.
+  // Floats take at most 11 characters with their comma ("1.234e-05,"),
+  // base64 4 per 3 bytes.
+  size_t estimate = out.size() + 1024;
+  for (const pb::DebugAttentionResponse& response : responses) {
+    for (const pb::AttentionMap& piece : response.maps()) {
+      estimate += 128 + piece.weights_size() * 11 +
+                  piece.compact().packed().size() * 4 / 3 +
+                  piece.compact().ByteSizeLong() * 3;
+    }
+    estimate += response.rollout().weights_size() * 11 +
+                response.rollout().compact().ByteSizeLong() * 3;
+  }
+  out.reserve(estimate);
   out += ",\"maps\":[";
-  const pb::AttentionMap* first_piece = nullptr;
+  // The map being gathered: its first piece's fields, and its rows so far.
+  struct MapHead {
+    pb::AttentionKind kind;
+    int layer, head, first_query, first_key, query_step, key_step;
+  };
+  std::optional<MapHead> current;
   std::unique_ptr<RowsJson> rows;
-  bool any = false;
+  std::string rollout_json;
   auto flush = [&] {
-    if (first_piece == nullptr) return;
-    const pb::AttentionMap& m = *first_piece;
-    absl::StrAppend(&out, any ? "," : "", "{\"layer\":", m.layer(),
-                    ",\"head\":", m.head());
-    if (encoder_decoder)
-      absl::StrAppend(&out, ",\"kind\":\"", KindName(m.kind()), "\"");
-    absl::StrAppend(&out, ",\"first_query\":", m.first_query(),
-                    ",\"first_key\":", m.first_key());
-    if (m.query_step() > 0) {
-      absl::StrAppend(&out, ",\"query_step\":", m.query_step(),
-                      ",\"key_step\":", m.key_step());
+    if (!current) return;
+    const MapHead& m = *current;
+    absl::StrAppend(&out, out.back() == '[' ? "" : ",", "{\"layer\":", m.layer,
+                    ",\"head\":", m.head);
+    if (encoder_decoder) {
+      absl::StrAppend(&out, ",\"kind\":\"", KindName(m.kind), "\"");
+    }
+    absl::StrAppend(&out, ",\"first_query\":", m.first_query,
+                    ",\"first_key\":", m.first_key);
+    if (m.query_step > 0) {
+      absl::StrAppend(&out, ",\"query_step\":", m.query_step,
+                      ",\"key_step\":", m.key_step);
     }
     rows->AppendTo(out);
     out += '}';
-    any = true;
   };
-  for (const pb::DebugAttentionResponse& response : responses) {
+  for (pb::DebugAttentionResponse& response : responses) {
     for (const pb::AttentionMap& piece : response.maps()) {
-      if (first_piece == nullptr || piece.kind() != first_piece->kind() ||
-          piece.layer() != first_piece->layer() ||
-          piece.head() != first_piece->head()) {
+      if (!current || piece.kind() != current->kind ||
+          piece.layer() != current->layer || piece.head() != current->head) {
         flush();
-        first_piece = &piece;
+        current =
+            MapHead{piece.kind(),        piece.layer(),     piece.head(),
+                    piece.first_query(), piece.first_key(), piece.query_step(),
+                    piece.key_step()};
         const bool causal = piece.kind() == pb::ATTENTION_KIND_DECODER_SELF;
         rows = std::make_unique<RowsJson>(
             encoding, causal, std::max(1, piece.query_step()),
@@ -522,21 +544,24 @@ std::string AttentionJson(
         rows->AddFloats(piece.weights(), piece.rows(), piece.first_query());
       }
     }
+    if (response.has_rollout()) {
+      RowsJson rollout(encoding, /*causal=*/true, 1, n, 0, 1);
+      if (response.rollout().has_compact()) {
+        rollout.AddPacked(response.rollout().compact());
+      } else {
+        rollout.AddFloats(response.rollout().weights(), n, 0);
+      }
+      rollout_json = ",\"rollout\":{\"first_query\":0,\"first_key\":0";
+      rollout.AppendTo(rollout_json);
+      rollout_json += '}';
+    }
+    // Written: the message's weights go as the text grows, so that the two
+    // are not held whole at once.
+    response.Clear();
   }
   flush();
   out += ']';
-  for (const pb::DebugAttentionResponse& response : responses) {
-    if (!response.has_rollout()) continue;
-    RowsJson rollout(encoding, /*causal=*/true, 1, n, 0, 1);
-    if (response.rollout().has_compact()) {
-      rollout.AddPacked(response.rollout().compact());
-    } else {
-      rollout.AddFloats(response.rollout().weights(), n, 0);
-    }
-    out += ",\"rollout\":{\"first_query\":0,\"first_key\":0";
-    rollout.AppendTo(out);
-    out += '}';
-  }
+  out += rollout_json;
   out += '}';
   return out;
 }

@@ -85,10 +85,11 @@ Usage TotalUsage(const std::vector<FinishEvent>& finishes, int per_prompt);
 // "first_query", "first_key", "row_keys" (and, pooled, "query_step",
 // "key_step"); the summaries and the rollout if asked for. `info` gives the
 // model's name and its layer and head counts (a request may ask for fewer
-// maps; the counts are for a viewer's layout). Written as the maps are read,
-// without a tree of numbers: the memory is that of the reply.
+// maps; the counts are for a viewer's layout). Written as the messages are
+// read, without a tree of numbers, each message freed once written: the
+// memory is about that of the reply.
 std::string AttentionJson(
-    const std::vector<textgen::v1::DebugAttentionResponse>& responses,
+    std::vector<textgen::v1::DebugAttentionResponse> responses,
     const textgen::v1::ModelInfo& info,
     const textgen::v1::DebugAttentionRequest& request);
 
