@@ -522,8 +522,7 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
     // keys get probability exactly 0 and are never read.
     const int visible = start + t + 1;
     float* p = scores.row(t).data();
-    for (int j = 0; j < visible; ++j) p[j] *= scale;
-    kernels::Softmax(p, visible);
+    kernels::Softmax(p, visible, scale);
     // The zeros a captured map shows (a sink reads only the visible keys).
     if (capture != nullptr) std::fill(p + visible, p + L, 0.0f);
   }
@@ -591,8 +590,7 @@ void Decoder::AttendAll(const float* q, int q_stride, int T, const float* k,
                            scratch.key_tile.data());
   for (int t = 0; t < T; ++t) {
     float* p = scores.row(t).data();
-    for (int j = 0; j < L; ++j) p[j] *= scale;
-    kernels::Softmax(p, L);
+    kernels::Softmax(p, L, scale);
     // out_t = Σ_j p[j] · v_j   [D]
     kernels::WeightedSum(p, L, v, kv_stride, D,
                          out + static_cast<size_t>(t) * out_stride);

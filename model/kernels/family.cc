@@ -1518,7 +1518,7 @@ inline Vec Exp16(Vec x) {
 // so that an element's value does not depend on where it sits; below -87,
 // where expf's value is subnormal or 0 (a weight no sum can feel), exactly 0.
 // The libm call per element was half of a long prompt's attention time.
-void Softmax(float* x, int n) {
+void Softmax(float* x, int n, float scale) {
   // max is exact in any order: lane by lane, then across the lanes (a scalar
   // chain of compares was most of a long row's time).
   Vec lanes = Vec{} + x[0];
@@ -1532,8 +1532,11 @@ void Softmax(float* x, int n) {
     max = lanes[lane] > max ? lanes[lane] : max;
   }
   for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-  auto exp_shifted = [max](Vec v) {
-    const Vec shifted = v - max;
+  // Scaled here rather than in a pass of its own: rounding is monotonic, so
+  // the scaled max is the max of the scaled values, bit for bit.
+  const float scaled_max = max * scale;
+  auto exp_shifted = [scale, scaled_max](Vec v) {
+    const Vec shifted = v * scale - scaled_max;
     return shifted < -87.0f ? Vec{} : Exp16(shifted);
   };
   for (i = 0; i + kVec <= n; i += kVec) Store(x + i, exp_shifted(Load(x + i)));

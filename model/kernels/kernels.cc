@@ -351,7 +351,9 @@ void RoundToBf16(const float* x, int n, uint16_t* out) {
   ActiveKernelTable().round_to_bf16(x, n, out);
 }
 
-void Softmax(float* x, int n) { ActiveKernelTable().softmax(x, n); }
+void Softmax(float* x, int n, float scale) {
+  ActiveKernelTable().softmax(x, n, scale);
+}
 
 void GeluTanh(float* x, int n) { ActiveKernelTable().gelu_tanh(x, n); }
 

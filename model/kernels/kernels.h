@@ -344,8 +344,10 @@ void WeightedSumRows(const float* p, int p_stride, int rows, int n,
                      int out_stride, bool accumulate = false,
                      bool request_next = false);
 
-// In place: x[i] = exp(x[i] - max) / Σ exp(x[j] - max), i < n.
-void Softmax(float* x, int n);
+// In place: with y = x · scale (scale > 0; each product rounded to float, as a
+// separate pass of multiplies would), x[i] = exp(y[i] - max) / Σ exp(y[j] -
+// max), i < n.
+void Softmax(float* x, int n, float scale = 1.0f);
 
 // In place: GELU, tanh form (GPT-2's "gelu_new").
 void GeluTanh(float* x, int n);
