@@ -62,6 +62,8 @@ class ExplorerInChromiumTest(unittest.TestCase):
             with open(template, "w") as f:
                 f.write(CHAT_TEMPLATE)
             flags, script = [f"--chat_template={template}"], "chat_explorer.js"
+        if ARGS.views:
+            script = "views_explorer.js"
         try:
             server, port = start_with_http(ARGS.server_bin, model, *flags)
             servers.append(server)
@@ -95,6 +97,9 @@ if __name__ == "__main__":
     parser.add_argument("--chat", action="store_true",
                         help="serve --model with a chat template of its characters "
                              "(--chat_template) and run chat_explorer.js")
+    parser.add_argument("--views", action="store_true",
+                        help="run views_explorer.js (head view, model view, aggregates, "
+                             "export, links) against --model")
     ARGS, rest = parser.parse_known_args()
     # A skip ctest shows as one (SKIP_RETURN_CODE 77), not as a pass.
     if missing() and os.environ.get("CI") != "true":
