@@ -72,6 +72,20 @@ async function main() {
     }, cross.weights);
     assert.equal(mismatch, null);
 
+    // The address bar's link (kind, layer and head in it) shows the same map in a fresh
+    // page.
+    await new Promise((resolve) => setTimeout(resolve, 400));  // Written 150 ms after a change.
+    assert.match(page.url(), /kind=cross/);
+    const fresh = await openPage(browser);
+    await fresh.page.goto(page.url(), {waitUntil: 'networkidle0'});
+    await fresh.page.waitForFunction(() => maps && kind === 'cross', {timeout: 60000});
+    const bigMap = (p) => p.$eval('#bigmap', (c) => c.toDataURL());
+    assert.equal(await bigMap(fresh.page), await bigMap(page));
+    assert.deepEqual(await fresh.page.$$eval('#source .tok', (s) => s.map((x) => x.textContent)),
+                     sourceTexts);
+    assert.deepEqual(fresh.errors, []);
+    await fresh.page.close();
+
     // Hovering target token 2 shades the source's tokens by its cross row.
     const box = await page.evaluate(() => {
       const r = document.querySelectorAll('#tokens .tok')[2].getBoundingClientRect();
