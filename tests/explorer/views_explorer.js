@@ -4,17 +4,20 @@
 //
 //   node views_explorer.js BASE_URL CHROMIUM SCREENSHOT_PNG
 //
-// Asserts (each against POST /v1/attention's float maps, not the page's own numbers): no
-// console errors and no failed requests; the streamed tap rows are kept as typed arrays;
-// the head view draws exactly the lines of the hovered token (one per head and key of
-// weight >= 0.01, seen on the canvas at each line's middle, nothing where none goes), and a
-// head switched off loses its lines; the model view has a thumbnail with entropy, sink and
-// mean distance per layer and head, equal to those computed here, and a click opens one;
-// the layer mean and max are drawn from the mean and max of the heads; rollout rows sum to
-// 1 and equal rollout computed here; the SVG export parses, has one rect per cell, and its
-// fills are the canvas's pixels; PNG, SVG and JSON downloads arrive; the address bar's link
-// opened in a fresh page shows the same pixels (heatmap and head view). Screenshots of the
-// head view and the model view go beside SCREENSHOT_PNG (_head_view.png, _model_view.png).
+// Asserts (against POST /v1/attention's maps, not the page's own numbers): no console
+// errors and no failed requests; the streamed tap rows are kept as typed arrays; the head
+// view draws exactly the lines of the hovered token (one per head and key of float weight
+// >= 0.01, seen on the canvas just before each strong line's key, white where none goes),
+// and a head switched off loses its lines; the model view has a thumbnail per layer and
+// head whose entropy, sink and mean distance equal those computed here from the same u8
+// bytes (how far they are from the float maps' is printed), and a click opens one; the
+// layer mean and max are drawn from the mean and max of the heads; rollout rows sum to 1
+// and equal rollout computed here from the float maps; the SVG export parses, has one rect
+// per cell, each the canvas pixel's colour; PNG, SVG and JSON downloads arrive; the address
+// bar's link opened in a fresh page shows the same pixels (heatmap and head view); a file
+// with the maps embedded (`textgen attention --html`) shows them from disk, offers no
+// rollout over missing layers, and its link restores its view. Screenshots of the head
+// view and the model view go beside SCREENSHOT_PNG (_head_view.png, _model_view.png).
 'use strict';
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -382,6 +385,33 @@ async function main() {
     assert.deepEqual(again.errors, []);
     console.log(`figure: a link of ${url.length} characters reproduced the heatmap ` +
                 'pixel for pixel');
+
+    // --- A file as `textgen attention --html --layer 0,5` writes it (ExplorerPageWithData:
+    // the maps in a JSON script element before the page's script), opened from disk: its
+    // maps, no rollout over the missing layers, and its link restores the view.
+    const html = await (await fetch(baseUrl + '/')).text();
+    const att = await (await fetch(baseUrl + '/v1/attention', {
+      method: 'POST', headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({prompt: ids, layers: [0, 5]})})).json();
+    const file = path.join(downloads, 'embedded.html');
+    const at = html.indexOf('<script>');
+    fs.writeFileSync(file, html.slice(0, at) + '<script type="application/json" id="data">' +
+                     JSON.stringify(att).replace(/</g, '\\u003c') + '</script>\n' + html.slice(at));
+    const offline = await openPage(browser);
+    await offline.page.goto('file://' + file, {waitUntil: 'load'});
+    assert.match(await offline.page.$eval('#status', (e) => e.textContent), /2 layers × 4 heads/);
+    assert.ok(!await offline.page.$$eval('#agg option', (o) => o.some((x) => x.value === 'rollout')),
+              'rollout offered over 2 of 6 layers');
+    await offline.page.select('#layer', '1');
+    await offline.page.select('#head', '3');
+    await assertBigMap(offline.page, api[5][3], 'the file\'s layer 5 head 3');
+    const fileUrl = await settledUrl(offline.page);
+    assert.match(fileUrl, /#view=heatmap&layer=5&head=3/);
+    const reopened = await openPage(browser);
+    await reopened.page.goto(fileUrl, {waitUntil: 'load'});
+    await reopened.page.waitForFunction(() => +document.getElementById('head').value === 3);
+    assert.equal(await dataUrl(reopened.page, 'bigmap'), await dataUrl(offline.page, 'bigmap'));
+    assert.deepEqual([...offline.errors, ...reopened.errors], []);
 
     assert.deepEqual(errors, [], 'console errors or failed requests');
   } finally {
