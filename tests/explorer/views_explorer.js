@@ -96,7 +96,7 @@ function stats(rows) {
   rows.forEach((row, q) => {
     row.forEach((w, k) => {
       if (w > 0) entropy -= w * Math.log(w);
-      distance += w * Math.abs(q - k);
+      distance += w * (q - k);
     });
     sink += row[0];
   });
