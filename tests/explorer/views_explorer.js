@@ -164,7 +164,9 @@ async function main() {
     assert.equal(tap.tokens, GENERATE);
     assert.equal(tap.rows, layers * heads);
     assert.ok(tap.typed, 'tap rows are not typed arrays');
-    console.log(`figure: tap of ${tap.tokens} tokens kept as ${tap.type}: ${tap.bytes} bytes`);
+    const heap = (await page.metrics()).JSHeapUsedSize;
+    console.log(`figure: tap of ${tap.tokens} tokens kept as ${tap.type}: ${tap.bytes} bytes; ` +
+                `the page's JS heap ${(heap / 1e6).toFixed(1)} MB with its maps`);
     const ids = await page.evaluate(() => tokens.map((t) => t.id));
     const api = await apiMaps(ids);
     const n = ids.length;
