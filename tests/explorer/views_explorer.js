@@ -5,7 +5,8 @@
 //   node views_explorer.js BASE_URL CHROMIUM SCREENSHOT_PNG
 //
 // Asserts (against POST /v1/attention's maps, not the page's own numbers): no console
-// errors and no failed requests; the streamed tap rows are kept as typed arrays; the head
+// errors and no failed requests; the streamed tap rows are asked for and kept as u8 (as
+// floats from a server that refuses that, played by intercepting the request); the head
 // view draws exactly the lines of the hovered token (one per head and key of float weight
 // >= 0.01, seen on the canvas just before each strong line's key, white where none goes),
 // and a head switched off loses its lines; the model view has a thumbnail per layer and
@@ -164,6 +165,7 @@ async function main() {
     assert.equal(tap.tokens, GENERATE);
     assert.equal(tap.rows, layers * heads);
     assert.ok(tap.typed, 'tap rows are not typed arrays');
+    assert.equal(tap.type, 'Uint8Array', 'the tap was not asked for u8 rows');
     const heap = (await page.metrics()).JSHeapUsedSize;
     console.log(`figure: tap of ${tap.tokens} tokens kept as ${tap.type}: ${tap.bytes} bytes; ` +
                 `the page's JS heap ${(heap / 1e6).toFixed(1)} MB with its maps`);
@@ -387,6 +389,35 @@ async function main() {
     assert.deepEqual(again.errors, []);
     console.log(`figure: a link of ${url.length} characters reproduced the heatmap ` +
                 'pixel for pixel');
+
+    // --- A server without the compact tap (400 for "encoding" in it, played here): the
+    // page asks again for float rows and keeps them as a Float32Array.
+    const older = await openPage(browser);
+    await older.page.setRequestInterception(true);
+    let refused = 0;
+    older.page.on('request', (request) => {
+      if (request.url().endsWith('/v1/completions') &&
+          JSON.parse(request.postData()).attention_tap.encoding !== undefined) {
+        ++refused;
+        request.respond({status: 400, contentType: 'application/json',
+                         body: JSON.stringify({error: {message: 'unknown field'}})});
+      } else {
+        request.continue();
+      }
+    });
+    await older.page.goto(baseUrl + '/', {waitUntil: 'networkidle0'});
+    await older.page.waitForFunction(
+        () => /layers ×/.test(document.getElementById('status').textContent));
+    await older.page.$eval('#max', (e) => { e.value = '5'; });
+    await older.page.click('#go');
+    await older.page.waitForFunction(() => !document.getElementById('go').disabled &&
+        document.querySelectorAll('#grid canvas').length > 0, {timeout: 60000});
+    assert.equal(refused, 1);
+    assert.deepEqual(await older.page.evaluate(() => tokens.filter((t) => t.tap).map(
+        (t) => t.tap.map.values.constructor.name)), Array(5).fill('Float32Array'));
+    // The refusal itself is logged (the response and the console); nothing else is.
+    assert.deepEqual(older.errors.filter((e) => !/completions: 400|status of 400/.test(e)), []);
+    await older.page.close();
 
     // --- A file as `textgen attention --html --layer 0,5` writes it (ExplorerPageWithData:
     // the maps in a JSON script element before the page's script), opened from disk: its
