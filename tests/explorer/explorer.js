@@ -33,7 +33,8 @@ async function apiMaps(ids) {
   return maps;
 }
 
-// u8 rounding (weight = byte / 255) moves a colour channel by at most 225 / 510 < 1.
+// u8 rounding (half a step of 1/255 of the row's largest weight: at most 1/510) moves a
+// colour channel by at most 225 / 510 < 1.
 function assertColourNear(actual, want, what) {
   assert.ok(actual.every((c, i) => Math.abs(c - want[i]) <= 1),
             `${what}: rgb(${actual}) is not the legend's rgb(${want})`);

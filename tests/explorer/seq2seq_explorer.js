@@ -8,7 +8,8 @@
 // self, cross, encoder self); generating from a source shows the source's tokens above
 // the target's; the cross map is T_target rows by S_source columns, every pixel the page's
 // colour of the weight POST /v1/attention returns for it; hovering a target token shades
-// the source's tokens (its cross row); the encoder's map is S x S over its 3 layers.
+// the source's tokens (its cross row); the head view draws a target token's lines to the
+// source's tokens; the encoder's map is S x S over its 3 layers.
 'use strict';
 const assert = require('node:assert/strict');
 const {launch, openPage} = require('./browser');
@@ -95,6 +96,24 @@ async function main() {
     const shaded = await page.$$eval('#source .tok', (s) => s.filter(
         (x) => x.style.background !== '').length);
     assert.equal(shaded, SOURCE.length);
+
+    // The head view of cross-attention: target tokens on the left, the source's on the
+    // right; focused on target token 2, one line per head and source token it attends.
+    await page.select('#view', 'head');
+    const lines = await page.evaluate(() => {
+      focusToken(2);
+      const out = [];
+      forEachLine((q, k, w, colour, h) => out.push({q, k, w, h}));
+      return out;
+    });
+    const want = cross.weights[2].filter((w) => w >= 0.015).length;  // Of head 1's row.
+    const drawn = lines.filter((l) => l.h === 1).length;
+    assert.ok(drawn >= want && drawn <= cross.weights[2].filter((w) => w >= 0.005).length,
+              `${drawn} lines of head 1 for ${want} weights >= 0.015`);
+    assert.ok(lines.every((l) => l.q === 2 && l.k < SOURCE.length), JSON.stringify(lines[0]));
+    assert.match(await page.$eval('#headtitle', (e) => e.textContent),
+                 /^cross-attention, layer 1: lines/);
+    await page.select('#view', 'heatmap');
 
     // The encoder's maps: S x S, its 3 layers.
     await page.select('#kind', 'encoder_self');
