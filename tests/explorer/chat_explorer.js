@@ -107,6 +107,26 @@ async function main() {
     assert.deepEqual(strip.gen, strip.gen.map((_, i) => i >= first && i < n - 1),
                      'the answer\'s tokens are not the ones marked');
     console.log(`figure: rendered conversation of ${n} tokens, the answer ${answer.length}`);
+    // Each message's tokens framed with its role, in order; the template's markup between.
+    const frames = await page.$$eval('#tokens .msg', (ms) => ms.map((m) => ({
+      role: m.classList[1], name: m.querySelector('.rolename').textContent,
+      text: [...m.querySelectorAll('.tok')].map((s) => tokens[spans.indexOf(s)].text).join('')})));
+    assert.deepEqual(frames, [{role: 'system', name: 'system', text: SYSTEM},
+                              {role: 'user', name: 'user', text: USER},
+                              {role: 'assistant', name: 'assistant', text: answer.trim()}]);
+
+    // --- The address bar's link shows the same conversation and maps in a fresh page.
+    await new Promise((resolve) => setTimeout(resolve, 400));  // Written 150 ms after a change.
+    const fresh = await openPage(browser);
+    await fresh.page.goto(page.url(), {waitUntil: 'networkidle0'});
+    await fresh.page.waitForFunction(() => maps && document.getElementById('mode-chat').checked,
+                                     {timeout: 60000});
+    const shownIn = (p) => p.evaluate(() => ({
+      ids: tokens.map((t) => t.id), bold: tokens.map((t) => !t.prompt),
+      map: document.getElementById('bigmap').toDataURL()}));
+    assert.deepEqual(await shownIn(fresh.page), await shownIn(page));
+    assert.deepEqual(fresh.errors, []);
+    await fresh.page.close();
 
     // --- Hover an answer token: its row, coloured as the page's scale maps the weights.
     const q = n - 5;

@@ -31,6 +31,9 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] | upper }}: {{ m['content'
 
 def missing():
     """Why the browser cannot be driven here, or None."""
+    if ARGS.overview and subprocess.run([sys.executable, "-c", "import torch"],
+                                        capture_output=True).returncode != 0:
+        return "torch is not installed (tools/make_checkpoint.py needs it for --overview)"
     if not os.access(CHROMIUM, os.X_OK):
         return f"{CHROMIUM} is absent (Debian's chromium: scripts/setup.sh test)"
     if shutil.which("node") is None:
@@ -62,6 +65,16 @@ class ExplorerInChromiumTest(unittest.TestCase):
             with open(template, "w") as f:
                 f.write(CHAT_TEMPLATE)
             flags, script = [f"--chat_template={template}"], "chat_explorer.js"
+        if ARGS.views:
+            script = "views_explorer.js"
+        if ARGS.overview:
+            # Qwen2.5-0.5B's 24 layers x 14 heads, narrow, random; the character model's
+            # vocabulary as its tokenizer (65 ids of its 512), so that a text is a prompt.
+            model, script = os.path.join(tmp.name, "attention-24x14"), "overview_explorer.js"
+            subprocess.run([sys.executable, os.path.join(REPO, "tools", "make_checkpoint.py"),
+                            "--preset", "attention-24x14", "--out", model],
+                           check=True, capture_output=True)
+            shutil.copy(os.path.join(REPO, "models", "shakespeare-char", "char_vocab.json"), model)
         try:
             server, port = start_with_http(ARGS.server_bin, model, *flags)
             servers.append(server)
@@ -95,6 +108,12 @@ if __name__ == "__main__":
     parser.add_argument("--chat", action="store_true",
                         help="serve --model with a chat template of its characters "
                              "(--chat_template) and run chat_explorer.js")
+    parser.add_argument("--views", action="store_true",
+                        help="run views_explorer.js (head view, model view, aggregates, "
+                             "export, links) against --model")
+    parser.add_argument("--overview", action="store_true",
+                        help="serve tools/make_checkpoint.py's attention-24x14 (--model unused) "
+                             "and run overview_explorer.js on a 4,096-token prompt")
     ARGS, rest = parser.parse_known_args()
     # A skip ctest shows as one (SKIP_RETURN_CODE 77), not as a pass.
     if missing() and os.environ.get("CI") != "true":

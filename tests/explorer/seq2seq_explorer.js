@@ -8,7 +8,8 @@
 // self, cross, encoder self); generating from a source shows the source's tokens above
 // the target's; the cross map is T_target rows by S_source columns, every pixel the page's
 // colour of the weight POST /v1/attention returns for it; hovering a target token shades
-// the source's tokens (its cross row); the encoder's map is S x S over its 3 layers.
+// the source's tokens (its cross row); the head view draws a target token's lines to the
+// source's tokens; the encoder's map is S x S over its 3 layers.
 'use strict';
 const assert = require('node:assert/strict');
 const {launch, openPage} = require('./browser');
@@ -72,6 +73,20 @@ async function main() {
     }, cross.weights);
     assert.equal(mismatch, null);
 
+    // The address bar's link (kind, layer and head in it) shows the same map in a fresh
+    // page.
+    await new Promise((resolve) => setTimeout(resolve, 400));  // Written 150 ms after a change.
+    assert.match(page.url(), /kind=cross/);
+    const fresh = await openPage(browser);
+    await fresh.page.goto(page.url(), {waitUntil: 'networkidle0'});
+    await fresh.page.waitForFunction(() => maps && kind === 'cross', {timeout: 60000});
+    const bigMap = (p) => p.$eval('#bigmap', (c) => c.toDataURL());
+    assert.equal(await bigMap(fresh.page), await bigMap(page));
+    assert.deepEqual(await fresh.page.$$eval('#source .tok', (s) => s.map((x) => x.textContent)),
+                     sourceTexts);
+    assert.deepEqual(fresh.errors, []);
+    await fresh.page.close();
+
     // Hovering target token 2 shades the source's tokens by its cross row.
     const box = await page.evaluate(() => {
       const r = document.querySelectorAll('#tokens .tok')[2].getBoundingClientRect();
@@ -81,6 +96,24 @@ async function main() {
     const shaded = await page.$$eval('#source .tok', (s) => s.filter(
         (x) => x.style.background !== '').length);
     assert.equal(shaded, SOURCE.length);
+
+    // The head view of cross-attention: target tokens on the left, the source's on the
+    // right; focused on target token 2, one line per head and source token it attends.
+    await page.select('#view', 'head');
+    const lines = await page.evaluate(() => {
+      focusToken(2);
+      const out = [];
+      forEachLine((q, k, w, colour, h) => out.push({q, k, w, h}));
+      return out;
+    });
+    const want = cross.weights[2].filter((w) => w >= 0.015).length;  // Of head 1's row.
+    const drawn = lines.filter((l) => l.h === 1).length;
+    assert.ok(drawn >= want && drawn <= cross.weights[2].filter((w) => w >= 0.005).length,
+              `${drawn} lines of head 1 for ${want} weights >= 0.015`);
+    assert.ok(lines.every((l) => l.q === 2 && l.k < SOURCE.length), JSON.stringify(lines[0]));
+    assert.match(await page.$eval('#headtitle', (e) => e.textContent),
+                 /^cross-attention, layer 1: lines/);
+    await page.select('#view', 'heatmap');
 
     // The encoder's maps: S x S, its 3 layers.
     await page.select('#kind', 'encoder_self');
