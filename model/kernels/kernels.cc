@@ -351,6 +351,10 @@ void RoundToBf16(const float* x, int n, uint16_t* out) {
   ActiveKernelTable().round_to_bf16(x, n, out);
 }
 
+float Entropy(const float* p, int n) {
+  return ActiveKernelTable().entropy(p, n);
+}
+
 void Softmax(float* x, int n, float scale) {
   ActiveKernelTable().softmax(x, n, scale);
 }

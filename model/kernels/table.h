@@ -119,6 +119,7 @@ struct KernelTable {
                             float* out, int out_stride, bool accumulate,
                             bool request_next);
   void (*softmax)(float* x, int n, float scale);
+  float (*entropy)(const float* p, int n);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);
   void (*round_to_bf16)(const float* x, int n, uint16_t* out);

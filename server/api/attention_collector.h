@@ -95,6 +95,7 @@ class AttentionCollector : public AttentionSink {
   std::vector<int> layer_index_, head_index_;  // Model's -> kept, or -1.
   std::vector<std::vector<float>> maps_;       // [layer][head] kept maps.
   std::vector<Stats> stats_;                   // [layer][head]
+  std::vector<float> key_positions_;           // 0, 1, 2, ... (summaries)
   // The rollout's per-layer head sums, n × n each; heads add under the lock.
   std::vector<std::vector<float>> head_sums_;
   std::unique_ptr<std::mutex[]> head_sum_locks_;

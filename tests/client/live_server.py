@@ -56,6 +56,7 @@ class LiveServer:
             self.stop()
             raise RuntimeError("textgen_server did not start:\n" + self.log())
         self.target = f"127.0.0.1:{self.port}"
+        self.pid = self._proc.pid
 
     def log(self):
         with open(self._log.name, errors="replace") as f:

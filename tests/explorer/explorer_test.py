@@ -45,6 +45,15 @@ def missing():
     return None
 
 
+def resident_mib(server, field):
+    """The server's VmRSS (now) or VmHWM (peak) in MiB."""
+    with open(f"/proc/{server.pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} for the server")
+
+
 class ExplorerInChromiumTest(unittest.TestCase):
     def test_explorer(self):
         reason = missing()
@@ -75,6 +84,9 @@ class ExplorerInChromiumTest(unittest.TestCase):
                             "--preset", "attention-24x14", "--out", model],
                            check=True, capture_output=True)
             shutil.copy(os.path.join(REPO, "models", "shakespeare-char", "char_vocab.json"), model)
+            # The pass on both cores (the debugger's decoder takes --threads): what a user
+            # of a 4,096-token prompt runs.
+            flags = ["--threads=2"]
         try:
             server, port = start_with_http(ARGS.server_bin, model, *flags)
             servers.append(server)
@@ -82,10 +94,18 @@ class ExplorerInChromiumTest(unittest.TestCase):
                 plain, plain_port = start_with_http(ARGS.server_bin, model)
                 servers.append(plain)
                 extra_args = [f"http://127.0.0.1:{plain_port}"]
+            idle = resident_mib(server, "VmRSS")
             proc = subprocess.run(
                 ["node", os.path.join(HERE, script), f"http://127.0.0.1:{port}",
                  CHROMIUM, ARGS.screenshot, *extra_args],
                 capture_output=True, text=True, timeout=240)
+            peak = resident_mib(server, "VmHWM")
+            print(f"server resident {idle:.1f} MiB idle, peak {peak:.1f} MiB "
+                  f"(+{peak - idle:.1f} MiB) over the page's calls")
+            if ARGS.overview:
+                # Issue 33: an overview of every layer and head of a 4,096-token prompt,
+                # and zoomed tiles, within 100 MB of server memory above idle.
+                self.assertLessEqual(peak - idle, 100 * 1e6 / 2**20)
         finally:
             for server in servers:
                 server.stop()

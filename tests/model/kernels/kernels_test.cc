@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "model/kernels/dispatch.h"
@@ -77,6 +78,26 @@ TEST(KernelsTest, SoftmaxIsNormalizedAndStable) {
   EXPECT_NEAR(std::accumulate(x.begin(), x.end(), 0.0), 1.0, 1e-6);
   EXPECT_NEAR(x[0] / x[1], std::exp(1.0f), 1e-4);
   EXPECT_EQ(x[2], 0.0f);
+}
+
+TEST(KernelsTest, EntropyIsThatOfADoubleComputation) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-30.0f, 0.0f);
+  for (int n : {1, 5, 16, 17, 100, 1000}) {
+    std::vector<float> p(n);
+    for (float& x : p) x = std::exp(uniform(rng));
+    p[0] = 0;  // Masked keys and underflows are exactly 0: no term.
+    if (n > 2) p[1] = 1e-40f;  // A subnormal: under 1e-36.
+    const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+    double want = 0;
+    for (float& x : p) {
+      x = static_cast<float>(x / sum);
+      if (x > 0) want -= static_cast<double>(x) * std::log(static_cast<double>(x));
+    }
+    EXPECT_NEAR(kernels::Entropy(p.data(), n), want, 1e-6 * want + 1e-12) << n;
+  }
+  const std::vector<float> one_hot = {0, 1, 0};
+  EXPECT_EQ(kernels::Entropy(one_hot.data(), 3), 0.0f);
 }
 
 TEST(KernelsTest, Activations) {
