@@ -16,6 +16,11 @@ using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
 
 int CeilDiv(int a, int b) { return b > 0 ? (a + b - 1) / b : 0; }
 
+// The rollout's head sums are fixed point, 2^-40 a unit: integer adds give
+// the same sum whichever thread adds its head first (float adds would not),
+// and a sum of heads' weights (at most the head count) fits many times over.
+constexpr double kHeadSumScale = 0x1p40;
+
 // Distance buckets of AttentionSummary.distance_profile: 0, 1, 2–3, 4–7, ...
 int Buckets(int max_distance) {
   int buckets = 1;
@@ -47,9 +52,10 @@ size_t AttentionSelection::KeptBytes(int n_queries) const {
   }
   if (summary) bytes += maps * 64 * sizeof(double);
   if (rollout) {
-    // A head sum per layer, and the product's two matrices.
+    // A head sum per layer (int64_t), and the product's two matrices.
     const size_t square = static_cast<size_t>(n_queries) * n_queries;
-    bytes += (layers.size() + 2) * square * sizeof(float);
+    bytes +=
+        layers.size() * square * sizeof(int64_t) + 2 * square * sizeof(float);
   }
   return bytes;
 }
@@ -84,7 +90,7 @@ AttentionCollector::AttentionCollector(pb::AttentionKind kind, bool causal,
   }
   if (selection_.rollout) {
     const size_t n = selection_.query_end;
-    head_sums_.assign(selection_.layers.size(), std::vector<float>(n * n));
+    head_sums_.assign(selection_.layers.size(), std::vector<int64_t>(n * n));
     head_sum_locks_ = std::make_unique<std::mutex[]>(selection_.layers.size());
   }
 }
@@ -116,8 +122,11 @@ void AttentionCollector::Rows(int /*slot*/, int layer, int head,
     if (selection_.rollout) {
       const size_t n = selection_.query_end;
       std::lock_guard<std::mutex> lock(head_sum_locks_[l]);
-      float* sum = head_sums_[l].data() + position * n;
-      for (int k = 0; k < visible; ++k) sum[k] += row[k];
+      int64_t* sum = head_sums_[l].data() + position * n;
+      for (int k = 0; k < visible; ++k) {
+        sum[k] += static_cast<int64_t>(
+            static_cast<double>(row[k]) * kHeadSumScale + 0.5);
+      }
     }
   }
 }
@@ -135,8 +144,8 @@ void AttentionCollector::Keep(float* out, int /*position*/, const float* row,
   }
 }
 
-void AttentionCollector::Summarise(Stats& stats, int position,
-                                   const float* row, int visible) {
+void AttentionCollector::Summarise(Stats& stats, int position, const float* row,
+                                   int visible) {
   // Vector kernels: a 4,096-token overview summarises 2.8 G weights.
   stats.rows += 1;
   stats.entropy += kernels::Entropy(row, visible);
@@ -234,8 +243,12 @@ std::vector<float> AttentionCollector::Rollout() const {
   Matrix rollout = Matrix::Identity(n, n), step(n, n);
   for (int l : order) {
     // ½ Ā + ½ I, rows renormalised (a softmax row's sum is 1 to rounding).
-    step = Eigen::Map<const Matrix>(head_sums_[l].data(), n, n) *
-           (0.5f / static_cast<float>(n_heads_));
+    step = Eigen::Map<const Eigen::Matrix<int64_t, Eigen::Dynamic,
+                                          Eigen::Dynamic, Eigen::RowMajor>>(
+               head_sums_[l].data(), n, n)
+               .cast<double>()
+               .cast<float>() *
+           static_cast<float>(0.5 / (n_heads_ * kHeadSumScale));
     step.diagonal().array() += 0.5f;
     step.array().colwise() /= step.rowwise().sum().array();
     // Causal maps are lower triangular, and so is their product.

@@ -8,6 +8,7 @@
 #define TEXTGEN_SERVER_API_ATTENTION_COLLECTOR_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -96,8 +97,9 @@ class AttentionCollector : public AttentionSink {
   std::vector<std::vector<float>> maps_;       // [layer][head] kept maps.
   std::vector<Stats> stats_;                   // [layer][head]
   std::vector<float> key_positions_;           // 0, 1, 2, ... (summaries)
-  // The rollout's per-layer head sums, n × n each; heads add under the lock.
-  std::vector<std::vector<float>> head_sums_;
+  // The rollout's per-layer head sums, n × n each, fixed point so that the
+  // order heads arrive in changes no bit; heads add under the lock.
+  std::vector<std::vector<int64_t>> head_sums_;
   std::unique_ptr<std::mutex[]> head_sum_locks_;
 };
 

@@ -134,11 +134,18 @@ TEST(AttentionEncodingTest, TheSpecRefusesWhatDoesNotFit) {
 }
 
 // The debugger over the golden gpt2_learned model (3 layers, 4 heads, 128
-// positions).
+// positions), its decoder on `threads` (every step split: the collector then
+// sees heads from two threads at once; also under ThreadSanitizer).
 std::unique_ptr<AttentionDebugger> MakeDebugger(
-    DebugAttentionOptions options = {}) {
+    DebugAttentionOptions options = {}, int threads = 1) {
+  absl::StatusOr<Checkpoint> checkpoint =
+      LoadCheckpoint(testing::GoldenDir("gpt2_learned"));
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+  DecoderOptions decoder;
+  decoder.threads = threads;
+  decoder.min_parallel_work = 0;
   return std::make_unique<AttentionDebugger>(
-      options, testing::LoadDecoder(testing::GoldenDir("gpt2_learned")),
+      options, std::make_unique<Decoder>(*std::move(checkpoint), decoder),
       nullptr);
 }
 
@@ -366,6 +373,24 @@ TEST(AttentionViewsTest, SummariesAndTheRolloutAreThoseOfTheWholeMaps) {
   ASSERT_EQ(got.rollout.weights_size(), kN * kN);
   for (int i = 0; i < kN * kN; ++i) {
     EXPECT_NEAR(got.rollout.weights(i), rollout[i], 1e-5) << i;
+  }
+}
+
+TEST(AttentionViewsTest, TwoThreadsKeepWhatOneKeeps) {
+  std::unique_ptr<AttentionDebugger> one = MakeDebugger({}, 1);
+  std::unique_ptr<AttentionDebugger> two = MakeDebugger({}, 2);
+  pb::DebugAttentionRequest request = Prompt(kN);
+  request.set_summary(true);
+  request.mutable_overview()->set_cells(9);
+  request.mutable_overview()->set_pooling(pb::POOLING_MEAN);
+  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> a =
+      one->Run(request, Ok);
+  absl::StatusOr<std::vector<pb::DebugAttentionResponse>> b =
+      two->Run(request, Ok);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].SerializeAsString(), (*b)[i].SerializeAsString()) << i;
   }
 }
 
