@@ -92,7 +92,8 @@ TEST(KernelsTest, EntropyIsThatOfADoubleComputation) {
     double want = 0;
     for (float& x : p) {
       x = static_cast<float>(x / sum);
-      if (x > 0) want -= static_cast<double>(x) * std::log(static_cast<double>(x));
+      if (x > 0)
+        want -= static_cast<double>(x) * std::log(static_cast<double>(x));
     }
     EXPECT_NEAR(kernels::Entropy(p.data(), n), want, 1e-6 * want + 1e-12) << n;
   }
