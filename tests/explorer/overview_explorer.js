@@ -162,7 +162,7 @@ async function main() {
     await new Promise((resolve) => setTimeout(resolve, 400));  // Written 150 ms after a change.
     assert.match(page.url(), /&zoom=\d+-\d+%2C\d+-\d+/);
     const fresh = await openPage(browser);
-    await fresh.page.goto(page.url(), {waitUntil: 'networkidle0'});
+    await fresh.page.goto(page.url(), {waitUntil: 'networkidle0', timeout: 120000});
     await fresh.page.waitForFunction(() => zoom && zoom.head === 9 &&
         performance.getEntriesByName('zoom').length > 0, {timeout: 120000});
     const png = (p) => p.$eval('#bigmap', (c) => c.toDataURL());
