@@ -41,6 +41,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
+#include "client/attention_cli.h"
 #include "client/attention_html.h"
 #include "client/chat_command.h"
 #include "client/cli_exit.h"
@@ -373,36 +374,8 @@ absl::StatusOr<std::string> TokenTableLines(const v1::Token& token) {
                           alt.logprob());
   }
   lines += "\n";
-  for (const v1::AttentionRow& row : token.attention()) {
-    absl::StrAppend(&lines, "\t",
-                    row.kind() == v1::ATTENTION_KIND_CROSS ? "cross " : "", "L",
-                    row.layer(), " H", row.head(), "\t");
-    if (row.compact().encoding() == v1::ATTENTION_ENCODING_TOP_K) {
-      TEXTGEN_ASSIGN_OR_RETURN(const std::vector<TopKRow> top,
-                               DecodeTopK(row.compact()));
-      if (top.size() != 1) {
-        return absl::DataLossError(absl::StrCat("a tap row L", row.layer(),
-                                                " H", row.head(), " of ",
-                                                top.size(), " rows"));
-      }
-      for (size_t i = 0; i < top[0].keys.size(); ++i) {
-        absl::StrAppendFormat(&lines, "%d:%.4f ", top[0].keys[i],
-                              top[0].weights[i]);
-      }
-      absl::StrAppendFormat(&lines, "rest:%.4f\n", top[0].remainder);
-      continue;
-    }
-    // A tap row is whole (every key of the query), so its length is its width.
-    const int width = row.has_compact() && row.compact().row_keys_size() == 1
-                          ? row.compact().row_keys(0)
-                          : row.weights_size();
-    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<float> weights,
-                             DecodeTapRow(row, width));
-    for (size_t k = 0; k < weights.size(); ++k) {
-      absl::StrAppendFormat(&lines, "%s%.4f", k == 0 ? "" : " ", weights[k]);
-    }
-    lines += "\n";
-  }
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string rows, TapRowLines(token));
+  lines += rows;
   return lines;
 }
 
@@ -427,32 +400,6 @@ absl::Status SetSamplingFromFlags(const std::vector<std::string>& stops,
                                         "stop_token_ids", "token ids"));
   request.mutable_stop_token_ids()->Add(stop_ids.begin(), stop_ids.end());
   return SetConstraintFromFlags(*request.mutable_constraint());
-}
-
-// An encoding flag's name (empty: unset, FLOAT32) and its top-k into a
-// request (an AttentionTap or a DebugAttentionRequest: the same two fields).
-// A top-k without the top_k encoding is a usage error (INVALID_ARGUMENT)
-// rather than silently dropped; the server checks its range.
-template <typename Request>
-absl::Status SetEncodingFromFlags(const std::string& name, int top_k,
-                                  absl::string_view encoding_flag,
-                                  absl::string_view top_k_flag,
-                                  Request& request) {
-  if (!name.empty()) {
-    absl::StatusOr<v1::AttentionEncoding> encoding =
-        ParseAttentionEncoding(name);
-    if (!encoding.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", encoding_flag, ": ", encoding.status().message()));
-    }
-    request.set_encoding(*encoding);
-  }
-  if (top_k != 0 && request.encoding() != v1::ATTENTION_ENCODING_TOP_K) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", top_k_flag, " goes with --", encoding_flag, " top_k"));
-  }
-  request.set_top_k(top_k);
-  return absl::OkStatus();
 }
 
 // Every GenerateRequest field from the flags. INVALID_ARGUMENT for a usage
@@ -593,47 +540,6 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
   return true;
 }
 
-// "BEGIN:END" (END exclusive) or "BEGIN:" (to the last) as a range of
-// positions; INVALID_ARGUMENT naming the flag otherwise.
-absl::StatusOr<v1::AttentionRange> ParseRange(const std::string& value,
-                                              absl::string_view flag) {
-  const size_t colon = value.find(':');
-  int begin = 0, end = 0;
-  const bool ok =
-      colon != std::string::npos &&
-      absl::SimpleAtoi(value.substr(0, colon), &begin) && begin >= 0 &&
-      (colon + 1 == value.size() ||
-       (absl::SimpleAtoi(value.substr(colon + 1), &end) && end > begin));
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag,
-                     " takes BEGIN:END positions (BEGIN < END) or "
-                     "BEGIN:, got \"",
-                     value, "\""));
-  }
-  v1::AttentionRange range;
-  range.set_begin(begin);
-  range.set_end(end);
-  return range;
-}
-
-// "CELLS" or "CELLS:max" or "CELLS:mean"; INVALID_ARGUMENT otherwise.
-absl::StatusOr<v1::AttentionOverview> ParseOverview(const std::string& value) {
-  const size_t colon = value.find(':');
-  const std::string pooling =
-      colon == std::string::npos ? "max" : value.substr(colon + 1);
-  int cells = 0;
-  if (!absl::SimpleAtoi(value.substr(0, colon), &cells) || cells < 1 ||
-      (pooling != "max" && pooling != "mean")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--overview takes CELLS[:max|mean], got \"", value, "\""));
-  }
-  v1::AttentionOverview overview;
-  overview.set_cells(cells);
-  overview.set_pooling(pooling == "max" ? v1::POOLING_MAX : v1::POOLING_MEAN);
-  return overview;
-}
-
 // The DebugAttentionRequest the attention command's flags ask for, but for
 // the prompt and source. INVALID_ARGUMENT for a usage problem; the server
 // checks the values' ranges.
@@ -651,42 +557,20 @@ absl::StatusOr<v1::DebugAttentionRequest> AttentionRequestFromFlags(
                                                "encoding", "top_k", request));
   if (const std::string q = absl::GetFlag(FLAGS_queries); !q.empty()) {
     TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_queries(),
-                             ParseRange(q, "queries"));
+                             ParseAttentionRange(q, "queries"));
   }
   if (const std::string k = absl::GetFlag(FLAGS_keys); !k.empty()) {
-    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_keys(), ParseRange(k, "keys"));
+    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_keys(),
+                             ParseAttentionRange(k, "keys"));
   }
   if (const std::string o = absl::GetFlag(FLAGS_overview); !o.empty()) {
-    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_overview(), ParseOverview(o));
+    TEXTGEN_ASSIGN_OR_RETURN(*request.mutable_overview(),
+                             ParseAttentionOverview(o));
   }
   request.set_summary(absl::GetFlag(FLAGS_summary));
   // Summaries alone need no maps on the wire.
   request.set_summary_only(request.summary() && !maps_wanted);
   return request;
-}
-
-// The --summary table: a header, then one tab-separated line per map,
-//   layer  head  kind  entropy  sink  mean_distance  max_weight
-// (kind as the HTTP API names it: decoder_self, encoder_self, cross), then
-// "# rollout: NxN" or "# rollout: none".
-std::string SummaryTable(const AttentionReply& reply) {
-  std::string table =
-      "# layer\thead\tkind\tentropy\tsink\tmean_distance\tmax_weight\n";
-  for (const v1::AttentionSummary& s : reply.summaries) {
-    const char* kind = "decoder_self";
-    if (s.kind() == v1::ATTENTION_KIND_ENCODER_SELF) kind = "encoder_self";
-    if (s.kind() == v1::ATTENTION_KIND_CROSS) kind = "cross";
-    absl::StrAppendFormat(&table, "%d\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\n",
-                          s.layer(), s.head(), kind, s.entropy(), s.sink(),
-                          s.mean_distance(), s.max_weight());
-  }
-  if (reply.rollout_size > 0) {
-    absl::StrAppend(&table, "# rollout: ", reply.rollout_size, "x",
-                    reply.rollout_size, "\n");
-  } else {
-    absl::StrAppend(&table, "# rollout: none\n");
-  }
-  return table;
 }
 
 int Attention(TextgenClient& client) {
