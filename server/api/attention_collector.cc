@@ -36,6 +36,12 @@ int CausalRowCells(int first_query, int query_step, int query_end,
   return std::clamp(CeilDiv(last_query + 1 - first_key, key_step), 0, cells);
 }
 
+void AttentionSelection::PoolInto(int cells, pb::Pooling how) {
+  query_step = CeilDiv(query_end - query_begin, cells);
+  key_step = CeilDiv(key_end - key_begin, cells);
+  pooling = how == pb::POOLING_MEAN ? pb::POOLING_MEAN : pb::POOLING_MAX;
+}
+
 int AttentionSelection::query_cells() const {
   return CeilDiv(query_end - query_begin, query_step);
 }

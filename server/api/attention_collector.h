@@ -35,6 +35,10 @@ struct AttentionSelection {
   // the whole prompt selected; AttentionRollout).
   bool rollout = false;
 
+  // Pools the selected ranges into at most `cells` × `cells` cells (sets
+  // query_step and key_step; the last cells may be shorter).
+  void PoolInto(int cells, textgen::v1::Pooling how);
+
   int query_cells() const;  // Rows kept per map.
   int key_cells() const;    // Columns kept per map.
   // Bytes the kept maps, summaries and rollout matrices take: known before

@@ -17,8 +17,6 @@ namespace pb = ::textgen::v1;
 // AttentionOverview.cells at most.
 constexpr int kMaxOverviewCells = 1024;
 
-int CeilDiv(int a, int b) { return b > 0 ? (a + b - 1) / b : 0; }
-
 // `range` over positions 0..n-1 as [*begin, *end) (end 0: to the last), or
 // INVALID_ARGUMENT naming `field`.
 absl::Status SelectRange(const pb::AttentionRange& range, int n,
@@ -157,11 +155,7 @@ absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
           absl::StrCat("overview.cells: ", overview.cells(), " is outside 1..",
                        kMaxOverviewCells));
     }
-    self.query_step =
-        CeilDiv(self.query_end - self.query_begin, overview.cells());
-    self.key_step = CeilDiv(self.key_end - self.key_begin, overview.cells());
-    self.pooling = overview.pooling() == pb::POOLING_MEAN ? pb::POOLING_MEAN
-                                                          : pb::POOLING_MAX;
+    self.PoolInto(overview.cells(), overview.pooling());
   }
   self.summary = request.summary() || request.summary_only();
   self.keep_maps = !request.summary_only();
