@@ -6,8 +6,10 @@
 //   build/server/textgen_server --model stories260K.bin --tokenizer tok512.bin
 //
 // SIGTERM or SIGINT drains (server/server.h): health turns NOT_SERVING,
-// new calls and connections are refused, connections get GOAWAY, running
-// streams get up to --drain_seconds to finish, then the process exits 0.
+// calls still arriving are served until they stop (--drain_linger,
+// --drain_quiet), then new calls and connections are refused, connections
+// get GOAWAY, running streams get up to --drain_seconds (from the signal) to
+// finish, then the process exits 0.
 // SIGHUP re-reads --auth_tokens_file. The security flags (TLS, tokens,
 // per-client limits, connections, metrics) are server/README.md "Security".
 #include <malloc.h>
@@ -100,6 +102,14 @@ ABSL_FLAG(textgen::DebugAttentionMode, debug_attention,
           "who may generate). The old true/false mean open/off");
 ABSL_FLAG(double, drain_seconds, 30,
           "On SIGTERM, how long running streams may take to finish");
+ABSL_FLAG(absl::Duration, drain_linger, absl::Seconds(5),
+          "On SIGTERM, health turns NOT_SERVING at once but calls that still "
+          "arrive are served for up to this long (within --drain_seconds), "
+          "then new calls get UNAVAILABLE and connections a GOAWAY; 0 closes "
+          "at once");
+ABSL_FLAG(absl::Duration, drain_quiet, absl::Milliseconds(100),
+          "The linger (--drain_linger) ends as soon as no call has arrived "
+          "for this long");
 ABSL_FLAG(int64_t, max_attention_map_bytes, int64_t{64} << 20,
           "Largest total of attention maps one DebugAttention reply carries "
           "(layers x heads x tokens^2 x 4 bytes, repeats counted once)");
@@ -402,6 +412,10 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   options.front_door.limits.rate = absl::GetFlag(FLAGS_client_rate);
   options.front_door.limits.burst = absl::GetFlag(FLAGS_client_burst);
   options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.drain_linger =
+      std::max(absl::ZeroDuration(), absl::GetFlag(FLAGS_drain_linger));
+  options.drain_quiet =
+      std::max(absl::ZeroDuration(), absl::GetFlag(FLAGS_drain_quiet));
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   options.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);

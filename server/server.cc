@@ -111,6 +111,8 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
       FrontDoor::Create(front_door_options);
   if (!front_door.ok()) return front_door.status();
   server->front_door_ = *std::move(front_door);
+  server->drain_linger_ = options.drain_linger;
+  server->drain_quiet_ = options.drain_quiet;
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
   if (!engine.ok()) return engine.status();
@@ -240,33 +242,55 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
 
 TextgenServer::~TextgenServer() { Drain(absl::ZeroDuration()); }
 
+void TextgenServer::Linger(absl::Time end) {
+  if (front_door_ == nullptr) return;
+  end = std::min(end, absl::Now() + drain_linger_);
+  int64_t seen = front_door_->arrivals();
+  absl::Time quiet_since = absl::Now();
+  for (absl::Time now = quiet_since; now < end; now = absl::Now()) {
+    if (const int64_t arrivals = front_door_->arrivals(); arrivals != seen) {
+      seen = arrivals;
+      quiet_since = now;
+    } else if (now - quiet_since >= drain_quiet_) {
+      return;
+    }
+    absl::SleepFor(std::min({absl::Milliseconds(5), drain_quiet_, end - now}));
+  }
+}
+
 void TextgenServer::Drain(absl::Duration grace) {
   std::lock_guard<std::mutex> lock(drain_mu_);
   if (drained_) return;
   drained_ = true;
+  const absl::Time end = absl::Now() + grace;
+  // Linger: not serving, still admitting.
   if (front_door_ != nullptr) front_door_->StartDrain();
-  // Idle keep-alive connections close now; responses from here on close
-  // theirs.
-  if (http_ != nullptr) http_->BeginDrain();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
   }
+  // Idle keep-alive connections close now; responses from here on close
+  // theirs.
+  if (http_ != nullptr) http_->BeginDrain();
   spdlog::info("draining: up to {} for running streams",
                absl::FormatDuration(grace));
+  Linger(end);
+  // Close.
+  if (front_door_ != nullptr) front_door_->RefuseCalls();
   // Shutdown closes the port and sends GOAWAY at once, then waits for the
   // running calls; it runs beside the engine's drain, which ends the streams
   // that outlive the grace with their own final status, so by gRPC's
   // deadline there is normally nothing left to cancel.
   std::thread grpc_shutdown;
   if (server_ != nullptr) {
-    const auto deadline =
-        absl::ToChronoTime(absl::Now() + grace + kFinalStatusMargin);
+    const auto deadline = absl::ToChronoTime(end + kFinalStatusMargin);
     grpc_shutdown = std::thread([this, deadline] {
       server_->Shutdown(deadline);
       server_->Wait();
     });
   }
-  if (engine_ != nullptr) engine_->Shutdown(grace);
+  if (engine_ != nullptr) {
+    engine_->Shutdown(std::max(absl::ZeroDuration(), end - absl::Now()));
+  }
   // The engine has ended every stream, so the HTTP threads are finishing.
   if (http_ != nullptr) http_->Stop();
   if (grpc_shutdown.joinable()) grpc_shutdown.join();

@@ -11,15 +11,28 @@
 //          (the model is loaded before Start, so SERVING means "can
 //          generate"; before that the port is closed, which a probe reads as
 //          not ready).
-//   Drain: all at once, health says NOT_SERVING (a health Watch hears it),
-//          new calls are refused with UNAVAILABLE, the listening port closes
-//          (new connections are refused) and every connection receives an
-//          HTTP/2 GOAWAY (grpc::Server::Shutdown with a deadline), so clients
-//          and balancers move to other replicas. Running and queued streams go
-//          on for up to `grace`; those still running then end with UNAVAILABLE
-//          and a message saying the drain time ran out. The HTTP API answers
-//          503 to new calls (and GET /health) from the start, and its port
-//          closes once the engine has ended its streams.
+//   Drain: in two phases, all within `grace`.
+//          Linger: health says NOT_SERVING at once (a health Watch hears it),
+//          and the HTTP API's GET /health 503, so balancers and Kubernetes
+//          take the replica out; calls that still arrive meanwhile are
+//          served, until none has arrived for `drain_quiet` or
+//          `drain_linger` has passed.
+//          Close: new calls are refused with UNAVAILABLE, the listening port
+//          closes (new connections are refused) and every connection
+//          receives an HTTP/2 GOAWAY (grpc::Server::Shutdown with a
+//          deadline), so clients and balancers move to other replicas.
+//          Running and queued streams go on until `grace` (from the signal)
+//          has passed; those still running then end with UNAVAILABLE and a
+//          message saying the drain time ran out. The HTTP API's port closes
+//          once the engine has ended its streams.
+//          Why linger: gRPC 1.51 ends a call that reaches it in the moment
+//          between its Shutdown and the client's reading of the GOAWAY with
+//          CANCELLED, which clients do not retry (grpc/grpc#41785), and
+//          refusing calls in-process before the GOAWAY instead sends them
+//          back through a balancer that does not retry on a status (nginx),
+//          so calls that race the signal are served instead. A client that
+//          keeps sending through the whole linger can still meet that moment
+//          (server/README.md "Drain").
 //
 // The front door (server/front_door/front_door.h: tokens, per-client limits),
 // the transport (server/front_door/tls.h) and the connection settings below are
@@ -108,6 +121,10 @@ struct TextgenServerOptions {
   // client resets no longer counts, so this does not bound rapid reset
   // (server/README.md "Rapid reset").
   int max_concurrent_streams = 100;
+  // The drain's linger (see Drain above): at most this long, ended early
+  // once no call has arrived for drain_quiet. Zero closes at once.
+  absl::Duration drain_linger = absl::Seconds(5);
+  absl::Duration drain_quiet = absl::Milliseconds(100);
 };
 
 class TextgenServer {
@@ -158,7 +175,12 @@ class TextgenServer {
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<grpc::Server> server_;
+  // Waits out the drain's linger, at most until `end`.
+  void Linger(absl::Time end);
+
   int port_ = 0;
+  absl::Duration drain_linger_;
+  absl::Duration drain_quiet_;
   std::mutex drain_mu_;
   bool drained_ = false;
 };

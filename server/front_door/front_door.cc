@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<FrontDoor>> FrontDoor::Create(
 absl::StatusOr<FrontDoor::Pass> FrontDoor::Admit(
     absl::string_view authorization, absl::string_view peer, Need need,
     CallKind kind, int streams) {
-  if (draining_) {
+  arrivals_.fetch_add(1, std::memory_order_relaxed);
+  if (refusing_) {
     return absl::UnavailableError(
         "the server is draining (shutting down); retry on another replica");
   }

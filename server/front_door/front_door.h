@@ -4,7 +4,8 @@
 // transport: each port hands it the token and the peer as plain strings.
 //
 // In order:
-//   1. Draining (SIGTERM): UNAVAILABLE, so the client retries elsewhere.
+//   1. Refusing (the end of a drain, server/server.h): UNAVAILABLE, so the
+//      client retries elsewhere.
 //   2. Who is calling and may they (server/front_door/auth.h): UNAUTHENTICATED,
 //      PERMISSION_DENIED, FAILED_PRECONDITION.
 //   3. Per-client limits (server/front_door/client_limits.h):
@@ -22,6 +23,7 @@
 #define TEXTGEN_SERVER_FRONT_DOOR_FRONT_DOOR_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -63,9 +65,15 @@ class FrontDoor {
 
   // The tokens file again (SIGHUP); on error the old table stays.
   absl::Status ReloadTokens() { return auth_->Reload(); }
-  // From now on every call is UNAVAILABLE.
+  // The drain's first phase (server/server.h "Drain"): health reports
+  // NOT_SERVING (draining() is true) while calls are still admitted.
   void StartDrain() { draining_ = true; }
   bool draining() const { return draining_; }
+  // The drain's second phase: from now on every call is UNAVAILABLE.
+  void RefuseCalls() { refusing_ = true; }
+  // Calls that have reached Admit so far, admitted or not: the drain watches
+  // it to see when calls stop arriving.
+  int64_t arrivals() const { return arrivals_.load(std::memory_order_relaxed); }
 
   const Authorizer& auth() const { return *auth_; }
   ClientLimiter& limits() { return limits_; }
@@ -77,6 +85,8 @@ class FrontDoor {
   const std::unique_ptr<Authorizer> auth_;
   ClientLimiter limits_;
   std::atomic<bool> draining_{false};
+  std::atomic<bool> refusing_{false};
+  std::atomic<int64_t> arrivals_{0};
 };
 
 }  // namespace textgen
