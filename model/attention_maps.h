@@ -67,10 +67,16 @@ class AttentionSink {
   // written: n_keys, the last query's count, bounds the row) at weights +
   // q * stride. Called from the pass's worker threads, for several heads at
   // once; each (slot, layer, head) once per pass, a layer's calls after the
-  // layer before's. `weights` is valid only during the call.
+  // layer before's. `weights` is valid only during the call. `entropies`:
+  // the rows' entropies (nats), entropies[q] for query q, when
+  // wants_entropy() says so, else null.
   virtual void Rows(int slot, int layer, int head, int first_query,
                     int n_queries, int n_keys, const float* weights,
-                    int stride) = 0;
+                    int stride, const float* entropies) = 0;
+  // Whether Rows should be given each row's entropy, which the softmax
+  // computes nearly for free (kernels::Softmax) where a pass over the
+  // weights would need a logarithm each.
+  virtual bool wants_entropy() const { return false; }
 };
 
 }  // namespace textgen

@@ -517,12 +517,15 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
                              start - j0, scores.data() + j0, score_stride,
                              scratch.key_tile.data(), few_rows);
   }
+  const bool entropies = sink != nullptr && sink->wants_entropy();
+  if (entropies) scratch.entropy.resize(T);
   for (int t = 0; t < T; ++t) {
     // Causal: query t (position start + t) sees keys 0 .. start + t; later
     // keys get probability exactly 0 and are never read.
     const int visible = start + t + 1;
     float* p = scores.row(t).data();
-    kernels::Softmax(p, visible, scale);
+    kernels::Softmax(p, visible, scale,
+                     entropies ? &scratch.entropy[t] : nullptr);
     // The zeros a captured map shows (a sink reads only the visible keys).
     if (capture != nullptr) std::fill(p + visible, p + L, 0.0f);
   }
@@ -530,7 +533,7 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
   // groups that share each value's load (kernels::WeightedSumRows): the keys
   // all of a group sees together, then each query's few more alone. Every
   // query's sum is the same sequence of adds either way.
-  constexpr int kGroup = 4;
+  constexpr int kGroup = 8;
   const int attn_stride = static_cast<int>(attn_.cols());
   for (int t0 = 0; t0 < T; t0 += kGroup) {
     const int rows = std::min(kGroup, T - t0);
@@ -561,7 +564,8 @@ void Decoder::AttendHead(int l, int h, const SequenceChunk& s, int r0,
         scores.topLeftCorner(T, L);
   }
   if (sink != nullptr) {
-    sink->Rows(s.slot, l, h, start, T, L, scores.data(), score_stride);
+    sink->Rows(s.slot, l, h, start, T, L, scores.data(), score_stride,
+               entropies ? scratch.entropy.data() : nullptr);
   }
 }
 

@@ -206,6 +206,7 @@ class Decoder {
   struct AttentionScratch {
     Activations scores;           // [T, L] scores, then probabilities
     std::vector<float> key_tile;  // kernels::AttentionScratchFloats(head_dim)
+    std::vector<float> entropy;   // [T], for an AttentionSink that wants it
   };
   // Element: how `cache` holds keys and values (float, or uint16_t for bf16
   // bits; see KvCache::block_keys).

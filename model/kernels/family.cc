@@ -1335,17 +1335,23 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
         for (int jj = 0; jj < valid; ++jj) out[jj] = sums[jj];
       }
     };
-    for (; t + 4 <= rows; t += 4) {
-      Vec acc[4] = {};
+    // Rows in groups of 8, then 4, each group sharing each key vector's load:
+    // 8 independent chains of multiply-adds keep the FMA units busy where 4
+    // wait on their latency (a prompt's many rows; decoding has one).
+    auto group = [&](auto rows_in_group) {
+      constexpr int kRows = decltype(rows_in_group)::value;
+      Vec acc[kRows] = {};
       for (int d = 0; d < depth; ++d) {
         const Vec b = Load(scratch + d * kVec);
-        for (int r = 0; r < 4; ++r) {
+        for (int r = 0; r < kRows; ++r) {
           acc[r] =
               MulAdd(q[static_cast<long>(t + r) * q_stride + d], b, acc[r]);
         }
       }
-      for (int r = 0; r < 4; ++r) store(t + r, acc[r]);
-    }
+      for (int r = 0; r < kRows; ++r) store(t + r, acc[r]);
+    };
+    for (; t + 8 <= rows; t += 8) group(std::integral_constant<int, 8>());
+    for (; t + 4 <= rows; t += 4) group(std::integral_constant<int, 4>());
     for (; t < rows; ++t) {
       Vec acc = {};
       const float* qt = q + static_cast<long>(t) * q_stride;
@@ -1357,7 +1363,7 @@ void AttentionScoresOf(const float* q, int rows, int depth, int q_stride,
   }
 }
 
-// R rows of weights over the same values (R <= 4), dimensions d0 .. d0 +
+// R rows of weights over the same values (R <= 8), dimensions d0 .. d0 +
 // V vectors: for each value's vectors, loaded once, every row's running sum
 // takes one multiply and one add, in increasing j, as a single row's would.
 // R and V are constants so that the R × V sums stay in registers.
@@ -1437,7 +1443,18 @@ template <typename Element>
 void WeightedSumOf(const float* p, int p_stride, int rows, int n,
                    const Element* v, int v_stride, int depth, float* out,
                    int out_stride, bool accumulate, bool request_next) {
-  for (int r = 0; r < rows; r += 4) {
+  // 8 rows at a time where their sums fit in registers (a head of up to 32
+  // dimensions: 8 × 2 vectors), so that 8 independent chains of adds hide
+  // each add's latency; else 4.
+  int r = 0;
+  if (depth <= 2 * kVec) {
+    for (; r + 8 <= rows; r += 8) {
+      WeightedRowsOf<8>(p + static_cast<long>(r) * p_stride, p_stride, n, v,
+                        v_stride, depth, out + static_cast<long>(r) * out_stride,
+                        out_stride, accumulate, request_next);
+    }
+  }
+  for (; r < rows; r += 4) {
     const float* pr = p + static_cast<long>(r) * p_stride;
     float* outr = out + static_cast<long>(r) * out_stride;
     switch (Min(4, rows - r)) {
@@ -1489,12 +1506,11 @@ void WeightedSumBf16(const float* p, int p_stride, int rows, int n,
 
 typedef int32_t VecI32 __attribute__((vector_size(kVec * sizeof(int32_t))));
 
-// exp of 16 values clamped to [-87, 88] (so the result is a normal float):
-// range reduction x = n ln2 + r, |r| <= ln2 / 2, and a degree-7 Taylor
-// polynomial (truncation error 5e-9); within a few ulp of exp.
-inline Vec Exp16(Vec x) {
-  x = x < -87.0f ? Vec{} - 87.0f : x;
-  x = x > 88.0f ? Vec{} + 88.0f : x;
+// exp of 16 floats in [-87, 88] (elsewhere some finite value, as callers
+// that replace those lanes may leave it): range reduction x = n ln2 + r,
+// |r| <= ln2 / 2, and a degree-7 Taylor polynomial (truncation error 5e-9);
+// within a few ulp of exp.
+inline Vec Exp16InRange(Vec x) {
   // n = round(x / ln2), by the 1.5 · 2^23 trick (|x / ln2| < 2^22).
   constexpr float kRound = 12582912.0f;
   const Vec n = (x * 1.44269504088896341f + kRound) - kRound;
@@ -1514,11 +1530,18 @@ inline Vec Exp16(Vec x) {
   return p * scale;
 }
 
+// The same with x clamped to [-87, 88] first, so the result is a normal float.
+inline Vec Exp16(Vec x) {
+  x = x < -87.0f ? Vec{} - 87.0f : x;
+  x = x > 88.0f ? Vec{} + 88.0f : x;
+  return Exp16InRange(x);
+}
+
 // exp(x - max) of every element through Exp16, the tail included (padded),
 // so that an element's value does not depend on where it sits; below -87,
 // where expf's value is subnormal or 0 (a weight no sum can feel), exactly 0.
 // The libm call per element was half of a long prompt's attention time.
-void Softmax(float* x, int n, float scale) {
+void Softmax(float* x, int n, float scale, float* entropy) {
   // max is exact in any order: lane by lane, then across the lanes (a scalar
   // chain of compares was most of a long row's time).
   Vec lanes = Vec{} + x[0];
@@ -1535,19 +1558,63 @@ void Softmax(float* x, int n, float scale) {
   // Scaled here rather than in a pass of its own: rounding is monotonic, so
   // the scaled max is the max of the scaled values, bit for bit.
   const float scaled_max = max * scale;
-  auto exp_shifted = [scale, scaled_max](Vec v) {
+  // The exponentials' sum is Sum's (element i into lane i % kVec, in index
+  // order, lanes folded by FoldLanes), taken as they are stored rather than
+  // in a second pass; for the entropy, Σ e (y - max) beside it.
+  Vec sum = {}, weighted = {};
+  auto exp_shifted = [&](Vec v, int valid) {
     const Vec shifted = v * scale - scaled_max;
-    return shifted < -87.0f ? Vec{} : Exp16(shifted);
+    // shifted <= 0 (max is the max); below -87 the value is replaced.
+    Vec e = shifted < -87.0f ? Vec{} : Exp16InRange(shifted);
+    // A tail's padding lanes are not the row's: they add nothing.
+    for (int lane = valid; lane < kVec; ++lane) e[lane] = 0.0f;
+    sum += e;
+    if (entropy != nullptr) weighted += e * shifted;
+    return e;
   };
-  for (i = 0; i + kVec <= n; i += kVec) Store(x + i, exp_shifted(Load(x + i)));
+  for (i = 0; i + kVec <= n; i += kVec) {
+    Store(x + i, exp_shifted(Load(x + i), kVec));
+  }
   if (i < n) {
     float tail[kVec] = {};
     for (int j = i; j < n; ++j) tail[j - i] = x[j];
-    Store(tail, exp_shifted(Load(tail)));
+    Store(tail, exp_shifted(Load(tail), n - i));
     for (int j = i; j < n; ++j) x[j] = tail[j - i];
   }
-  const float inv_sum = 1.0f / Sum(x, n);
-  for (int j = 0; j < n; ++j) x[j] *= inv_sum;
+  float folded[kVec];
+  Store(folded, sum);
+  const float z = FoldLanes(folded);
+  const float inv_sum = 1.0f / z;
+  for (i = 0; i + kVec <= n; i += kVec) Store(x + i, Load(x + i) * inv_sum);
+  for (; i < n; ++i) x[i] *= inv_sum;
+  if (entropy != nullptr) {
+    Store(folded, weighted);
+    const double h = log(static_cast<double>(z)) -
+                     static_cast<double>(FoldLanes(folded)) / z;
+    *entropy = static_cast<float>(h > 0 ? h : 0);
+  }
+}
+
+void RowStats(const float* p, int n, float* max, float* index_dot) {
+  Vec top = Vec{} + p[0], acc = {}, index = {};
+  for (int lane = 0; lane < kVec; ++lane) index[lane] = static_cast<float>(lane);
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) {
+    const Vec v = Load(p + i);
+    top = v > top ? v : top;
+    acc += v * index;
+    index += static_cast<float>(kVec);
+  }
+  float m = top[0], dot = 0;
+  for (int lane = 1; lane < kVec; ++lane) m = top[lane] > m ? top[lane] : m;
+  for (; i < n; ++i) {
+    m = p[i] > m ? p[i] : m;
+    dot += p[i] * static_cast<float>(i);
+  }
+  float folded[kVec];
+  Store(folded, acc);
+  *max = m;
+  *index_dot = FoldLanes(folded) + dot;
 }
 
 // ln of 16 positive normal floats: x = 2^e · m with m in [√½, √2), and
@@ -1668,6 +1735,7 @@ const KernelTable kTable = {
     WeightedSumBf16,
     Softmax,
     Entropy,
+    RowStats,
     GeluTanh,
     SiluMultiply,
     RoundToBf16,

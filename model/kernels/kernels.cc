@@ -355,8 +355,12 @@ float Entropy(const float* p, int n) {
   return ActiveKernelTable().entropy(p, n);
 }
 
-void Softmax(float* x, int n, float scale) {
-  ActiveKernelTable().softmax(x, n, scale);
+void RowStats(const float* p, int n, float* max, float* index_dot) {
+  ActiveKernelTable().row_stats(p, n, max, index_dot);
+}
+
+void Softmax(float* x, int n, float scale, float* entropy) {
+  ActiveKernelTable().softmax(x, n, scale, entropy);
 }
 
 void GeluTanh(float* x, int n) { ActiveKernelTable().gelu_tanh(x, n); }

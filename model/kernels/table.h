@@ -118,8 +118,9 @@ struct KernelTable {
                             const uint16_t* v, int v_stride, int depth,
                             float* out, int out_stride, bool accumulate,
                             bool request_next);
-  void (*softmax)(float* x, int n, float scale);
+  void (*softmax)(float* x, int n, float scale, float* entropy);
   float (*entropy)(const float* p, int n);
+  void (*row_stats)(const float* p, int n, float* max, float* index_dot);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);
   void (*round_to_bf16)(const float* x, int n, uint16_t* out);

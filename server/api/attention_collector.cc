@@ -89,10 +89,6 @@ AttentionCollector::AttentionCollector(pb::AttentionKind kind, bool causal,
   }
   if (selection_.summary) {
     stats_.resize(maps);
-    key_positions_.resize(std::max(selection_.query_end, selection_.key_end));
-    for (size_t k = 0; k < key_positions_.size(); ++k) {
-      key_positions_[k] = static_cast<float>(k);
-    }
   }
   if (selection_.rollout) {
     const size_t n = selection_.query_end;
@@ -103,7 +99,8 @@ AttentionCollector::AttentionCollector(pb::AttentionKind kind, bool causal,
 
 void AttentionCollector::Rows(int /*slot*/, int layer, int head,
                               int first_query, int n_queries, int n_keys,
-                              const float* weights, int stride) {
+                              const float* weights, int stride,
+                              const float* entropies) {
   if (layer < 0 || layer >= static_cast<int>(layer_index_.size()) || head < 0 ||
       head >= static_cast<int>(head_index_.size())) {
     return;
@@ -124,7 +121,9 @@ void AttentionCollector::Rows(int /*slot*/, int layer, int head,
            position, row, visible);
     }
     if (selection_.summary)
-      Summarise(stats_[Index(l, h)], position, row, visible);
+      Summarise(stats_[Index(l, h)], position, row, visible,
+                entropies != nullptr ? entropies + (position - first_query)
+                                     : nullptr);
     if (selection_.rollout) {
       const size_t n = selection_.query_end;
       std::lock_guard<std::mutex> lock(head_sum_locks_[l]);
@@ -151,36 +150,50 @@ void AttentionCollector::Keep(float* out, int /*position*/, const float* row,
 }
 
 void AttentionCollector::Summarise(Stats& stats, int position, const float* row,
-                                   int visible) {
+                                   int visible, const float* entropy) {
   // Vector kernels: a 4,096-token overview summarises 2.8 G weights.
   stats.rows += 1;
-  stats.entropy += kernels::Entropy(row, visible);
+  stats.entropy +=
+      entropy != nullptr ? *entropy : kernels::Entropy(row, visible);
   stats.sink += row[0];
-  stats.max += ConstArray(row, visible).maxCoeff();
+  float top = 0, index_dot = 0;
+  kernels::RowStats(row, visible, &top, &index_dot);
+  stats.max += top;
   if (kind_ == pb::ATTENTION_KIND_CROSS) return;  // Positions of two texts.
   // Σ w_k (position - k) = position Σ w_k - Σ k w_k.
-  stats.distance += static_cast<double>(position) * kernels::Sum(row, visible) -
-                    kernels::Dot(row, key_positions_.data(), visible);
-  if (!causal_) return;
-  // Bucket b >= 1 holds distances 2^(b-1) .. 2^b - 1, so keys
-  // position - 2^b + 1 .. position - 2^(b-1).
-  const int buckets = Buckets(position);
-  if (static_cast<int>(stats.profile.size()) < buckets) {
-    stats.profile.resize(buckets);
+  double total = 0;
+  if (causal_) {
+    // Bucket b >= 1 holds distances 2^(b-1) .. 2^b - 1, so keys
+    // position - 2^b + 1 .. position - 2^(b-1); together they are the row.
+    const int buckets = Buckets(position);
+    if (static_cast<int>(stats.profile.size()) < buckets) {
+      stats.profile.resize(buckets);
+    }
+    total = row[position];
+    stats.profile[0] += row[position];
+    for (int b = 1; b < buckets; ++b) {
+      const int hi = position - (1 << (b - 1));
+      const int lo = std::max(0, position - (1 << b) + 1);
+      double sum = 0;
+      if (hi - lo + 1 >= 16) {
+        sum = kernels::Sum(row + lo, hi - lo + 1);
+      } else {
+        for (int k = lo; k <= hi; ++k) sum += row[k];
+      }
+      stats.profile[b] += sum;
+      total += sum;
+    }
+  } else {
+    total = kernels::Sum(row, visible);
   }
-  stats.profile[0] += row[position];
-  for (int b = 1; b < buckets; ++b) {
-    const int hi = position - (1 << (b - 1));
-    const int lo = std::max(0, position - (1 << b) + 1);
-    stats.profile[b] += ConstArray(row + lo, hi - lo + 1).sum();
-  }
+  stats.distance += static_cast<double>(position) * total - index_dot;
 }
 
 void AttentionCollector::AddMaps(const AttentionMaps& maps) {
   for (int layer = 0; layer < maps.n_layers; ++layer) {
     for (int head = 0; head < maps.n_heads; ++head) {
       Rows(0, layer, head, maps.first_position, maps.n_queries, maps.n_keys,
-           maps.row(layer, head, 0), maps.n_keys);
+           maps.row(layer, head, 0), maps.n_keys, /*entropies=*/nullptr);
     }
   }
 }

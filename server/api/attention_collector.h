@@ -64,7 +64,10 @@ class AttentionCollector : public AttentionSink {
   // AttentionSink. Rows outside the selection are skipped; thread-safe for
   // different heads as the sink promises.
   void Rows(int slot, int layer, int head, int first_query, int n_queries,
-            int n_keys, const float* weights, int stride) override;
+            int n_keys, const float* weights, int stride,
+            const float* entropies) override;
+  // The entropies, when summaries are asked for.
+  bool wants_entropy() const override { return selection_.summary; }
   // Every map of `maps` (a captured pass: the encoder's and cross-attention)
   // through Rows.
   void AddMaps(const AttentionMaps& maps);
@@ -91,7 +94,9 @@ class AttentionCollector : public AttentionSink {
   };
   int Index(int l, int h) const { return l * n_heads_ + h; }
   void Keep(float* out, int position, const float* row, int visible);
-  void Summarise(Stats& stats, int position, const float* row, int visible);
+  // `entropy`: the row's, or null to compute it from the row.
+  void Summarise(Stats& stats, int position, const float* row, int visible,
+                 const float* entropy);
 
   const textgen::v1::AttentionKind kind_;
   const bool causal_;
@@ -100,7 +105,6 @@ class AttentionCollector : public AttentionSink {
   std::vector<int> layer_index_, head_index_;  // Model's -> kept, or -1.
   std::vector<std::vector<float>> maps_;       // [layer][head] kept maps.
   std::vector<Stats> stats_;                   // [layer][head]
-  std::vector<float> key_positions_;           // 0, 1, 2, ... (summaries)
   // The rollout's per-layer head sums, n × n each, fixed point so that the
   // order heads arrive in changes no bit; heads add under the lock.
   std::vector<std::vector<int64_t>> head_sums_;

@@ -101,6 +101,32 @@ TEST(KernelsTest, EntropyIsThatOfADoubleComputation) {
   EXPECT_EQ(kernels::Entropy(one_hot.data(), 3), 0.0f);
 }
 
+// Softmax's entropy, from its exponentials: that of the weights it wrote, as
+// a double computation over them finds it, and the weights the same bits as
+// without it. Scores from peaked (a few keys take almost everything) to flat.
+TEST(KernelsTest, SoftmaxEntropyIsThatOfItsWeights) {
+  std::mt19937 rng(11);
+  for (float spread : {0.1f, 3.0f, 30.0f, 300.0f}) {
+    std::normal_distribution<float> normal(0.0f, spread);
+    for (int n : {1, 2, 15, 16, 17, 100, 1000, 4096}) {
+      std::vector<float> x(n);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> plain = x, with = x;
+      float entropy = -1;
+      kernels::Softmax(plain.data(), n, 0.25f);
+      kernels::Softmax(with.data(), n, 0.25f, &entropy);
+      ASSERT_EQ(0, std::memcmp(plain.data(), with.data(), n * sizeof(float)))
+          << "spread " << spread << " n " << n;
+      double want = 0;
+      for (float p : with) {
+        if (p > 0) want -= static_cast<double>(p) * std::log(p);
+      }
+      EXPECT_NEAR(entropy, want, 1e-5) << "spread " << spread << " n " << n;
+      EXPECT_GE(entropy, 0.0f);
+    }
+  }
+}
+
 TEST(KernelsTest, Activations) {
   std::vector<float> g = {0.0f, 1.0f, -3.0f};
   kernels::GeluTanh(g.data(), 3);
