@@ -15,7 +15,9 @@
 // layer mean and max are drawn from the mean and max of the heads; rollout rows sum to 1
 // and equal rollout computed here from the float maps; the SVG export parses, has one rect
 // per cell, each the canvas pixel's colour; PNG, SVG and JSON downloads arrive; the address
-// bar's link opened in a fresh page shows the same pixels (heatmap and head view); a file
+// bar's link opened in a fresh page shows the same pixels (heatmap and head view); the
+// page's memory (JS heap and ArrayBuffers, after a collection) with a 250-token tap, four
+// times its growth (the shipped model's 1,000 tokens are four such sequences) <= 50 MB; a file
 // with the maps embedded (`textgen attention --html`) shows them from disk, offers no
 // rollout over missing layers, and its link restores its view. Screenshots of the head
 // view and the model view go beside SCREENSHOT_PNG (_head_view.png, _model_view.png).
@@ -418,6 +420,46 @@ async function main() {
     // The refusal itself is logged (the response and the console); nothing else is.
     assert.deepEqual(older.errors.filter((e) => !/completions: 400|status of 400/.test(e)), []);
     await older.page.close();
+
+    // --- The page's memory with a long tap (issue 33: 1,000 tokens in <= 50 MB). The
+    // shipped model's context is 256 tokens, so its 1,000 tapped tokens are four sequences of
+    // 250: one is generated here, its JS heap measured after a garbage collection before and
+    // after, and four times the growth stands for the four.
+    const long = await openPage(browser);
+    await long.page.goto(baseUrl + '/', {waitUntil: 'networkidle0'});
+    await long.page.waitForFunction(
+        () => /layers ×/.test(document.getElementById('status').textContent));
+    const heapCdp = await long.page.target().createCDPSession();
+    // The JS heap and the ArrayBuffers' backing stores, which live outside it (the u8
+    // rows are typed arrays): Runtime.getHeapUsage's usedSize + backingStorageSize.
+    const heapNow = async () => {
+      await heapCdp.send('HeapProfiler.collectGarbage');
+      const usage = await heapCdp.send('Runtime.getHeapUsage');
+      return usage.usedSize + (usage.backingStorageSize || 0);
+    };
+    const LONG = 250;
+    const idle = await heapNow();
+    await long.page.$eval('#prompt', (e) => { e.value = 'ROMEO:'; });
+    await long.page.$eval('#max', (e, v) => { e.value = v; }, String(LONG));
+    await long.page.click('#go');
+    await long.page.waitForFunction(() => !document.getElementById('go').disabled &&
+        document.querySelectorAll('#grid canvas').length > 0, {timeout: 120000});
+    const longTap = await long.page.evaluate(() => {
+      const tapped = tokens.filter((t) => t.tap);
+      return {tokens: tapped.length,
+              bytes: tapped.reduce((a, t) => a + t.tap.map.values.byteLength, 0)};
+    });
+    const held = await heapNow();
+    assert.equal(longTap.tokens, LONG);
+    const grown = held - idle;
+    console.log(`figure: page memory (JS heap + ArrayBuffers) ${(idle / 1e6).toFixed(1)} MB idle, ` +
+                `${(held / 1e6).toFixed(1)} MB with the tap of ${longTap.tokens} tokens ` +
+                `(${(longTap.bytes / 1e6).toFixed(2)} MB of u8 rows): ` +
+                `+${(grown / 1e6).toFixed(1)} MB, so 1,000 tokens ~${(4 * grown / 1e6).toFixed(1)} MB`);
+    assert.ok(idle + 4 * grown <= 50e6,
+              `1,000 tapped tokens would take ${((idle + 4 * grown) / 1e6).toFixed(1)} MB of page memory`);
+    assert.deepEqual(long.errors, []);
+    await long.page.close();
 
     // --- A file as `textgen attention --html --layer 0,5` writes it (ExplorerPageWithData:
     // the maps in a JSON script element before the page's script), opened from disk: its
