@@ -3,6 +3,7 @@
 
     bench_smoke_test.py model_bench BINARY MODEL_DIR
     bench_smoke_test.py stream_read BINARY
+    bench_smoke_test.py peak BINARY
     bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
     bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
     bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
@@ -101,6 +102,27 @@ def stream_read(binary: str) -> None:
         positive(kv, "best_gbps", line)
         positive(kv, "median_gbps", line)
     print("ok: stream_read")
+
+
+def peak(binary: str) -> None:
+    out = run([binary, "--threads=1,2", "--seconds=0.02", "--repetitions=1"])
+    lines = out.strip().splitlines()
+    if not lines or not re.match(r'^peak cpu=".*" nominal_mhz=\d+ flags=\S*$', lines[0]):
+        fail("expected the CPU line first", out)
+    seen = {}
+    for line in lines[1:]:
+        kv = key_values(line, "peak")
+        seen.setdefault(kv.get("family"), []).append(kv.get("threads"))
+        if "skipped" in kv:
+            if not kv["skipped"].startswith("no_"):
+                fail("a skipped family names the flag it lacks", line)
+            continue
+        positive(kv, "gops", line)
+        positive(kv, "ops_per_instruction", line)
+    want = ["f32_fma256", "f32_fma512", "int8_vnni512", "bf16_dp512", "amx_int8", "amx_bf16"]
+    if sorted(seen) != sorted(want) or any(t != ["1", "2"] for t in seen.values()):
+        fail(f"expected each of {want} at threads 1 and 2", out)
+    print("ok: peak")
 
 
 def check_loadgen_line(out: str, mode: str, max_new_tokens: int, want_rss: bool) -> None:
@@ -252,7 +274,7 @@ def report(script: str) -> None:
 
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
-    {"model_bench": model_bench, "stream_read": stream_read,
+    {"model_bench": model_bench, "stream_read": stream_read, "peak": peak,
      "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
      "torch_reference": torch_reference, "report": report}[mode](*args)
 
