@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/thread_counts.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -282,17 +284,10 @@ int main(int argc, char** argv) {
       "The compute peak of each instruction family: textgen_peak "
       "--threads=1,2 --seconds=0.5");
   absl::ParseCommandLine(argc, argv);
-  std::vector<int> thread_counts;
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_threads), ',', absl::SkipEmpty())) {
-    int n = 0;
-    if (!absl::SimpleAtoi(s, &n) || n < 1 || n > 256) {
-      std::fprintf(stderr, "peak: bad --threads entry '%.*s'\n",
-                   static_cast<int>(s.size()), s.data());
-      return 2;
-    }
-    thread_counts.push_back(n);
-  }
+  const std::optional<std::vector<int>> parsed =
+      textgen::ParseThreadCounts(absl::GetFlag(FLAGS_threads), "peak");
+  if (!parsed) return 2;
+  const std::vector<int>& thread_counts = *parsed;
   const double seconds = absl::GetFlag(FLAGS_seconds);
   const int repetitions = absl::GetFlag(FLAGS_repetitions);
   if (thread_counts.empty() || !(seconds > 0) || repetitions < 1) {

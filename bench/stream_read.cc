@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "base/huge_pages.h"
+#include "bench/thread_counts.h"
 #include "model/kernels/kernels.h"
 
 ABSL_FLAG(std::string, threads, "1,2", "Comma-separated thread counts");
@@ -122,17 +124,10 @@ int main(int argc, char** argv) {
       "STREAM-style read bandwidth: textgen_stream_read --threads=1,2 "
       "--size_mib=1024");
   absl::ParseCommandLine(argc, argv);
-  std::vector<int> thread_counts;
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_threads), ',', absl::SkipEmpty())) {
-    int n = 0;
-    if (!absl::SimpleAtoi(s, &n) || n < 1 || n > 256) {
-      std::fprintf(stderr, "stream_read: bad --threads entry '%.*s'\n",
-                   static_cast<int>(s.size()), s.data());
-      return 2;
-    }
-    thread_counts.push_back(n);
-  }
+  const std::optional<std::vector<int>> parsed =
+      textgen::ParseThreadCounts(absl::GetFlag(FLAGS_threads), "stream_read");
+  if (!parsed) return 2;
+  const std::vector<int>& thread_counts = *parsed;
   const int size_mib = absl::GetFlag(FLAGS_size_mib);
   const int repetitions = absl::GetFlag(FLAGS_repetitions);
   if (thread_counts.empty() || size_mib < 1 || repetitions < 1) {
