@@ -59,7 +59,7 @@ float QuantizeBlock(const float* v, int n, int8_t* q) {
 }
 
 // Byte of weight (k, jj) in its panel's block: quads of 4 steps, each holding
-// 4 bytes per column (model/kernels/family.cc).
+// 4 bytes per column (model/kernels/family_panels.h).
 inline size_t Int8Offset(int k, int jj) {
   return static_cast<size_t>(k / kBlock) * kBlock * PackedWeights::kPanel +
          static_cast<size_t>((k % kBlock) / 4) * 4 * PackedWeights::kPanel +

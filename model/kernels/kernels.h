@@ -36,8 +36,9 @@
 // sums are added in increasing block order, never fused (see MatMul).
 //
 // Families. These functions run one of several builds of the same kernels
-// (model/kernels/family.cc compiled for generic x86-64-v2, AVX2 + FMA, and
-// AVX-512 + VNNI), chosen once at start-up by CPUID (model/kernels/dispatch.h).
+// (the family files that model/kernels/family.cc lists, compiled for generic
+// x86-64-v2, AVX2 + FMA, and AVX-512 + VNNI), chosen once at start-up by CPUID
+// (model/kernels/dispatch.h).
 // The contract above holds within a family; families may differ in the last
 // bits of f32 and bf16 results (only some fuse multiply-adds), so a model's
 // logits differ between families by a few ulps, even with kInt8 weights,
@@ -123,9 +124,10 @@ inline bool IsQ8_0(WeightType type) {
 // is zero-padded to kPanel columns.
 //
 // kInt8 and kW8A32 panels go by blocks of kInt8Block steps: block b of panel p
-// holds the quants of its 64 columns (model/kernels/family.cc lays them out for
-// the dot-product instructions, as bytes q + 128), and 64 float scales. A depth
-// that is not a multiple of kInt8Block is padded with zero weights.
+// holds the quants of its 64 columns (laid out for the dot-product
+// instructions, as bytes q + 128: model/kernels/family_panels.h's quads), and
+// 64 float scales. A depth that is not a multiple of kInt8Block is padded with
+// zero weights.
 class PackedWeights {
  public:
   static constexpr int kPanel = 64;

@@ -1,9 +1,9 @@
-// The kernels of one CPU family, as a table of functions:
-// model/kernels/family.cc is compiled once per family with that family's
-// instruction-set flags, each copy in its own namespace and each filling one
-// table; model/kernels/kernels.cc calls through the table that
-// model/kernels/dispatch.h selected. Internal to the kernels: the decoder calls
-// the functions of model/kernels/kernels.h.
+// The kernels of one CPU family, as a table of functions: the family files
+// (model/kernels/family.cc and the family_*.cc it lists) are compiled once per
+// family with that family's instruction-set flags, each copy in its own
+// namespace and each filling one table; model/kernels/kernels.cc calls through
+// the table that model/kernels/dispatch.h selected. Internal to the kernels:
+// the decoder calls the functions of model/kernels/kernels.h.
 //
 // Every entry has the contract of the model/kernels/kernels.h function of the
 // same name; the matrix products take the packed panels as raw pointers (see
@@ -126,7 +126,7 @@ struct KernelTable {
   void (*round_to_bf16)(const float* x, int n, uint16_t* out);
 };
 
-// One per copy of model/kernels/family.cc.
+// One per family, defined in its copy of model/kernels/family.cc.
 namespace generic {
 extern const KernelTable kTable;
 }
