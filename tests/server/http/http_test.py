@@ -6,6 +6,7 @@
   stream_options.include_usage;
 - HTTP and gRPC refuse the same bad request with the same message (one validation);
 - every error status (400, 401, 403, 404, 413, 429, 503) with OpenAI's error JSON;
+- the drain: a completion arriving in its linger is served, one after it is 503;
 - a client that disconnects mid-stream: its request is cancelled and the slot is free again
   (GET /metrics);
 - /v1/models, /tokenize, /v1/attention (rounded, lower triangle only; the u8 encoding, and
@@ -790,6 +791,33 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
             # The cancelled stream was the last: the drain ends without using its 30 s.
             self.assertEqual(server._proc.wait(timeout=WAIT), 0)
             self.assertLess(time.monotonic() - closed, 20)
+        finally:
+            if sock is not None:
+                sock.close()
+            server.stop()
+
+    def test_served_while_lingering_then_503(self):
+        # The drain's linger (server/server.h "Drain"): health says NOT_SERVING at once,
+        # but a completion that still arrives is served; once none has arrived for
+        # --drain_quiet, new ones are refused.
+        server, port = start("--drain_seconds=30", "--drain_quiet=1s", "--num_slots=2")
+        sock = None
+        try:
+            sock = hold_stream(port)  # Keeps the drain going.
+            wait_for(lambda: metric(port, "textgen_kv_slots_in_use") == 1, "the slot in use")
+            server._proc.send_signal(signal.SIGTERM)
+            wait_for(lambda: call(port, "GET", "/health")[0] == 503, "health 503")
+            status, _, body = call(port, "POST", "/v1/completions",
+                                   {"prompt": "hi", "max_tokens": 2})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["choices"][0]["finish_reason"], "length")
+            time.sleep(1.5)  # Quiet for longer than --drain_quiet: the linger is over.
+            status, headers, error = call(port, "POST", "/v1/completions", {"prompt": "hi"})
+            error = self.assertOpenAiError(status, headers, error, 503)
+            self.assertIn("draining", error["message"])
+            sock.close()
+            sock = None
+            self.assertEqual(server._proc.wait(timeout=WAIT), 0)
         finally:
             if sock is not None:
                 sock.close()
