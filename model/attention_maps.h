@@ -71,8 +71,8 @@ class AttentionSink {
   // the rows' entropies (nats), entropies[q] for query q, when
   // wants_entropy() says so, else null.
   virtual void Rows(int slot, int layer, int head, int first_query,
-                    int n_queries, int n_keys, const float* weights,
-                    int stride, const float* entropies) = 0;
+                    int n_queries, int n_keys, const float* weights, int stride,
+                    const float* entropies) = 0;
   // Whether Rows should be given each row's entropy, which the softmax
   // computes nearly for free (kernels::Softmax) where a pass over the
   // weights would need a logarithm each.
