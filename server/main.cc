@@ -107,7 +107,7 @@ ABSL_FLAG(absl::Duration, drain_linger, absl::Seconds(5),
           "arrive are served for up to this long (within --drain_seconds), "
           "then new calls get UNAVAILABLE and connections a GOAWAY; 0 closes "
           "at once");
-ABSL_FLAG(absl::Duration, drain_quiet, absl::Milliseconds(100),
+ABSL_FLAG(absl::Duration, drain_quiet, absl::Milliseconds(250),
           "The linger (--drain_linger) ends as soon as no call has arrived "
           "for this long");
 ABSL_FLAG(int64_t, max_attention_map_bytes, int64_t{64} << 20,

@@ -124,7 +124,7 @@ struct TextgenServerOptions {
   // The drain's linger (see Drain above): at most this long, ended early
   // once no call has arrived for drain_quiet. Zero closes at once.
   absl::Duration drain_linger = absl::Seconds(5);
-  absl::Duration drain_quiet = absl::Milliseconds(100);
+  absl::Duration drain_quiet = absl::Milliseconds(250);
 };
 
 class TextgenServer {

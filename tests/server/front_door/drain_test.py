@@ -180,8 +180,11 @@ class DrainTest(unittest.TestCase):
         runs, calls = 10, 32
         total = Counter()
         for run in range(runs):
+            # The default quiet period, longer under a sanitizer (a slower server's
+            # callers arrive further apart).
             server = LiveServer(ARGS.server_bin, ARGS.model,
-                                f"--drain_seconds={5 * ARGS.time_scale}")
+                                f"--drain_seconds={5 * ARGS.time_scale}",
+                                f"--drain_quiet={0.25 * ARGS.time_scale}s")
             client = TextgenClient(server.target, timeout=WAIT)
             try:
                 client.info()  # Connected: the calls race the signal, not the handshake.
