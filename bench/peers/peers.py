@@ -48,10 +48,13 @@ table gives each engine's decode as a share of that bound. (textgen's int8 layou
 float scale per 32 weights where Q8_0 holds a half: 6 % more bytes than the bound counts.)
 Prefill reads the weights once per pass, so it is bound by arithmetic, not by this.
 
-llama.cpp's threads are OpenMP's: on a machine shared with other work its spinning workers
-(OMP_WAIT_POLICY ACTIVE, the default) collapse at 2 threads on 2 cores (2 tokens/s instead of
-57 for Q8_0 decode, measured here under load), so llama-bench runs with OMP_WAIT_POLICY=PASSIVE
-unless --llama_omp_wait_policy says otherwise, as bench/torch_reference.py does for torch.
+llama.cpp's threads are OpenMP's, and which wait policy suits them depends on the machine:
+on one shared with other work its spinning workers (OpenMP's default) collapse at 2 threads on
+2 cores (2 tokens/s instead of 57 for Q8_0 decode, measured under load), while on a quiet one
+OMP_WAIT_POLICY=PASSIVE made its 2-thread decode 4.4x slower (Q8_0 36 vs 160 tokens/s). So
+llama-bench runs with each of --llama_omp_wait_policy's values (default "default,PASSIVE":
+the environment's, then PASSIVE) and each figure is the fastest; the page lists which
+settings won each one, round by round.
 llama.cpp reads its weights through mmap by default; with -mmp 0 it copies them into its own
 buffers, which decoded F32 ~8 % faster on one core here, so each llama.cpp figure is the
 fastest of --llama_mmap (default "0,1": both).
@@ -291,23 +294,32 @@ def make_gguf_files(model: str, quick: bool, work: str, types: list[str],
 
 
 def llama_round(binary: str, files: dict[str, str], pairs: list[tuple], threads: int, p: int,
-                g: int, reps: int, omp_wait_policy: str,
-                mmap: str) -> dict[tuple[str, str], float]:
-    """{(file type, "prefill"|"decode"): tokens/s} from llama-bench's JSON: the fastest of
-    the `mmap` settings llama-bench ran (its -mmp list)."""
+                g: int, reps: int, omp_wait_policies: list[str],
+                mmap: str) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+    """({(file type, "prefill"|"decode"): tokens/s}, {same key: the settings that gave it})
+    from llama-bench's JSON: the fastest over the OMP_WAIT_POLICY values ("default": the
+    environment's, else OpenMP's own) and the `mmap` settings llama-bench ran (its -mmp
+    list), each setting named as "OMP_WAIT_POLICY=..., -mmp N"."""
     types = sorted({pair[3] for pair in pairs})
-    out = {}
-    for kind, pn in (("prefill", ["-p", str(p), "-n", "0"]), ("decode", ["-p", "0", "-n", str(g)])):
-        cmd = [binary, *sum((["-m", files[t]] for t in types), []), *pn, "-t", str(threads),
-               "-r", str(reps), "-mmp", mmap, "-o", "json"]
+    out: dict[tuple[str, str], float] = {}
+    won: dict[tuple[str, str], str] = {}
+    for policy in omp_wait_policies:
         env = dict(os.environ)
-        if omp_wait_policy:
-            env["OMP_WAIT_POLICY"] = omp_wait_policy
-        r = run(cmd, capture_output=True, text=True, env=env)
-        for test in json.loads(r.stdout):
-            t = next(t for t in types if os.path.samefile(test["model_filename"], files[t]))
-            out[(t, kind)] = max(out.get((t, kind), 0.0), float(test["avg_ts"]))
-    return out
+        if policy != "default":
+            env["OMP_WAIT_POLICY"] = policy
+        for kind, pn in (("prefill", ["-p", str(p), "-n", "0"]),
+                         ("decode", ["-p", "0", "-n", str(g)])):
+            cmd = [binary, *sum((["-m", files[t]] for t in types), []), *pn, "-t",
+                   str(threads), "-r", str(reps), "-mmp", mmap, "-o", "json"]
+            r = run(cmd, capture_output=True, text=True, env=env)
+            for test in json.loads(r.stdout):
+                t = next(t for t in types if os.path.samefile(test["model_filename"], files[t]))
+                ts = float(test["avg_ts"])
+                if ts > out.get((t, kind), 0.0):
+                    out[(t, kind)] = ts
+                    won[(t, kind)] = (f"OMP_WAIT_POLICY={policy}, "
+                                      f"-mmp {int(bool(test.get('use_mmap', True)))}")
+    return out, won
 
 
 def textgen_entry(files: dict[str, str], file_type: str, weights: str) -> str:
@@ -465,9 +477,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--portable", action="store_true", help="build llama.cpp with GGML_NATIVE=OFF")
     ap.add_argument("--textgen_build", default=os.environ.get("TEXTGEN_BUILD_DIR",
                                                               os.path.join(REPO, "build")))
-    ap.add_argument("--llama_omp_wait_policy", default="PASSIVE",
-                    help="OMP_WAIT_POLICY for llama-bench (its threads are OpenMP's); '' "
-                         "leaves the environment's")
+    ap.add_argument("--llama_omp_wait_policy", default="default,PASSIVE",
+                    help="OMP_WAIT_POLICY values for llama-bench (its threads are "
+                         "OpenMP's), comma-separated; each figure is the fastest. 'default' "
+                         "leaves the environment's (else OpenMP's own, spinning)")
     ap.add_argument("--llama_mmap", default="0,1",
                     help="llama-bench -mmp values; each row takes the fastest. llama.cpp "
                          "maps the file by default (1); reading it into its own buffers (0) "
@@ -524,13 +537,17 @@ def main(argv: list[str] | None = None) -> int:
         log(f"no {stream_read}: the table has no bandwidth bound")
 
     results: dict[tuple, list[float]] = {}
+    # Which llama.cpp settings won each figure, round by round.
+    winners: dict[tuple, list[str]] = {}
+    policies = [x for x in args.llama_omp_wait_policy.split(",") if x] or ["default"]
     for r in range(args.rounds):
         for t in threads_list:
             log(f"round {r + 1}/{args.rounds}, {t} thread(s)")
-            for (ft, kind), v in llama_round(llama["llama-bench"], files, pairs, t, args.prompt,
-                                             args.gen, 1, args.llama_omp_wait_policy,
-                                             args.llama_mmap).items():
+            figures, won = llama_round(llama["llama-bench"], files, pairs, t, args.prompt,
+                                       args.gen, 1, policies, args.llama_mmap)
+            for (ft, kind), v in figures.items():
                 results.setdefault(("llama", t, ft, kind), []).append(v)
+                winners.setdefault((t, ft, kind), []).append(won[(ft, kind)])
             if loadable:
                 for (ft, w, kind), v in textgen_round(textgen_bin, files, loadable, t,
                                                       args.prompt, args.gen, args.quick,
@@ -546,9 +563,13 @@ def main(argv: list[str] | None = None) -> int:
             f"- prefill: one {args.prompt}-token prompt; decode: batch 1, llama.cpp {args.gen} "
             f"tokens from an empty context, textgen one step with {max(1, args.gen // 2)} "
             "cached",
-            f"- llama.cpp's OMP_WAIT_POLICY: {args.llama_omp_wait_policy or 'as inherited'}; "
-            f"each llama.cpp figure the fastest of -mmp {args.llama_mmap}", ""]
+            f"- each llama.cpp figure the fastest of OMP_WAIT_POLICY {', '.join(policies)} "
+            f"(default: {os.environ.get('OMP_WAIT_POLICY', 'unset')}) and -mmp "
+            f"{args.llama_mmap}, round by round", ""]
     page += table(results, pairs, refused, bound_bytes, bandwidth, threads_list, args.prompt)
+    page += ["", "llama.cpp's winning settings, per figure (each round's):", ""]
+    page += [f"- {ft} {kind}, {t} thread(s): " + "; ".join(w)
+             for (t, ft, kind), w in sorted(winners.items(), key=str)]
     page += [""] + files_section(files, types, bound_bytes, bandwidth)
     if refused:
         page += [""] + [f"- textgen cannot load {os.path.basename(files[ft])}"

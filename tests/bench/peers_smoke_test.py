@@ -46,6 +46,11 @@ def main() -> None:
     print(p.stdout)
     if not re.search(r"^- CPU: .+; \d{4}-\d\d-\d\d", p.stdout, re.M):
         fail("no CPU model and date", out)
+    # llama.cpp's best settings: every figure's winner named, round by round.
+    won = re.findall(r"^- (\S+) (prefill|decode), ([12]) thread\(s\): OMP_WAIT_POLICY=(\S+), "
+                     r"-mmp [01]$", p.stdout, re.M)
+    if len(won) < 4:
+        fail("llama.cpp's winning settings are not listed per figure", out)
     rows = [line for line in p.stdout.splitlines() if re.match(r"\| [12] \|", line)]
     labels = ["F32", "BF16 vs F16", "BF16 vs BF16", "INT8 vs Q8_0", "W8A32 vs Q8_0",
               "**best of each**"]
@@ -71,7 +76,9 @@ def main() -> None:
     print(p.stdout)
     quantized = [line for line in p.stdout.splitlines() if re.match(r"\| [12] \|", line)]
     got = [tuple(c.strip() for c in row.strip("|").split("|")[:2]) for row in quantized]
-    labels = [(t, label) for t in ("1", "2") for label in ("F32", "Q4_0", "Q4_K_M")]
+    labels = [(t, label) for t in ("1", "2")
+              for label in ("F32", "Q4_0", "Q4_0, int8 activations", "Q4_K_M",
+                            "Q4_K_M, int8 activations")]
     if [(t, label.split(" (")[0]) for t, label in got if "best" not in label] != labels:
         fail(f"quantized pairs: rows {got}", out)
     for row in quantized:
