@@ -800,7 +800,9 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
         # The drain's linger (server/server.h "Drain"): health says NOT_SERVING at once,
         # but a completion that still arrives is served; once none has arrived for
         # --drain_quiet, new ones are refused.
-        server, port = start("--drain_seconds=30", "--drain_quiet=1s", "--num_slots=2")
+        # A quiet period long enough for the completion below to arrive in it on a slow
+        # (sanitizer) build, whatever the load.
+        server, port = start("--drain_seconds=30", "--drain_quiet=3s", "--num_slots=2")
         sock = None
         try:
             sock = hold_stream(port)  # Keeps the drain going.
@@ -811,7 +813,7 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
                                    {"prompt": "hi", "max_tokens": 2})
             self.assertEqual(status, 200, body)
             self.assertEqual(body["choices"][0]["finish_reason"], "length")
-            time.sleep(1.5)  # Quiet for longer than --drain_quiet: the linger is over.
+            time.sleep(3.5)  # Quiet for longer than --drain_quiet: the linger is over.
             status, headers, error = call(port, "POST", "/v1/completions", {"prompt": "hi"})
             error = self.assertOpenAiError(status, headers, error, 503)
             self.assertIn("draining", error["message"])
