@@ -100,9 +100,11 @@ class HttpConnection
 
   void CloseIfIdle() override {
     net::post(Executor(), [self = this->shared_from_this()] {
-      // Idle, a head still arriving, or lingering after a last response.
-      if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kHead ||
-          self->phase_ == Phase::kClosed) {
+      // Idle between requests, or lingering after a last response. Not a head
+      // still arriving: a client that has connected has a request on its way
+      // (a connection closed under it reads as "closed without response"), and
+      // the head's own deadline bounds it; its response closes the connection.
+      if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kClosed) {
         self->Close();
       }
     });

@@ -261,5 +261,32 @@ TEST_F(HttpListenerTest, DrainClosesIdleConnectionsAtOnce) {
   EXPECT_EQ(listener_->connections(), 0);
 }
 
+// At the drain's start an idle keep-alive connection is closed at once, but a
+// connection whose request is still arriving gets its answer (and then is
+// closed): a client that connected just before SIGTERM is not cut off.
+TEST_F(HttpListenerTest, DrainClosesIdleKeepAliveButAnswersAHeadOnItsWay) {
+  StartListener();
+  Client idle(listener_->port());
+  ASSERT_TRUE(idle.Send("GET /inline HTTP/1.1\r\nHost: x\r\n\r\n"));
+  idle.ReadUntil("inline /inline");
+  Client arriving(listener_->port());
+  ASSERT_TRUE(arriving.Send("GET /inline HTTP/1.1\r\nHo"));
+  // The listener has the connection (and the head's first bytes) before the
+  // drain begins.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (listener_->connections() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(listener_->connections(), 2);
+  absl::SleepFor(absl::Milliseconds(50));
+  listener_->BeginDrain();
+  EXPECT_TRUE(idle.ReadToEnd());
+  ASSERT_TRUE(arriving.Send("st: x\r\n\r\n"));
+  const std::string reply = arriving.ReadUntil("inline /inline");
+  EXPECT_THAT(reply, HasSubstr("200 OK"));
+  EXPECT_THAT(reply, HasSubstr("Connection: close"));
+  EXPECT_TRUE(arriving.ReadToEnd());
+}
+
 }  // namespace
 }  // namespace textgen

@@ -666,6 +666,16 @@ def wait_for(predicate, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def drain_holding_a_stream(server, port):
+    """Opens a held stream (hold_stream: it keeps the drain going), sends SIGTERM, and
+    returns the stream's socket once GET /health says 503."""
+    sock = hold_stream(port)
+    wait_for(lambda: metric(port, "textgen_kv_slots_in_use") == 1, "the slot in use")
+    server._proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: call(port, "GET", "/health")[0] == 503, "health 503")
+    return sock
+
+
 class DisconnectTest(unittest.TestCase):
     def test_a_client_that_leaves_mid_stream_frees_its_slot(self):
         server, port = start("--num_slots=2")
@@ -776,10 +786,7 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
         server, port = start("--drain_seconds=30", "--drain_linger=0s")
         sock = None
         try:
-            sock = hold_stream(port)  # Keeps the drain going.
-            wait_for(lambda: metric(port, "textgen_kv_slots_in_use") == 1, "the slot in use")
-            server._proc.send_signal(signal.SIGTERM)
-            wait_for(lambda: call(port, "GET", "/health")[0] == 503, "health 503")
+            sock = drain_holding_a_stream(server, port)
             self.assertEqual(call(port, "GET", "/health")[2], {"status": "NOT_SERVING"})
             status, headers, error = call(port, "POST", "/v1/completions", {"prompt": "hi"})
             error = self.assertOpenAiError(status, headers, error, 503)
@@ -805,10 +812,7 @@ class FrontDoorTest(OpenAiShapeMixin, unittest.TestCase):
         server, port = start("--drain_seconds=30", "--drain_quiet=3s", "--num_slots=2")
         sock = None
         try:
-            sock = hold_stream(port)  # Keeps the drain going.
-            wait_for(lambda: metric(port, "textgen_kv_slots_in_use") == 1, "the slot in use")
-            server._proc.send_signal(signal.SIGTERM)
-            wait_for(lambda: call(port, "GET", "/health")[0] == 503, "health 503")
+            sock = drain_holding_a_stream(server, port)
             status, _, body = call(port, "POST", "/v1/completions",
                                    {"prompt": "hi", "max_tokens": 2})
             self.assertEqual(status, 200, body)
