@@ -98,13 +98,15 @@ class HttpConnection
     });
   }
 
-  void CloseIfIdle() override {
-    net::post(Executor(), [self = this->shared_from_this()] {
-      // Idle between requests, or lingering after a last response. Not a head
-      // still arriving: a client that has connected has a request on its way
-      // (a connection closed under it reads as "closed without response"), and
-      // the head's own deadline bounds it; its response closes the connection.
-      if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kClosed) {
+  void CloseIfIdle(bool heads) override {
+    net::post(Executor(), [self = this->shared_from_this(), heads] {
+      // Idle between requests, or lingering after a last response. A head
+      // still arriving only at the stop: at the drain's start its client has
+      // a request on its way (a connection closed under it reads as "closed
+      // without response"); its own deadline bounds it, and its response
+      // closes the connection.
+      if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kClosed ||
+          (heads && self->phase_ == Phase::kHead)) {
         self->Close();
       }
     });

@@ -176,7 +176,7 @@ void HttpListener::Impl::Unregister(HttpConnectionBase* session,
   closed_.notify_all();
 }
 
-void HttpListener::Impl::BeginDrain() {
+void HttpListener::Impl::CloseIdle(bool heads) {
   std::vector<std::shared_ptr<HttpConnectionBase>> open;
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -185,7 +185,7 @@ void HttpListener::Impl::BeginDrain() {
       if (auto session = weak.lock()) open.push_back(std::move(session));
     }
   }
-  for (auto& session : open) session->CloseIfIdle();
+  for (auto& session : open) session->CloseIfIdle(heads);
 }
 
 void HttpListener::Impl::Stop() {
@@ -195,7 +195,9 @@ void HttpListener::Impl::Stop() {
     stopped_ = true;
     stopping_ = true;
   }
-  BeginDrain();
+  // Heads still arriving too: what is left of a slow one's deadline must not
+  // hold the exit.
+  CloseIdle(/*heads=*/true);
   if (acceptor_) {
     net::post(io, [self = shared_from_this()] {
       beast::error_code ignored;

@@ -110,8 +110,8 @@ class HttpListener {
   // Connections open now (for tests and metrics).
   int connections() const;
 
-  // The drain begins: connections that are not in the middle of a request
-  // are closed at once, and every response from now on closes its
+  // The drain begins: idle keep-alive connections are closed at once (a head
+  // still arriving is answered), and every response from now on closes its
   // connection (requests still arrive: the routes answer them, e.g. 503).
   void BeginDrain();
 

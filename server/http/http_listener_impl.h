@@ -70,9 +70,11 @@ inline HttpResponse ErrorResponse(int status, absl::string_view message,
 class HttpConnectionBase {
  public:
   virtual ~HttpConnectionBase() = default;
-  // Posts to the connection's strand: closes it unless a request is under
-  // way; a response under way closes it when done.
-  virtual void CloseIfIdle() = 0;
+  // Posts to the connection's strand: closes it if it is idle between
+  // requests or lingering after its last response, and with `heads` also if a
+  // request head is still arriving (the stop; the drain's start answers it);
+  // a response under way closes it when done.
+  virtual void CloseIfIdle(bool heads) = 0;
 };
 
 class HttpListener::Impl : public std::enable_shared_from_this<Impl> {
@@ -89,7 +91,10 @@ class HttpListener::Impl : public std::enable_shared_from_this<Impl> {
         limits{this->options.max_head_bytes, this->options.max_body_bytes} {}
 
   absl::Status Start();
-  void BeginDrain();
+  void BeginDrain() { CloseIdle(/*heads=*/false); }
+  // Draining from now on; every connection closed that is idle (and, with
+  // `heads`, whose head is still arriving).
+  void CloseIdle(bool heads);
   void Stop();
 
   const RouteEntry* Find(const HttpRequest& request) const {

@@ -261,6 +261,24 @@ TEST_F(HttpListenerTest, DrainClosesIdleConnectionsAtOnce) {
   EXPECT_EQ(listener_->connections(), 0);
 }
 
+// The stop does not wait out a head that is still arriving (a slow client's
+// head deadline would hold the exit).
+TEST_F(HttpListenerTest, StopClosesAHeadStillArrivingAtOnce) {
+  StartListener();
+  Client slow(listener_->port());
+  ASSERT_TRUE(slow.Send("GET /inline HTTP/1.1\r\nHo"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (listener_->connections() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(listener_->connections(), 1);
+  const absl::Time start = absl::Now();
+  listener_->Stop();
+  EXPECT_TRUE(slow.ReadToEnd());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(listener_->connections(), 0);
+}
+
 // At the drain's start an idle keep-alive connection is closed at once, but a
 // connection whose request is still arriving gets its answer (and then is
 // closed): a client that connected just before SIGTERM is not cut off.
