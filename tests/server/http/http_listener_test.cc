@@ -138,6 +138,22 @@ class HttpListenerTest : public ::testing::Test {
     if (std::shared_ptr<CountingSource> made = source()) made->StopMaking();
     listener_.reset();
   }
+  // Waits (up to 10 s) until the listener holds `n` connections.
+  void WaitForConnections(int n) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (listener_->connections() < n && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ASSERT_EQ(listener_->connections(), n);
+  }
+  // Stops the listener and expects `client`'s connection closed at once.
+  void ExpectStopClosesAtOnce(Client& client) {
+    const absl::Time start = absl::Now();
+    listener_->Stop();
+    EXPECT_TRUE(client.ReadToEnd());
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+    EXPECT_EQ(listener_->connections(), 0);
+  }
   void StartListener(HttpListenerOptions options = {}) {
     options.max_body_bytes = 1024;
     listener_ = std::make_unique<HttpListener>(options);
@@ -254,11 +270,7 @@ TEST_F(HttpListenerTest, DrainClosesIdleConnectionsAtOnce) {
   Client client(listener_->port());
   ASSERT_TRUE(client.Send("GET /inline HTTP/1.1\r\nHost: x\r\n\r\n"));
   client.ReadUntil("inline /inline");
-  const absl::Time start = absl::Now();
-  listener_->Stop();
-  EXPECT_TRUE(client.ReadToEnd());
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-  EXPECT_EQ(listener_->connections(), 0);
+  ExpectStopClosesAtOnce(client);
 }
 
 // The stop does not wait out a head that is still arriving (a slow client's
@@ -267,16 +279,8 @@ TEST_F(HttpListenerTest, StopClosesAHeadStillArrivingAtOnce) {
   StartListener();
   Client slow(listener_->port());
   ASSERT_TRUE(slow.Send("GET /inline HTTP/1.1\r\nHo"));
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (listener_->connections() < 1 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(listener_->connections(), 1);
-  const absl::Time start = absl::Now();
-  listener_->Stop();
-  EXPECT_TRUE(slow.ReadToEnd());
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-  EXPECT_EQ(listener_->connections(), 0);
+  ASSERT_NO_FATAL_FAILURE(WaitForConnections(1));
+  ExpectStopClosesAtOnce(slow);
 }
 
 // At the drain's start an idle keep-alive connection is closed at once, but a
@@ -291,11 +295,7 @@ TEST_F(HttpListenerTest, DrainClosesIdleKeepAliveButAnswersAHeadOnItsWay) {
   ASSERT_TRUE(arriving.Send("GET /inline HTTP/1.1\r\nHo"));
   // The listener has the connection (and the head's first bytes) before the
   // drain begins.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (listener_->connections() < 2 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(listener_->connections(), 2);
+  ASSERT_NO_FATAL_FAILURE(WaitForConnections(2));
   absl::SleepFor(absl::Milliseconds(50));
   listener_->BeginDrain();
   EXPECT_TRUE(idle.ReadToEnd());
