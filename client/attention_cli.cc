@@ -1,9 +1,19 @@
 #include "client/attention_cli.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "client/attention_html.h"
+#include "client/cli_exit.h"
 #include "client/packed_weights.h"
 
 namespace textgen::client {
@@ -102,6 +112,75 @@ std::string SummaryTable(const AttentionReply& reply) {
     absl::StrAppend(&table, "# rollout: none\n");
   }
   return table;
+}
+
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) {
+    std::cerr << "textgen: cannot write " << path << ": "
+              << std::strerror(errno) << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int WriteAttentionOutputs(const AttentionReply& reply,
+                          const AttentionOutputs& outputs) {
+  if (outputs.summary) std::fputs(SummaryTable(reply).c_str(), stdout);
+  const std::string& out = outputs.png;
+  const std::string& html = outputs.html;
+  if (out.empty() && html.empty()) return kExitOk;
+  const std::vector<AttentionMaps>* kinds = &reply.kinds;
+  // The decoder's self-attention: the prompt's (or the target's) maps.
+  const AttentionMaps* maps = &kinds->front();
+  for (const AttentionMaps& kind : *kinds) {
+    if (kind.kind == MapKind::kDecoderSelf) maps = &kind;
+  }
+
+  if (!out.empty()) {
+    absl::StatusOr<HeatmapImage> image =
+        RenderHeatmaps(*kinds, outputs.heatmap);
+    if (!image.ok()) {
+      std::cerr << "textgen: cannot draw the heatmap: "
+                << image.status().message() << "\n";
+      return kExitError;
+    }
+    for (const std::string& w : image->warnings)
+      std::cerr << "textgen: warning: " << w << "\n";
+    if (!WriteFile(out, image->png)) return kExitError;
+    std::cerr << absl::StrFormat(
+        "textgen: wrote %s (%dx%d px): %d layers x %d heads, %d of %d tokens\n",
+        out, image->width, image->height, maps->layers.size(),
+        maps->heads.size(), image->tokens_shown, maps->num_tokens());
+    if (kinds->size() > 1) {
+      std::string sections;
+      for (const AttentionMaps& kind : *kinds) {
+        absl::StrAppend(&sections, sections.empty() ? "" : ", ",
+                        MapKindTitle(kind.kind), " ", kind.num_tokens(), "x",
+                        kind.num_keys());
+      }
+      std::cerr << "textgen: sections (rows x columns): " << sections << "\n";
+    }
+  }
+  if (!html.empty()) {
+    const std::string title =
+        kinds->size() > 1
+            ? absl::StrCat("Attention of \"",
+                           absl::StrJoin(kinds->back().key_tokens, ""),
+                           "\" -> \"", absl::StrJoin(maps->tokens, ""), "\"")
+            : absl::StrCat("Attention of \"", absl::StrJoin(maps->tokens, ""),
+                           "\"");
+    const std::string page = RenderAttentionHtml(*kinds, title);
+    if (!WriteFile(html, page)) return kExitError;
+    std::cerr << "textgen: wrote " << html << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace textgen::client

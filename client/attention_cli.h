@@ -1,7 +1,8 @@
 // How the CLI reads attention's flags and prints what comes back: the tap's
 // rows in `textgen generate`'s table, an encoding flag into a request, the
 // --queries / --keys / --overview values of `textgen attention`, and its
-// --summary table. The flags themselves live in client/main.cc.
+// --summary table, and what the attention command writes from a reply. The
+// flags themselves live in client/main.cc.
 #ifndef TEXTGEN_CLIENT_ATTENTION_CLI_H_
 #define TEXTGEN_CLIENT_ATTENTION_CLI_H_
 
@@ -10,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "client/heatmap.h"
 #include "client/packed_weights.h"
 #include "client/textgen_client.h"
 #include "textgen/v1/textgen.pb.h"
@@ -62,6 +64,20 @@ absl::StatusOr<textgen::v1::AttentionOverview> ParseAttentionOverview(
 // (kind as the HTTP API names it: decoder_self, encoder_self, cross), then
 // "# rollout: NxN" or "# rollout: none".
 std::string SummaryTable(const AttentionReply& reply);
+
+// What `textgen attention` makes of a reply (its --summary, --out, --html).
+struct AttentionOutputs {
+  bool summary = false;  // The SummaryTable on stdout.
+  std::string png;       // The heatmaps (RenderHeatmaps) here, if not empty.
+  HeatmapOptions heatmap;
+  std::string html;  // The interactive page here, if not empty.
+};
+
+// Prints and writes `outputs` of `reply`, progress on stderr; the CLI's exit
+// status (client/cli_exit.h): kExitOk, or kExitError when a file cannot be
+// drawn or written.
+int WriteAttentionOutputs(const AttentionReply& reply,
+                          const AttentionOutputs& outputs);
 
 }  // namespace textgen::client
 

@@ -18,12 +18,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -38,11 +35,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
 #include "client/attention_cli.h"
-#include "client/attention_html.h"
 #include "client/chat_command.h"
 #include "client/cli_exit.h"
 #include "client/constraint_flags.h"
@@ -528,18 +523,6 @@ int Generate(TextgenClient& client, const std::vector<std::string>& stops) {
   return kExitOk;
 }
 
-bool WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    std::cerr << "textgen: cannot write " << path << ": "
-              << std::strerror(errno) << "\n";
-    return false;
-  }
-  return true;
-}
-
 // The DebugAttentionRequest the attention command's flags ask for, but for
 // the prompt and source. INVALID_ARGUMENT for a usage problem; the server
 // checks the values' ranges.
@@ -599,56 +582,14 @@ int Attention(TextgenClient& client) {
 
   absl::StatusOr<AttentionReply> reply = client.DebugAttention(*request);
   if (!reply.ok()) return CallError(reply.status(), client.target());
-  if (summary) std::fputs(SummaryTable(*reply).c_str(), stdout);
-  if (out.empty() && html.empty()) return kExitOk;
-  const std::vector<AttentionMaps>* kinds = &reply->kinds;
-  // The decoder's self-attention: the prompt's (or the target's) maps.
-  const AttentionMaps* maps = &kinds->front();
-  for (const AttentionMaps& kind : *kinds) {
-    if (kind.kind == MapKind::kDecoderSelf) maps = &kind;
-  }
-
-  if (!out.empty()) {
-    HeatmapOptions options;
-    options.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
-    options.cell_px = absl::GetFlag(FLAGS_cell_px);
-    options.font_path = absl::GetFlag(FLAGS_font);
-    absl::StatusOr<HeatmapImage> image = RenderHeatmaps(*kinds, options);
-    if (!image.ok()) {
-      std::cerr << "textgen: cannot draw the heatmap: "
-                << image.status().message() << "\n";
-      return kExitError;
-    }
-    for (const std::string& w : image->warnings)
-      std::cerr << "textgen: warning: " << w << "\n";
-    if (!WriteFile(out, image->png)) return kExitError;
-    std::cerr << absl::StrFormat(
-        "textgen: wrote %s (%dx%d px): %d layers x %d heads, %d of %d tokens\n",
-        out, image->width, image->height, maps->layers.size(),
-        maps->heads.size(), image->tokens_shown, maps->num_tokens());
-    if (kinds->size() > 1) {
-      std::string sections;
-      for (const AttentionMaps& kind : *kinds) {
-        absl::StrAppend(&sections, sections.empty() ? "" : ", ",
-                        MapKindTitle(kind.kind), " ", kind.num_tokens(), "x",
-                        kind.num_keys());
-      }
-      std::cerr << "textgen: sections (rows x columns): " << sections << "\n";
-    }
-  }
-  if (!html.empty()) {
-    const std::string title =
-        kinds->size() > 1
-            ? absl::StrCat("Attention of \"",
-                           absl::StrJoin(kinds->back().key_tokens, ""),
-                           "\" -> \"", absl::StrJoin(maps->tokens, ""), "\"")
-            : absl::StrCat("Attention of \"", absl::StrJoin(maps->tokens, ""),
-                           "\"");
-    const std::string page = RenderAttentionHtml(*kinds, title);
-    if (!WriteFile(html, page)) return kExitError;
-    std::cerr << "textgen: wrote " << html << "\n";
-  }
-  return kExitOk;
+  AttentionOutputs outputs;
+  outputs.summary = summary;
+  outputs.png = out;
+  outputs.html = html;
+  outputs.heatmap.max_tokens = absl::GetFlag(FLAGS_max_tokens_shown);
+  outputs.heatmap.cell_px = absl::GetFlag(FLAGS_cell_px);
+  outputs.heatmap.font_path = absl::GetFlag(FLAGS_font);
+  return WriteAttentionOutputs(*reply, outputs);
 }
 
 int Chat(TextgenClient& client, const RepeatedFlags& repeated) {
