@@ -44,12 +44,10 @@ CodePlace PlaceOf(const BlockPanelLayout& l, int k, int jj) {
   }
   place.low_lane = group + (r / 8) * kLaneRow + jj * 4;
   place.low_shift = 4 * (r % 8);
-  if (l.code_bits == 5) {
-    place.high_lane = group + 4 * kLaneRow + jj * 4;
-    place.high_shift = r;
-  } else if (l.code_bits == 6) {
-    place.high_lane = group + (4 + r / 16) * kLaneRow + jj * 4;
-    place.high_shift = 2 * (r % 16);
+  if (l.code_bits == 5 || l.code_bits == 6) {
+    place.high_lane =
+        group + (4 + HighLane(l.code_bits, r)) * kLaneRow + jj * 4;
+    place.high_shift = HighShift(l.code_bits, r);
   }
   return place;
 }

@@ -7,9 +7,10 @@
 //   codes   depth / 32 groups of 32 steps of k. A group: 4 octets of 8 steps,
 //           each 64 little-endian 32-bit lanes (one per column) of 8 4-bit
 //           codes, step k in bits 4 · (k % 8); then, for 5-bit codes, one row
-//           of 64 lanes of 32 fifth bits (step k in bit k % 32), for 6-bit
-//           codes two rows of 64 lanes of 16 2-bit high parts (steps 0..15,
-//           16..31; step k in bits 2 · (k % 16)). 8-bit codes (Q8_0): 8 quads
+//           of 64 lanes of 32 fifth bits, for 6-bit codes two rows of 64
+//           lanes of 16 2-bit high parts (steps 0..15, 16..31), each step's
+//           at HighShift (table.h): an octet's even steps' high bits share
+//           one offset in every byte. 8-bit codes (Q8_0): 8 quads
 //           of 4 steps, 64 lanes of 4 bytes (step k in byte k % 4). 2- and
 //           3-bit codes (Q2_K, Q3_K) are stored as 4-bit ones.
 //   d       per block along k, per column: the block's scale, fp16 bits;

@@ -89,8 +89,10 @@ struct BlockPanel {
   static VecU32 Code(const VecU32* low, const VecU32* high, unsigned r) {
     if (kBits == 8) return (low[r / 4] >> (8 * (r % 4))) & 0xffu;
     VecU32 code = (low[r / 8] >> (4 * (r % 8))) & 0xfu;
-    if (kBits == 5) code |= ((high[0] >> r) & 1u) << 4;
-    if (kBits == 6) code |= ((high[r / 16] >> (2 * (r % 16))) & 3u) << 4;
+    if (kBits == 5) code |= ((high[0] >> HighShift(5, r)) & 1u) << 4;
+    if (kBits == 6) {
+      code |= ((high[HighLane(6, r)] >> HighShift(6, r)) & 3u) << 4;
+    }
     return code;
   }
   // The weights of one code vector: a · v, then ± b.
@@ -171,11 +173,12 @@ struct BlockPanel {
 #pragma GCC unroll 1
     for (unsigned o = 0; o < 4; ++o) {
       const Vec a = o < 2 ? a0 : a1, b = o < 2 ? b0 : b1;
-      // The octet's lanes, its high bits shifted down once (Code's bits).
+      // The octet's lanes, its high bits shifted down once (Code's bits:
+      // step 8o + i's at HighShift(kBits, 8o + i) - HighShift(kBits, 8o)).
       const VecU32 l0 = kBits == 8 ? low[2 * o] : low[o];
       const VecU32 l1 = kBits == 8 ? low[2 * o + 1] : low[o];
-      const VecU32 h = kBits == 5   ? high[0] >> (8 * o)
-                       : kBits == 6 ? high[o / 2] >> (16 * (o % 2))
+      const VecU32 h = kBits == 5   ? high[0] >> (2 * o)
+                       : kBits == 6 ? high[o / 2] >> (4 * (o % 2))
                                     : VecU32{};
 #pragma GCC unroll 8
       for (unsigned i = 0; i < 8; ++i) {
@@ -185,8 +188,9 @@ struct BlockPanel {
           code = ((i < 4 ? l0 : l1) >> (8 * (i % 4))) & 0xffu;
         } else {
           code = (l0 >> (4 * i)) & 0xfu;
-          if (kBits == 5) code |= ((h >> i) & 1u) << 4;
-          if (kBits == 6) code |= ((h >> (2 * i)) & 3u) << 4;
+          const unsigned at = HighShift(kBits, i);  // Octet 0's place.
+          if (kBits == 5) code |= ((h >> at) & 1u) << 4;
+          if (kBits == 6) code |= ((h >> at) & 3u) << 4;
         }
         const Vec w = Weight(code, a, b);
         for (int row = 0; row < R; ++row) {
@@ -343,10 +347,10 @@ namespace {
 // 4 steps. 5- and 6-bit codes' high bits are moved into bits 4 and 5 of the
 // same bytes.
 
-// Bit pairs at bits 0, 4, 8, 12 of each lane moved to bits 0, 8, 16, 24.
-inline VecU32 SpreadPairs(VecU32 v) {
-  v = (v | (v << 8)) & 0x00ff00ffu;
-  return (v | (v << 4)) & 0x0f0f0f0fu;
+// v's bits moved from bit `from` of each byte to bit `to` (bits that leave a
+// byte are masked off by the caller).
+inline VecU32 ShiftBits(VecU32 v, int from, int to) {
+  return from <= to ? v << (to - from) : v >> (from - to);
 }
 
 // Octet o's codes of 16 columns (`low`, `high` as BlockPanel::LoadGroup gives
@@ -356,19 +360,17 @@ inline void OctetCodes(const VecU32* low, const VecU32* high, unsigned o,
                        VecU32* even, VecU32* odd) {
   *even = low[o] & 0x0f0f0f0fu;
   *odd = (low[o] >> 4) & 0x0f0f0f0fu;
+  // The even (odd) steps' high bits sit at HighShift(kBits, 8o) (+ 1 bit
+  // for 5-bit codes, + 2 for 6-bit ones) of each byte: moved to bit 4.
+  const int at = HighShift(kBits, 8 * o), odd_at = HighShift(kBits, 8 * o + 1);
   if (kBits == 5) {
-    // Step 8o + i's fifth bit is bit 8o + i of high[0]. Times 2^4 + 2^10 +
-    // 2^16 + 2^22, bits 0, 2, 4, 6 land on bits 4, 12, 20, 28; the other
-    // products land (and carry) on none of those.
-    const VecU32 h = high[0] >> (8 * o);
-    *even |= ((h & 0x55u) * 0x410410u) & 0x10101010u;
-    *odd |= (((h >> 1) & 0x55u) * 0x410410u) & 0x10101010u;
+    *even |= ShiftBits(high[0], at, 4) & 0x10101010u;
+    *odd |= ShiftBits(high[0], odd_at, 4) & 0x10101010u;
   }
   if (kBits == 6) {
-    // Step 8o + i's high pair is bits 2i of high[o / 2] >> 16 (o % 2).
-    const VecU32 h = high[o / 2] >> (16 * (o % 2));
-    *even |= SpreadPairs(h & 0x3333u) << 4;
-    *odd |= SpreadPairs((h >> 2) & 0x3333u) << 4;
+    const VecU32 h = high[HighLane(6, 8 * o)];
+    *even |= ShiftBits(h, at, 4) & 0x30303030u;
+    *odd |= ShiftBits(h, odd_at, 4) & 0x30303030u;
   }
 }
 

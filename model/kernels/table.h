@@ -49,6 +49,21 @@ struct BlockPanelView {
   bool iq4_table = false;
 };
 
+// Where step r < 32 of a group keeps the high bits of its code in a panel's
+// high lanes (model/kernels/block_panels.h). With r = 8o + 2i + p (octet o,
+// pair i, parity p): 5-bit codes keep their fifth bit at bit 8i + 2o + p of
+// the one high lane; 6-bit codes their 2-bit high part at bits 8i + 2(2(o %
+// 2) + p) of lane o / 2. So the high bits of an octet's even (or odd) steps
+// sit at one offset in each byte: one shift and one mask put them beside the
+// low nibbles of those steps' bytes (the int8 kernels' byte lanes).
+constexpr int HighLane(int code_bits, int r) {
+  return code_bits == 6 ? r / 16 : 0;
+}
+constexpr int HighShift(int code_bits, int r) {
+  const int o = r / 8, i = (r % 8) / 2, p = r % 2;
+  return code_bits == 5 ? 8 * i + 2 * o + p : 8 * i + 2 * (2 * (o % 2) + p);
+}
+
 // The activations of a kBlocks product with int8 activations
 // (PackedWeights::int8_activations): the rows quantized as for kInt8, plus,
 // per row and group of 32 steps (a block of `x`), the quants rearranged for
