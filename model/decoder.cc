@@ -399,7 +399,7 @@ void Decoder::MatMul(const float* x, int rows, int x_stride,
   const double work =
       static_cast<double>(rows) * weight.depth() * weight.cols();
   Parallel(work, [&](int t, int n) {
-    const auto [begin, end] = WorkerPool::Share(weight.panels(), t, n);
+    const auto [begin, end] = weight.PanelShare(t, n);
     kernels::MatMulPanels(x, rows, x_stride, weight, begin, end, y, y_stride,
                           accumulate);
   });

@@ -217,6 +217,30 @@ PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
   return packed;
 }
 
+std::pair<int, int> PackedWeights::PanelShare(int t, int n) const {
+  const int p = panels();
+  auto even = [&](int i) {
+    return static_cast<int>(static_cast<int64_t>(p) * i / n);
+  };
+  if (type_ != WeightType::kBlocks) return {even(t), even(t + 1)};
+  // The panel whose start is nearest to share i's first byte.
+  auto boundary = [&](int i) {
+    if (i == 0) return 0;
+    if (i == n) return p;
+    const size_t target =
+        static_cast<size_t>(static_cast<double>(blocks_.size()) * i / n);
+    const auto at =
+        std::lower_bound(block_offsets_.begin(), block_offsets_.end(), target);
+    int q = static_cast<int>(at - block_offsets_.begin());
+    if (q > 0 && (q == p || target - block_offsets_[q - 1] <
+                                block_offsets_[q] - target)) {
+      --q;
+    }
+    return q;
+  };
+  return {boundary(t), boundary(t + 1)};
+}
+
 float PackedWeights::at(int k, int j) const {
   const int p = j / kPanel, jj = j % kPanel;
   if (type_ == WeightType::kBlocks) {

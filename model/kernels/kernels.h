@@ -48,6 +48,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/huge_pages.h"
@@ -206,6 +207,13 @@ class PackedWeights {
   const float* panel_int8_scales(int p) const {
     return q8_scales_.data() + static_cast<size_t>(p) * int8_blocks() * kPanel;
   }
+  // [begin, end) of share t of n over the panels, for threads that each
+  // compute whole panels: about the same bytes in every share. kBlocks panels
+  // differ in size where a matrix's parts differ in type (llama.cpp's mixes
+  // give a fused QKV's V, or some layers' rows, more bits), so an even count
+  // of panels would leave one thread reading more; other types split evenly.
+  // Which thread computes a column never changes its values.
+  std::pair<int, int> PanelShare(int t, int n) const;
   // W[k, j], for tests and debugging.
   float at(int k, int j) const;
   // out[k] = W[k, j], k < depth: one column (a token's row of a tied

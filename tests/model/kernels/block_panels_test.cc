@@ -257,6 +257,51 @@ TEST(BlockPanelsTest, FusedPartsOfDifferentTypesKeepTheirOwnValues) {
       {{BlockType::kQ4_K, q.data(), 128}}, 288));
 }
 
+TEST(BlockPanelsTest, ThreadSharesHoldAboutTheSameBytes) {
+  // 8 panels of Q4_K then 8 of Q8_0 (about 1.9x the bytes each): an even
+  // count of panels would give the second of two threads 1.9x the first's
+  // bytes; PanelShare splits at the panel nearest to half the bytes.
+  std::mt19937 rng(5);
+  constexpr int kDepth = 256;
+  const std::vector<uint8_t> a = RandomRows(BlockType::kQ4_K, 512, kDepth, rng);
+  const std::vector<uint8_t> b = RandomRows(BlockType::kQ8_0, 512, kDepth, rng);
+  const PackedWeights packed = PackedWeights::FromBlockRows(
+      {{BlockType::kQ4_K, a.data(), 512}, {BlockType::kQ8_0, b.data(), 512}},
+      kDepth);
+  ASSERT_EQ(packed.panels(), 16);
+  auto bytes = [&](int begin, int end) {
+    return static_cast<double>(end == packed.panels()
+                                   ? packed.MemoryBytes()
+                                   : packed.panel_blocks(end) -
+                                         packed.panel_blocks(0)) -
+           (packed.panel_blocks(begin) - packed.panel_blocks(0));
+  };
+  for (int n : {1, 2, 3, 5, 16, 20}) {
+    int next = 0;
+    double largest = 0;
+    for (int t = 0; t < n; ++t) {
+      const auto [begin, end] = packed.PanelShare(t, n);
+      ASSERT_EQ(begin, next) << "share " << t << " of " << n;
+      ASSERT_LE(begin, end);
+      next = end;
+      largest = std::max(largest, bytes(begin, end));
+    }
+    EXPECT_EQ(next, packed.panels()) << n;
+    // Within one Q8_0 panel of the even share of bytes.
+    const double q8_panel = bytes(15, 16);
+    EXPECT_LE(largest, bytes(0, 16) / n + q8_panel) << n;
+  }
+  const auto [begin, end] = packed.PanelShare(1, 2);
+  EXPECT_GT(begin, 9);  // Not 8: the Q4_K half holds far fewer bytes.
+  EXPECT_EQ(end, 16);
+  // Other weight types: an even count of panels.
+  const std::vector<float> ones(static_cast<size_t>(kDepth) * 1024, 1.0f);
+  const PackedWeights f32(ones.data(), kDepth, 1024, 1024,
+                          kernels::WeightType::kF32);
+  EXPECT_EQ(f32.PanelShare(1, 2), std::make_pair(8, 16));
+  EXPECT_EQ(f32.PanelShare(0, 3), std::make_pair(0, 5));
+}
+
 TEST(BlockPanelsTest, MemoryIsAboutTheFilesBytes) {
   std::mt19937 rng(3);
   constexpr int kDepth = 1024, kCols = 256;
