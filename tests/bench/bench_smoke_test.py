@@ -4,6 +4,7 @@
     bench_smoke_test.py model_bench BINARY MODEL_DIR
     bench_smoke_test.py stream_read BINARY
     bench_smoke_test.py peak BINARY
+    bench_smoke_test.py block_kernel BINARY
     bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
     bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
     bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
@@ -123,6 +124,22 @@ def peak(binary: str) -> None:
     if sorted(seen) != sorted(want) or any(t != ["1", "2"] for t in seen.values()):
         fail(f"expected each of {want} at threads 1 and 2", out)
     print("ok: peak")
+
+
+def block_kernel(binary: str) -> None:
+    # The hot single-row products only: the streamed ones pack ~100 MB per type.
+    out = run([binary, "--benchmark_filter=rows:1/hot", "--benchmark_min_time=0.01",
+               "--benchmark_format=json"])
+    rows = json.loads(out[out.index("{"):])["benchmarks"]
+    names = sorted(r["name"].split("/real_time")[0] for r in rows)
+    want = sorted(f"block/{t}/{a}/rows:1/hot" for t in ("Q4_0", "Q5_0", "Q8_0", "Q4_K", "Q5_K",
+                                                       "Q6_K") for a in ("f32", "int8"))
+    if names != want:
+        fail(f"expected {want}", out)
+    for r in rows:
+        if not r.get("bytes_per_second", 0) > 0 or not r.get("items_per_second", 0) > 0:
+            fail("expected positive bytes_per_second and items_per_second", json.dumps(r))
+    print("ok: block_kernel")
 
 
 def check_loadgen_line(out: str, mode: str, max_new_tokens: int, want_rss: bool) -> None:
@@ -275,6 +292,7 @@ def report(script: str) -> None:
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     {"model_bench": model_bench, "stream_read": stream_read, "peak": peak,
+     "block_kernel": block_kernel,
      "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
      "torch_reference": torch_reference, "report": report}[mode](*args)
 

@@ -199,7 +199,7 @@ TEST(BlockPanelsTest, Int8ActivationsGiveTheDefinedSumsInEveryFamily) {
     const bool takes = PackedWeights::BlockTypeTakesInt8Activations(type);
     ASSERT_EQ(packed.int8_activations(), takes);
     if (!takes) continue;  // IQ4: f32 activations, the test above.
-    for (int n : {1, 3, 4, 9}) {
+    for (int n : {1, 3, 4, 9, 13}) {
       const std::vector<float> x = RandomFloats(n * kDepth, rng);
       const std::vector<float> want =
           Int8ActivationsProduct(type, bytes, kCols, kDepth, x, n);
