@@ -147,12 +147,16 @@ class Cluster:
             wait_for_port(r.metrics_port, r.proc, f"{r.name} metrics")
         return started
 
-    def start_nginx(self, entrypoint: str, upstreams: List[str]) -> int:
+    def start_nginx(self, entrypoint: str, upstreams: List[str],
+                    calls_per_second: Optional[int] = None) -> int:
         """Runs the nginx image's entrypoint (deploy/nginx/entrypoint.sh: render the
-        repository's template for these upstreams, then nginx in the foreground)."""
+        repository's template for these upstreams, then nginx in the foreground), with its
+        per-client rate limit (CALLS_PER_SECOND) where given, else the template's default."""
         self.nginx_port = free_port()
         env = dict(os.environ, UPSTREAMS=" ".join(upstreams), LISTEN_PORT=str(self.nginx_port),
                    NGINX_PREFIX=os.path.join(self.workdir, "nginx"))
+        if calls_per_second is not None:
+            env["CALLS_PER_SECOND"] = str(calls_per_second)
         self.nginx_log = os.path.join(self.workdir, "nginx.log")
         log = open(self.nginx_log, "w")
         self._logs.append(log)
