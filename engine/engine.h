@@ -202,6 +202,11 @@ class Engine {
   // Runs batch_ (one Decoder::Forward), hands each sequence its logits, and
   // sends the events; ends the sequences that finished.
   void Step();
+  // The rows of logits batch entry b got from this step's pass: all of its
+  // chunk's if it asked for every row (prompt scoring), else the last.
+  int StepRows(int b) const {
+    return chunks_[b].all_logits ? batch_.tokens[b] : 1;
+  }
   // Takes `seq` out of the scheduler (freeing its slot and blocks) and
   // retires it with `finish` as its last event.
   void End(Sequence* seq, FinishEvent finish);
@@ -254,6 +259,7 @@ class Engine {
   std::vector<SequenceChunk> chunks_;  // batch_ as the decoder takes it.
   ForwardResult result_;
   std::vector<float> logprobs_;
+  std::vector<LogSoftmaxNorm> row_norms_;  // Per batch entry, this step.
   std::vector<StreamEvent> events_;
   // Per batch entry: the step's events, and whether the sequence ended.
   std::vector<std::vector<StreamEvent>> step_events_;

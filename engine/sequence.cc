@@ -77,10 +77,12 @@ std::string Sequence::DecodeNext(int id) {
 }
 
 void Sequence::Score(absl::Span<const float> logits, int token, int previous,
-                     int top_n, std::vector<float>& logprobs,
-                     TokenEvent& e) const {
-  LogSoftmax(logits, logprobs);
-  e.logprob = logprobs[token];
+                     int top_n, std::vector<float>& logprobs, TokenEvent& e,
+                     const LogSoftmaxNorm* norm) const {
+  const LogSoftmaxNorm row = norm != nullptr ? *norm : LogSoftmaxNormOf(logits);
+  e.logprob = row.LogProb(logits[token]);
+  if (top_n <= 0) return;
+  LogSoftmax(logits, row, logprobs);
   for (auto [alt, logprob] : TopLogprobs(logprobs, top_n)) {
     e.top_logprobs.push_back({alt, TokenText(alt, previous), logprob});
   }
@@ -128,7 +130,8 @@ void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
 bool Sequence::Advance(int n, absl::Span<const float> logits,
                        const AttentionMaps* attention,
                        const AttentionMaps* cross_attention, int64_t step,
-                       absl::Time now, std::vector<float>& logprobs,
+                       absl::Time now, const LogSoftmaxNorm* next_norm,
+                       std::vector<float>& logprobs,
                        std::vector<StreamEvent>& out) {
   if (prefilling()) {
     if (echoes_prompt()) EchoPrompt(n, logits, step, logprobs, out);
@@ -140,7 +143,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
       return true;
     }
   }
-  logits = logits.last(vocab_size_);  // The row that picks the next token.
+  logits = PickingRow(logits);
 
   // The next token, and what the model thought of it and its rivals. A
   // constraint's mask comes first; the logprobs stay the model's own.
@@ -168,7 +171,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   e.position = static_cast<int>(history_.size()) - 1;
   e.step = step;
   e.completion_index = completion_index_;
-  Score(logits, id, previous, request_.top_logprobs, logprobs, e);
+  Score(logits, id, previous, request_.top_logprobs, logprobs, e, next_norm);
   if (request_.attention_tap) {
     if (attention != nullptr) TapRows(*attention, e);
     if (cross_attention != nullptr) TapRows(*cross_attention, e);

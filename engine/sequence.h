@@ -101,12 +101,24 @@ class Sequence {
   // and a FinishEvent if the request ended. Returns true if it ended (the
   // engine then frees the slot). `logprobs` is scratch the engine lends.
   // `cross_attention`: an encoder–decoder model's cross maps of the chunk,
-  // likewise.
+  // likewise. `next_norm`, if not null, is LogSoftmaxNormOf(PickingRow(
+  // logits)) where PicksToken(n), formed ahead by the caller (the same floats
+  // as forming it here).
   bool Advance(int n, absl::Span<const float> logits,
                const AttentionMaps* attention,
                const AttentionMaps* cross_attention, int64_t step,
-               absl::Time now, std::vector<float>& logprobs,
-               std::vector<StreamEvent>& out);
+               absl::Time now, const LogSoftmaxNorm* next_norm,
+               std::vector<float>& logprobs, std::vector<StreamEvent>& out);
+
+  // Whether Advance(n, ...) picks a token: the prompt is complete after the
+  // chunk of n tokens.
+  bool PicksToken(int n) const {
+    return !prefilling() || n >= prompt_remaining();
+  }
+  // The row of Advance's `logits` that picks the next token: the last.
+  absl::Span<const float> PickingRow(absl::Span<const float> logits) const {
+    return logits.last(vocab_size_);
+  }
 
   // Ends the request early with `status` (CANCELLED, DEADLINE_EXCEEDED,
   // UNAVAILABLE, ...): returns its FinishEvent. Held-back text is dropped.
@@ -130,8 +142,10 @@ class Sequence {
                   std::vector<float>& logprobs, std::vector<StreamEvent>& out);
   // `token`'s log-probability and the top alternatives after `previous`,
   // from a row of logits (log-softmaxed into `logprobs`).
+  // `norm`: the row's LogSoftmaxNormOf if already formed, else null.
   void Score(absl::Span<const float> logits, int token, int previous, int top_n,
-             std::vector<float>& logprobs, TokenEvent& e) const;
+             std::vector<float>& logprobs, TokenEvent& e,
+             const LogSoftmaxNorm* norm = nullptr) const;
   // Appends to e.attention the tapped rows of the chunk's last query in
   // `maps`.
   void TapRows(const AttentionMaps& maps, TokenEvent& e) const;

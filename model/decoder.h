@@ -45,6 +45,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "base/worker_pool.h"
@@ -141,6 +142,10 @@ class Decoder {
     return weights_;
   }
   int threads() const { return pool_.size(); }
+  // Runs fn(begin, end) over shares of [0, n) on the forward pass's threads
+  // (this one included), for work between passes that splits by item, such
+  // as the engine's per-sequence scoring. Not during Forward.
+  void ParallelFor(int n, absl::FunctionRef<void(int, int)> fn);
 
   // Runs the batch: appends each sequence's keys and values to its slot of
   // `cache` (taking the blocks it needs from the pool), attends over every

@@ -139,13 +139,23 @@ int Sampler::Sample(absl::Span<const float> logits,
   return candidates_.back().second;  // Rounding left target at the very top.
 }
 
-void LogSoftmax(absl::Span<const float> logits, std::vector<float>& out) {
-  out.resize(logits.size());
-  const float max = *std::max_element(logits.begin(), logits.end());
+LogSoftmaxNorm LogSoftmaxNormOf(absl::Span<const float> logits) {
+  LogSoftmaxNorm norm;
+  norm.max = *std::max_element(logits.begin(), logits.end());
   double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l - max));
-  const float log_sum = static_cast<float>(std::log(sum));
-  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - max - log_sum;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - norm.max));
+  norm.log_sum = static_cast<float>(std::log(sum));
+  return norm;
+}
+
+void LogSoftmax(absl::Span<const float> logits, std::vector<float>& out) {
+  LogSoftmax(logits, LogSoftmaxNormOf(logits), out);
+}
+
+void LogSoftmax(absl::Span<const float> logits, const LogSoftmaxNorm& norm,
+                std::vector<float>& out) {
+  out.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = norm.LogProb(logits[i]);
 }
 
 std::vector<std::pair<int, float>> TopLogprobs(absl::Span<const float> logprobs,

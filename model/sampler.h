@@ -61,8 +61,23 @@ class Sampler {
   std::vector<std::pair<float, int>> candidates_;  // (probability, id)
 };
 
-// log softmax(logits)[i] for every i, computed stably.
+// What a row's log softmax subtracts: log softmax(logits)[i] = logits[i] -
+// max - log_sum, with log_sum = log Σ exp(logits[j] - max) summed in double.
+// The sum is most of the cost (one exp per vocabulary entry), so the engine
+// forms it for a step's rows on several threads (Engine, RowNorms).
+struct LogSoftmaxNorm {
+  float max = 0;
+  float log_sum = 0;
+  // log softmax(logits)[i] from its logit: the same float as LogSoftmax's.
+  float LogProb(float logit) const { return logit - max - log_sum; }
+};
+LogSoftmaxNorm LogSoftmaxNormOf(absl::Span<const float> logits);
+
+// log softmax(logits)[i] for every i, computed stably (with `norm`, the
+// row's LogSoftmaxNormOf, if already known).
 void LogSoftmax(absl::Span<const float> logits, std::vector<float>& out);
+void LogSoftmax(absl::Span<const float> logits, const LogSoftmaxNorm& norm,
+                std::vector<float>& out);
 
 // The n most likely ids as (id, logprob), most likely first; ties go to the
 // lower id.

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <random>
 
 namespace textgen {
 namespace {
@@ -147,6 +149,25 @@ TEST(SamplerTest, LogSoftmaxAndTopLogprobs) {
   EXPECT_EQ(top[2].first, 2);
   EXPECT_EQ(top[0].second, logprobs[1]);
   EXPECT_EQ(TopLogprobs(logprobs, 10).size(), 5u);
+  EXPECT_TRUE(TopLogprobs(logprobs, 0).empty());
+}
+
+TEST(SamplerTest, NormFormedAheadGivesLogSoftmaxsFloats) {
+  // The engine forms a row's normaliser on another thread and reads single
+  // logprobs from it (Sequence::Score): they must be LogSoftmax's bits.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<float> logits(50257), whole, from_norm;
+  for (float& l : logits) l = normal(rng);
+  LogSoftmax(logits, whole);
+  const LogSoftmaxNorm norm = LogSoftmaxNormOf(logits);
+  LogSoftmax(logits, norm, from_norm);
+  ASSERT_EQ(whole.size(), logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&whole[i], &from_norm[i], sizeof(float)), 0) << i;
+    const float one = norm.LogProb(logits[i]);
+    ASSERT_EQ(std::memcmp(&whole[i], &one, sizeof(float)), 0) << i;
+  }
 }
 
 }  // namespace
