@@ -415,17 +415,6 @@ void Decoder::Parallel(double work, Fn fn) {
   }
 }
 
-void Decoder::ParallelFor(int n, absl::FunctionRef<void(int, int)> fn) {
-  if (pool_.size() == 1 || n < 2) {
-    fn(0, n);
-    return;
-  }
-  pool_.Run([&](int t) {
-    const auto [begin, end] = WorkerPool::Share(n, t, pool_.size());
-    if (begin < end) fn(begin, end);
-  });
-}
-
 void Decoder::ApplyRotary(int row, int position) {
   const int d = config_.head_dim(), half = d / 2;
   // Queries and keys are the first n_heads + n_kv_heads heads of the qkv row.

@@ -145,7 +145,13 @@ class Decoder {
   // Runs fn(begin, end) over shares of [0, n) on the forward pass's threads
   // (this one included), for work between passes that splits by item, such
   // as the engine's per-sequence scoring. Not during Forward.
-  void ParallelFor(int n, absl::FunctionRef<void(int, int)> fn);
+  void ParallelFor(int n, absl::FunctionRef<void(int, int)> fn) {
+    if (pool_.size() == 1 || n < 2) return fn(0, n);
+    pool_.Run([&](int t) {
+      const auto [begin, end] = WorkerPool::Share(n, t, pool_.size());
+      if (begin < end) fn(begin, end);
+    });
+  }
 
   // Runs the batch: appends each sequence's keys and values to its slot of
   // `cache` (taking the blocks it needs from the pool), attends over every
