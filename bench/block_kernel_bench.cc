@@ -26,15 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "model/kernels/dispatch.h"
+#include "bench/cpu_kernels.h"
 #include "model/kernels/ggml_blocks.h"
 #include "model/kernels/kernels.h"
-
-ABSL_FLAG(std::string, cpu_kernels, "auto",
-          "kernel family: auto, generic, avx2 or avx512");
 
 namespace textgen {
 namespace {
@@ -113,15 +109,7 @@ void Register() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
-  const absl::StatusOr<textgen::kernels::KernelFamily> cpu_kernels =
-      textgen::kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
-  if (!cpu_kernels.ok()) {
-    std::fprintf(stderr, "block_kernel_bench: --cpu_kernels: %s\n",
-                 std::string(cpu_kernels.status().message()).c_str());
-    return 2;
-  }
-  benchmark::AddCustomContext("cpu_kernels",
-                              textgen::kernels::KernelFamilyName(*cpu_kernels));
+  if (textgen::UseCpuKernelsFlag("block_kernel_bench") == nullptr) return 2;
   textgen::Register();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -47,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "bench/cpu_kernels.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
 #include "model/formats/load_flags.h"
@@ -301,16 +302,9 @@ int main(int argc, char** argv) {
       "[--threads=N] [--weights_dtype=f32|bf16|int8|w8a32] "
       "[--cpu_kernels=auto|generic|avx2|avx512] [--benchmark_* flags]");
   absl::ParseCommandLine(argc, argv);
-  const absl::StatusOr<textgen::kernels::KernelFamily> cpu_kernels =
-      textgen::kernels::SelectKernelFamily(absl::GetFlag(FLAGS_cpu_kernels));
-  if (!cpu_kernels.ok()) {
-    std::fprintf(stderr, "model_bench: --cpu_kernels: %s\n",
-                 std::string(cpu_kernels.status().message()).c_str());
-    return 2;
-  }
-  const char* family = textgen::kernels::KernelFamilyName(*cpu_kernels);
+  const char* family = textgen::UseCpuKernelsFlag("model_bench");
+  if (family == nullptr) return 2;
   std::fprintf(stderr, "model_bench: %s kernels\n", family);
-  benchmark::AddCustomContext("cpu_kernels", family);
   const int threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1) {
     std::fprintf(stderr, "model_bench: --threads must be >= 1, got %d\n",

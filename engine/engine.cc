@@ -393,9 +393,7 @@ void Engine::Step() {
           for (int b = begin; b < end; ++b) {
             const Sequence& seq = *batch_.sequences[b];
             if (!seq.PicksToken(batch_.tokens[b])) continue;
-            row_norms_[b] = LogSoftmaxNormOf(seq.PickingRow(absl::MakeConstSpan(
-                result_.logits.row(result_.first_row[b]).data(),
-                StepRows(b) * result_.logits.cols())));
+            row_norms_[b] = LogSoftmaxNormOf(seq.PickingRow(StepLogits(b)));
           }
         });
   }
@@ -417,16 +415,13 @@ void Engine::Step() {
     if (seq.prefilling()) prompt_tokens += n;
     const int generated_before = seq.generated();
     const bool was_prefilling = seq.prefilling();
-    step_done_[b] = seq.Advance(
-        n,
-        absl::MakeConstSpan(result_.logits.row(result_.first_row[b]).data(),
-                            StepRows(b) * result_.logits.cols()),
-        capture ? &result_.attention[b] : nullptr,
-        capture && !result_.cross_attention.empty()
-            ? &result_.cross_attention[b]
-            : nullptr,
-        step_, now, seq.PicksToken(n) ? &row_norms_[b] : nullptr, logprobs_,
-        events);
+    step_done_[b] =
+        seq.Advance(n, StepLogits(b), capture ? &result_.attention[b] : nullptr,
+                    capture && !result_.cross_attention.empty()
+                        ? &result_.cross_attention[b]
+                        : nullptr,
+                    step_, now, seq.PicksToken(n) ? &row_norms_[b] : nullptr,
+                    logprobs_, events);
     generated_tokens += seq.generated() - generated_before;
     if (was_prefilling) scheduler_.PromptFed(seq);
   }

@@ -202,10 +202,12 @@ class Engine {
   // Runs batch_ (one Decoder::Forward), hands each sequence its logits, and
   // sends the events; ends the sequences that finished.
   void Step();
-  // The rows of logits batch entry b got from this step's pass: all of its
-  // chunk's if it asked for every row (prompt scoring), else the last.
-  int StepRows(int b) const {
-    return chunks_[b].all_logits ? batch_.tokens[b] : 1;
+  // The logits batch entry b got from this step's pass: all of its chunk's
+  // rows if it asked for every row (prompt scoring), else the last.
+  absl::Span<const float> StepLogits(int b) const {
+    const int rows = chunks_[b].all_logits ? batch_.tokens[b] : 1;
+    return absl::MakeConstSpan(result_.logits.row(result_.first_row[b]).data(),
+                               rows * result_.logits.cols());
   }
   // Takes `seq` out of the scheduler (freeing its slot and blocks) and
   // retires it with `finish` as its last event.

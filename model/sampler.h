@@ -64,7 +64,7 @@ class Sampler {
 // What a row's log softmax subtracts: log softmax(logits)[i] = logits[i] -
 // max - log_sum, with log_sum = log Σ exp(logits[j] - max) summed in double.
 // The sum is most of the cost (one exp per vocabulary entry), so the engine
-// forms it for a step's rows on several threads (Engine, RowNorms).
+// forms it for a step's rows on several threads (Engine::Step).
 struct LogSoftmaxNorm {
   float max = 0;
   float log_sum = 0;

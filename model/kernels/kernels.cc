@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "base/worker_pool.h"
 #include "model/kernels/block_panels.h"
 #include "model/kernels/table.h"
 
@@ -219,10 +220,7 @@ PackedWeights PackedWeights::FromTransposed(const float* v, int cols, int depth,
 
 std::pair<int, int> PackedWeights::PanelShare(int t, int n) const {
   const int p = panels();
-  auto even = [&](int i) {
-    return static_cast<int>(static_cast<int64_t>(p) * i / n);
-  };
-  if (type_ != WeightType::kBlocks) return {even(t), even(t + 1)};
+  if (type_ != WeightType::kBlocks) return WorkerPool::Share(p, t, n);
   // The panel whose start is nearest to share i's first byte.
   auto boundary = [&](int i) {
     if (i == 0) return 0;

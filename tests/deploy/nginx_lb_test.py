@@ -39,7 +39,7 @@ from replicas import Cluster, import_client
 PROMPT = "ROMEO:"
 NEW_TOKENS = 24
 # Failover and drain are what this test checks, not the per-client rate limit
-# (rapid_reset_test does that): on a fast CPU the shipped model's 24-token calls take a few
+# (frontdoor_rapid_reset does that): on a fast CPU the shipped model's 24-token calls take a few
 # milliseconds, and 4 threads then send more than the template's default 200 calls a second,
 # which nginx answers with 429 (UNAVAILABLE) by design.
 CALLS_PER_SECOND = 100000
