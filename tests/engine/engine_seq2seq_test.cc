@@ -28,7 +28,7 @@ using testing::Output;
 class EngineSeq2SeqTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::Seq2SeqTempDir("engine_seq2seq");
+    dir_ = testing::FreshTempDir("engine_seq2seq");
     testing::WriteSeq2SeqCheckpoint(dir_);
     auto tokenizer = CharTokenizer::Load(dir_ + "/char_vocab.json");
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();

@@ -27,7 +27,7 @@ class Seq2SeqTest : public ::testing::Test {
  protected:
   static std::unique_ptr<Decoder> Load(const testing::Seq2SeqShape& shape,
                                        int threads = 1) {
-    const std::string dir = testing::Seq2SeqTempDir(
+    const std::string dir = testing::FreshTempDir(
         absl::StrCat("seq2seq_", shape.seed, shape.learned_positions));
     testing::WriteSeq2SeqCheckpoint(dir, shape);
     auto checkpoint = LoadCheckpoint(dir);

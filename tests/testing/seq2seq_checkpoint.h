@@ -40,15 +40,6 @@ inline std::string Seq2SeqChars() {
   return " -0123456789abcdefghijklmnopqrstuvwxyz";
 }
 
-// A fresh directory for this test's checkpoint: named after the running test
-// and process, since ctest runs a binary's tests as parallel processes.
-inline std::string Seq2SeqTempDir(const std::string& name) {
-  const ::testing::TestInfo* test =
-      ::testing::UnitTest::GetInstance()->current_test_info();
-  return FreshTempDir(absl::StrCat(name, "_", test->test_suite_name(), "_",
-                                   test->name(), "_", getpid()));
-}
-
 // Writes the checkpoint into `dir` (which must exist).
 inline void WriteSeq2SeqCheckpoint(const std::string& dir,
                                    const Seq2SeqShape& s = {}) {

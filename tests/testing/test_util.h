@@ -123,11 +123,23 @@ inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// An empty directory `name` under the test's temporary directory (whatever a
-// previous run left there is removed); returns its path.
+// An empty directory under the test's temporary directory (whatever a
+// previous run left there is removed); returns its path. The directory is
+// named after `name`, the running test and the process: ctest runs a binary's
+// tests as parallel processes, and two tests sharing one directory would
+// remove each other's files.
 inline std::string FreshTempDir(const std::string& name) {
+  std::string unique = name;
+  if (const ::testing::TestInfo* test =
+          ::testing::UnitTest::GetInstance()->current_test_info()) {
+    absl::StrAppend(&unique, "_", test->test_suite_name(), "_", test->name());
+  }
+  absl::StrAppend(&unique, "_", getpid());
+  for (char& c : unique) {
+    if (c == '/') c = '_';  // Parameterised tests' names hold slashes.
+  }
   const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / name;
+      std::filesystem::path(::testing::TempDir()) / unique;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -31,9 +31,7 @@ class CheckpointErrorsTest : public ::testing::Test {
  protected:
   // Copies golden/<name> to a fresh temporary directory and returns its path.
   std::string CopyGolden(const std::string& name) {
-    dir_ = testing::FreshTempDir(
-        std::string("ckpt_") +
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = testing::FreshTempDir("ckpt");
     for (const char* f : {"config.json", "model.safetensors"}) {
       fs::copy_file(fs::path(testing::GoldenDir(name)) / f, dir_ / f);
     }

@@ -32,9 +32,7 @@ constexpr char kGolden[] = "qwen2_bias";
 class ShardedCheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::FreshTempDir(
-        std::string("shards_") +
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = testing::FreshTempDir("shards");
     fs::copy_file(fs::path(testing::GoldenDir(kGolden)) / "config.json",
                   dir_ / "config.json");
   }
