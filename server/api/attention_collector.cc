@@ -198,26 +198,36 @@ void AttentionCollector::AddMaps(const AttentionMaps& maps) {
   }
 }
 
-void AttentionCollector::Finish() {
-  if (!selection_.keep_maps || selection_.pooling != pb::POOLING_MEAN) return;
+int AttentionCollector::FinishRows(int done) {
   const int qc = selection_.query_cells(), kc = selection_.key_cells();
-  for (int i = 0; i < qc; ++i) {
-    const int qa = selection_.query_begin + i * selection_.query_step;
-    const int qb = std::min(qa + selection_.query_step, selection_.query_end);
-    for (int j = 0; j < kc; ++j) {
-      const int ka = selection_.key_begin + j * selection_.key_step;
-      const int kb = std::min(ka + selection_.key_step, selection_.key_end);
-      // The cell's weights that exist: every pair, or the causal part.
-      double count = 0;
-      for (int q = qa; q < qb; ++q) {
-        count += causal_ ? std::max(0, std::min(kb, q + 1) - ka) : kb - ka;
-      }
-      if (count == 0) continue;
-      for (std::vector<float>& map : maps_) {
-        map[static_cast<size_t>(i) * kc + j] /= static_cast<float>(count);
+  // Row i covers queries query_begin + i * query_step .. its step's end (or
+  // query_end): final once the pass is past the last of them.
+  const int rows =
+      done >= selection_.query_end
+          ? qc
+          : std::clamp((done - selection_.query_begin) / selection_.query_step,
+                       0, qc);
+  if (selection_.keep_maps && selection_.pooling == pb::POOLING_MEAN) {
+    for (int i = final_rows_; i < rows; ++i) {
+      const int qa = selection_.query_begin + i * selection_.query_step;
+      const int qb = std::min(qa + selection_.query_step, selection_.query_end);
+      for (int j = 0; j < kc; ++j) {
+        const int ka = selection_.key_begin + j * selection_.key_step;
+        const int kb = std::min(ka + selection_.key_step, selection_.key_end);
+        // The cell's weights that exist: every pair, or the causal part.
+        double count = 0;
+        for (int q = qa; q < qb; ++q) {
+          count += causal_ ? std::max(0, std::min(kb, q + 1) - ka) : kb - ka;
+        }
+        if (count == 0) continue;
+        for (std::vector<float>& map : maps_) {
+          map[static_cast<size_t>(i) * kc + j] /= static_cast<float>(count);
+        }
       }
     }
   }
+  final_rows_ = std::max(final_rows_, rows);
+  return final_rows_;
 }
 
 const float* AttentionCollector::map(int l, int h) const {

@@ -72,8 +72,13 @@ class AttentionCollector : public AttentionSink {
   // through Rows.
   void AddMaps(const AttentionMaps& maps);
 
-  // After the pass. Pooled means are divided by their cells' sizes here.
-  void Finish();
+  // Once the pass has given every query before `done` (of every selected
+  // layer and head): the kept rows all of whose queries are before it are
+  // final (pooled means are divided by their cells' sizes here). Returns how
+  // many kept rows are final, from the first: rows [0, that) of every map.
+  int FinishRows(int done);
+  // After the pass: every kept row is final (FinishRows(query_end)).
+  void Finish() { FinishRows(selection_.query_end); }
 
   textgen::v1::AttentionKind kind() const { return kind_; }
   bool causal() const { return causal_; }
@@ -104,6 +109,7 @@ class AttentionCollector : public AttentionSink {
   const int n_heads_;                          // selection_.heads.size()
   std::vector<int> layer_index_, head_index_;  // Model's -> kept, or -1.
   std::vector<std::vector<float>> maps_;       // [layer][head] kept maps.
+  int final_rows_ = 0;                         // FinishRows' last answer.
   std::vector<Stats> stats_;                   // [layer][head]
   // The rollout's per-layer head sums, n × n each, fixed point so that the
   // order heads arrive in changes no bit; heads add under the lock.

@@ -68,9 +68,23 @@ AttentionDebugger::AttentionDebugger(const DebugAttentionOptions& options,
 
 void AttentionDebugger::RunLater(pb::DebugAttentionRequest request,
                                  std::function<absl::Status()> check,
-                                 Done done) {
+                                 EmitLater emit, Done done) {
   worker_.Post([this, request = std::move(request), check = std::move(check),
-                done = std::move(done)] { done(Run(request, check)); });
+                emit = std::move(emit),
+                done = std::move(done)] { done(Run(request, check, emit)); });
+}
+
+absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
+    const pb::DebugAttentionRequest& request,
+    absl::FunctionRef<absl::Status()> check) {
+  std::vector<pb::DebugAttentionResponse> all;
+  TEXTGEN_RETURN_IF_ERROR(
+      Run(request, check, [&](std::vector<pb::DebugAttentionResponse> some) {
+        for (pb::DebugAttentionResponse& message : some) {
+          all.push_back(std::move(message));
+        }
+      }));
+  return all;
 }
 
 absl::StatusOr<std::shared_ptr<const AttentionDebugger::Ticket>>
@@ -86,9 +100,9 @@ AttentionDebugger::Admit() {
   return std::make_shared<const Ticket>(admitted_);
 }
 
-absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
-    const pb::DebugAttentionRequest& request,
-    absl::FunctionRef<absl::Status()> check) {
+absl::Status AttentionDebugger::Run(const pb::DebugAttentionRequest& request,
+                                    absl::FunctionRef<absl::Status()> check,
+                                    Emit emit) {
   const ModelConfig& config = decoder_->config();
   TEXTGEN_RETURN_IF_ERROR(CheckSourcePresence(request.has_source(), config));
   TEXTGEN_ASSIGN_OR_RETURN(
@@ -216,21 +230,34 @@ absl::StatusOr<std::vector<pb::DebugAttentionResponse>> AttentionDebugger::Run(
   TEXTGEN_RETURN_IF_ERROR(check());
   std::lock_guard<std::mutex> lock(mu_);
   TEXTGEN_RETURN_IF_ERROR(check());  // It may have waited for the lock.
+  AttentionPager pager(collectors, spec, options_.max_message_bytes);
+  auto flush = [&] {
+    std::vector<pb::DebugAttentionResponse> messages = pager.Take();
+    if (!messages.empty()) emit(std::move(messages));
+  };
+  pager.Tokens(ids, source, tokenizer_);
+  flush();
   if (source.empty()) {
+    AttentionCollector& collector = *collectors[0];
     TEXTGEN_RETURN_IF_ERROR(
         DecoderPass(absl::MakeConstSpan(ids).first(self.query_end),
-                    self.query_begin, *collectors[0], check));
+                    self.query_begin, collector, check, [&](int end) {
+                      pager.Rows(0, collector.FinishRows(end));
+                      flush();
+                    }));
   } else {
     TEXTGEN_RETURN_IF_ERROR(EncoderDecoderPass(ids, source, collectors, check));
   }
   for (const auto& collector : collectors) collector->Finish();
-  return PageAttention(collectors, spec, ids, source, tokenizer_,
-                       options_.max_message_bytes);
+  pager.Finish();
+  flush();
+  return absl::OkStatus();
 }
 
 absl::Status AttentionDebugger::DecoderPass(
     absl::Span<const int> ids, int first_query, AttentionCollector& collector,
-    absl::FunctionRef<absl::Status()> check) {
+    absl::FunctionRef<absl::Status()> check,
+    absl::FunctionRef<void(int end)> done) {
   // The cache holds cached_ids_'s keys and values: reuse what this prompt
   // shares with them before its first selected query (those are the rows to
   // compute again, for the collector to see).
@@ -256,6 +283,7 @@ absl::Status AttentionDebugger::DecoderPass(
       cached_ids_.assign(ids.begin(), ids.begin() + cache_.length(0));
       return status;
     }
+    done(static_cast<int>(at + chunk.tokens.size()));
   }
   cached_ids_.assign(ids.begin(), ids.end());
   return absl::OkStatus();
@@ -282,132 +310,6 @@ absl::Status AttentionDebugger::EncoderDecoderPass(
   collectors[2]->AddMaps(result_.cross_attention[0]);
   cache_.Clear(0);
   return absl::OkStatus();
-}
-
-std::vector<pb::DebugAttentionResponse> PageAttention(
-    absl::Span<const std::unique_ptr<AttentionCollector>> collectors,
-    const AttentionEncodingSpec& spec, absl::Span<const int> ids,
-    absl::Span<const int> source_ids, const Tokenizer* tokenizer,
-    size_t budget) {
-  // Messages are filled row by row while they stay under the byte budget;
-  // `used` over-estimates each message's encoded size: every piece of a map
-  // costs its rows (EncodedRowBytes) plus kPieceBytes of framing (tags,
-  // lengths, the layer, head, first_query, kind, steps, rows).
-  constexpr size_t kPieceBytes = 64;
-  int num_layers = 0, num_encoder_layers = 0, num_heads = 0;
-  for (const auto& collector : collectors) {
-    const int layers = static_cast<int>(collector->selection().layers.size());
-    num_heads = static_cast<int>(collector->selection().heads.size());
-    if (collector->kind() == pb::ATTENTION_KIND_DECODER_SELF) {
-      num_layers = layers;
-    } else if (collector->kind() == pb::ATTENTION_KIND_ENCODER_SELF) {
-      num_encoder_layers = layers;
-    }
-  }
-  std::vector<pb::DebugAttentionResponse> responses;
-  size_t used = 0;
-  auto start_message = [&] {
-    pb::DebugAttentionResponse& message = responses.emplace_back();
-    message.set_num_layers(num_layers);
-    message.set_num_heads(num_heads);
-    message.set_num_encoder_layers(num_encoder_layers);
-    used = 24;
-    return &message;
-  };
-  pb::DebugAttentionResponse* current = start_message();
-  AppendPromptTokens(ids, tokenizer, *current->mutable_tokens());
-  AppendPromptTokens(source_ids, tokenizer, *current->mutable_source_tokens());
-  used = current->ByteSizeLong();
-  // Room for `bytes` more in the current message, else a new one (a message
-  // holding nothing yet takes anything: one row at the least).
-  auto make_room = [&](size_t bytes) {
-    if (used + bytes > budget &&
-        (current->maps_size() > 0 || current->tokens_size() > 0 ||
-         current->summaries_size() > 0)) {
-      current = start_message();
-    }
-  };
-  for (const auto& collector : collectors) {
-    const AttentionSelection& selection = collector->selection();
-    if (!selection.keep_maps) continue;
-    const bool pooled = selection.query_step > 1 || selection.key_step > 1;
-    const int rows_total = selection.query_cells(),
-              cols = selection.key_cells();
-    // How many of a row's cells go out: all for FLOAT32 (the layout of
-    // before compact forms); compactly, a causal row stops at its last
-    // query's diagonal.
-    auto row_cells = [&](int r) {
-      if (!spec.compact() || !collector->causal()) return cols;
-      return CausalRowCells(selection.query_begin + r * selection.query_step,
-                            selection.query_step, selection.query_end,
-                            selection.key_begin, selection.key_step, cols);
-    };
-    for (size_t l = 0; l < selection.layers.size(); ++l) {
-      for (size_t h = 0; h < selection.heads.size(); ++h) {
-        const float* map =
-            collector->map(static_cast<int>(l), static_cast<int>(h));
-        pb::AttentionMap* piece = nullptr;
-        for (int r = 0; r < rows_total; ++r) {
-          const size_t bytes = EncodedRowBytes(spec, row_cells(r));
-          if (piece == nullptr || used + bytes > budget) {
-            make_room(bytes + kPieceBytes);
-            piece = current->add_maps();
-            piece->set_layer(selection.layers[l]);
-            piece->set_head(selection.heads[h]);
-            piece->set_kind(collector->kind());
-            piece->set_first_query(selection.query_begin +
-                                   r * selection.query_step);
-            piece->set_first_key(selection.key_begin);
-            if (pooled) {
-              piece->set_query_step(selection.query_step);
-              piece->set_key_step(selection.key_step);
-            }
-            if (spec.compact()) {
-              piece->mutable_compact()->set_first_key(selection.key_begin);
-            }
-            used += kPieceBytes;
-          }
-          const absl::Span<const float> row(map + static_cast<size_t>(r) * cols,
-                                            row_cells(r));
-          if (spec.compact()) {
-            AppendPackedRow(spec, row, selection.key_begin,
-                            *piece->mutable_compact(), selection.key_step);
-          } else {
-            piece->mutable_weights()->Add(row.begin(), row.end());
-          }
-          piece->set_rows(piece->rows() + 1);
-          used += bytes;
-        }
-      }
-    }
-  }
-  for (const auto& collector : collectors) {
-    if (!collector->selection().summary) continue;
-    for (pb::AttentionSummary& summary : collector->Summaries()) {
-      const size_t bytes = summary.ByteSizeLong() + 8;
-      make_room(bytes);
-      *current->add_summaries() = std::move(summary);
-      used += bytes;
-    }
-  }
-  for (const auto& collector : collectors) {
-    const std::vector<float> rollout = collector->Rollout();
-    if (rollout.empty()) continue;
-    const int n = collector->selection().query_end;
-    current = start_message();  // Alone: it was sized to fit one.
-    pb::AttentionRollout& out = *current->mutable_rollout();
-    for (int q = 0; q < n; ++q) {
-      const absl::Span<const float> row(
-          rollout.data() + static_cast<size_t>(q) * n,
-          spec.compact() ? q + 1 : n);
-      if (spec.compact()) {
-        AppendPackedRow(spec, row, 0, *out.mutable_compact());
-      } else {
-        out.mutable_weights()->Add(row.begin(), row.end());
-      }
-    }
-  }
-  return responses;
 }
 
 }  // namespace textgen

@@ -11,13 +11,15 @@
 // KvCache, used by one call at a time under a mutex. The gRPC service runs
 // the pass on the debugger's own thread (RunLater): a pass takes up to
 // hundreds of milliseconds, and gRPC's callback threads, which also answer
-// health checks, must not wait on it. The HTTP API calls Run on its own
-// request thread.
+// health checks, must not wait on it; the HTTP API's passes take their turns
+// on that thread too.
 //
-// Maps go out kind by kind (encoder self, decoder self, cross), each
-// [layer][head][query][key], the first message carrying the prompt's tokens
-// (and the source's); a map that does not fit the rest of a message comes in
-// pieces of whole rows (AttentionMap.first_query).
+// Maps go out as attention_pager.h pages them: the first message carries the
+// prompt's tokens (and the source's), then each kind's maps (encoder self,
+// decoder self, cross) [layer][head][query][key] in pieces of whole rows
+// (AttentionMap.first_query), a decoder-only pass's in bands of rows as its
+// chunks end, so a client draws the first rows of every map before the pass
+// is over.
 #ifndef TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_
 #define TEXTGEN_SERVER_API_DEBUG_ATTENTION_H_
 
@@ -37,6 +39,7 @@
 #include "model/text/tokenizer.h"
 #include "server/api/attention_collector.h"
 #include "server/api/attention_encoding.h"
+#include "server/api/attention_pager.h"
 #include "server/api/chat_prompt.h"
 #include "textgen/v1/textgen.pb.h"
 
@@ -103,27 +106,36 @@ class AttentionDebugger {
   // when max_concurrent calls already hold one.
   absl::StatusOr<std::shared_ptr<const Ticket>> Admit();
 
-  // The replies for `request`, or INVALID_ARGUMENT naming the field (the
-  // prompt or source, a layer or head out of range, a prompt or source over
-  // max_tokens, maps over max_map_bytes), or CheckSourcePresence's status (a
-  // source missing for an encoder–decoder model, or given to a decoder-only
-  // one). Repeated layers and heads count once; a layer filter applies to
-  // the encoder's blocks and the decoder's alike (a layer neither has is
-  // refused). `check` is asked
-  // before each step (waiting for the decoder, the pass, paging); a non-OK
-  // status (the call cancelled or past its deadline) ends the call with it.
-  // Thread-safe: calls take turns.
+  // The replies for `request`, handed to `emit` in batches as the pass makes
+  // them (attention_pager.h: the tokens first, then bands of every map's
+  // rows as they become final, then the summaries and rollout), and OK; or
+  // INVALID_ARGUMENT naming the field (the prompt or source, a layer or head
+  // out of range, a prompt or source over max_tokens, maps over
+  // max_map_bytes), or CheckSourcePresence's status (a source missing for an
+  // encoder–decoder model, or given to a decoder-only one), before anything
+  // is emitted. Repeated layers and heads count once; a layer filter
+  // applies to the encoder's blocks and the decoder's alike (a layer neither
+  // has is refused). `check` is asked before each step (waiting for the
+  // decoder, the pass, paging); a non-OK status (the call cancelled or past
+  // its deadline) ends the call with it, what was emitted being then only a
+  // part of the reply. Thread-safe: calls take turns.
+  using Emit = absl::FunctionRef<void(
+      std::vector<textgen::v1::DebugAttentionResponse> messages)>;
+  absl::Status Run(const textgen::v1::DebugAttentionRequest& request,
+                   absl::FunctionRef<absl::Status()> check, Emit emit);
+  // Run's messages, gathered.
   absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>> Run(
       const textgen::v1::DebugAttentionRequest& request,
       absl::FunctionRef<absl::Status()> check);
 
-  // Run(request, check) later on this debugger's own thread, in the order
-  // queued, then done(its result) there. Returns at once. Calls queued when
-  // the debugger is destroyed still run first.
-  using Done = std::function<void(
-      absl::StatusOr<std::vector<textgen::v1::DebugAttentionResponse>>)>;
+  // Run(request, check, emit) later on this debugger's own thread, in the
+  // order queued, then done(its status) there. Returns at once. Calls queued
+  // when the debugger is destroyed still run first.
+  using EmitLater = std::function<void(
+      std::vector<textgen::v1::DebugAttentionResponse> messages)>;
+  using Done = std::function<void(absl::Status)>;
   void RunLater(textgen::v1::DebugAttentionRequest request,
-                std::function<absl::Status()> check, Done done);
+                std::function<absl::Status()> check, EmitLater emit, Done done);
 
  private:
   std::atomic<int> admitted_{0};
@@ -133,10 +145,12 @@ class AttentionDebugger {
 
   // A decoder-only prompt's pass over ids (the prompt up to its last
   // selected query), into `collector`: from the first position whose keys
-  // the cache does not hold for this prompt, or first_query if earlier.
+  // the cache does not hold for this prompt, or first_query if earlier;
+  // `done(end)` after each chunk, every query before `end` computed.
   absl::Status DecoderPass(absl::Span<const int> ids, int first_query,
                            AttentionCollector& collector,
-                           absl::FunctionRef<absl::Status()> check);
+                           absl::FunctionRef<absl::Status()> check,
+                           absl::FunctionRef<void(int end)> done);
   // Encode the source, then the target; captured whole (a source is at most
   // max_tokens), then given to the collectors (encoder self, decoder self,
   // cross).
@@ -158,18 +172,6 @@ class AttentionDebugger {
   // what is still queued while the decoder is there.
   BackgroundQueue worker_;
 };
-
-// The kept maps of `collectors` (of the prompt `ids` and the source
-// `source_ids`, empty for a decoder-only model) as DebugAttention messages in
-// `spec`'s encoding: the tokens first, then each collector's maps, layer by
-// layer and head by head, in pieces of whole rows; then the summaries, then
-// a rollout in a message of its own; each message under `budget` bytes (one
-// row at the least).
-std::vector<textgen::v1::DebugAttentionResponse> PageAttention(
-    absl::Span<const std::unique_ptr<AttentionCollector>> collectors,
-    const AttentionEncodingSpec& spec, absl::Span<const int> ids,
-    absl::Span<const int> source_ids, const Tokenizer* tokenizer,
-    size_t budget);
 
 }  // namespace textgen
 

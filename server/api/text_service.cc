@@ -209,8 +209,10 @@ absl::StatusOr<std::shared_ptr<const void>> TextService::AdmitDebugAttention(
 
 void TextService::RunDebugAttentionLater(pb::DebugAttentionRequest request,
                                          std::function<absl::Status()> check,
+                                         AttentionDebugger::EmitLater emit,
                                          AttentionDebugger::Done done) {
-  attention_->RunLater(std::move(request), std::move(check), std::move(done));
+  attention_->RunLater(std::move(request), std::move(check), std::move(emit),
+                       std::move(done));
 }
 
 }  // namespace textgen

@@ -156,11 +156,13 @@ class TextService {
       const textgen::v1::DebugAttentionRequest& request);
 
   // The pass for a request already admitted (AdmitDebugAttention succeeded,
-  // so DebugAttention is on), on the debugger's own thread, then done(its
-  // result) there: AttentionDebugger::RunLater. Passes take turns on that
-  // niced thread, and `done` runs in turn with them.
+  // so DebugAttention is on), on the debugger's own thread, its messages to
+  // `emit` as they are made, then done(its status) there:
+  // AttentionDebugger::RunLater. Passes take turns on that niced thread, and
+  // `emit` and `done` run in turn with them.
   void RunDebugAttentionLater(textgen::v1::DebugAttentionRequest request,
                               std::function<absl::Status()> check,
+                              AttentionDebugger::EmitLater emit,
                               AttentionDebugger::Done done);
 
   Engine& engine() const { return *engine_; }

@@ -292,14 +292,16 @@ TextGenerationService::DebugAttention(grpc::CallbackServerContext* context,
   // The pass runs on the debugger's thread, not on this one (gRPC's), which
   // goes back to serving other calls, health checks among them. gRPC keeps
   // what the reactor does before it is returned and replays it after.
-  auto* reactor = new ListWriteReactor<pb::DebugAttentionResponse>(
+  // Its messages are written as the pass makes them (a band of every map's
+  // rows at a time), so a client draws before the pass ends.
+  auto* reactor = new QueueWriteReactor<pb::DebugAttentionResponse>(
       std::move(pass->stream), *std::move(ticket));
   text_.RunDebugAttentionLater(
       std::move(request), check,
-      [reactor](
-          absl::StatusOr<std::vector<pb::DebugAttentionResponse>> responses) {
-        reactor->Deliver(std::move(responses));
-      });
+      [reactor](std::vector<pb::DebugAttentionResponse> messages) {
+        reactor->Append(std::move(messages));
+      },
+      [reactor](absl::Status status) { reactor->Close(std::move(status)); });
   return reactor;
 }
 

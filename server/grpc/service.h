@@ -20,8 +20,9 @@
 //   - DebugAttention: one forward pass with attention capture outside the
 //     engine, on the debugger's own thread (TextService::
 //     RunDebugAttentionLater; gRPC's threads also answer health checks and
-//     must not wait on a pass), then a ListWriteReactor streams the reply as
-//     messages of at most TextServiceOptions::max_attention_message_bytes;
+//     must not wait on a pass); a QueueWriteReactor writes the reply as the
+//     pass makes it, in messages of at most
+//     TextServiceOptions::max_attention_message_bytes;
 //     without its decoder, or with debug_attention off, FAILED_PRECONDITION.
 //   - GetModelInfo, Tokenize: unary.
 // Every method first passes the front door with the call's `authorization`

@@ -1,6 +1,6 @@
-// Two small write reactors for server-streaming calls whose replies are
-// known when the call starts: one that ends the call at once with a status
-// (a refused request) and one that writes a fixed list of messages. The
+// Two small write reactors for server-streaming calls: one that ends the
+// call at once with a status (a refused request) and one that writes the
+// messages another thread hands it as it makes them. The
 // methods are raw (server/grpc/wire.h), so both write bytes. gRPC owns both
 // once returned from a method handler and deletes them in OnDone.
 #ifndef TEXTGEN_SERVER_GRPC_WRITE_REACTORS_H_
@@ -9,7 +9,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstddef>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -29,77 +31,104 @@ class FailedWriteReactor final
   void OnDone() override { delete this; }
 };
 
-// Writes a list of messages, one at a time, then OK: given at once, or
-// delivered later from another thread (work that must not run on gRPC's
-// threads). Holds the call's per-client stream count until done.
+// Writes messages one at a time, in order, as another thread hands them over
+// (work that must not run on gRPC's threads, and that makes its reply as it
+// goes), then ends the call with the status that thread closes with. Holds
+// the call's per-client stream count until done.
 template <typename Response>
-class ListWriteReactor final
+class QueueWriteReactor final
     : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `permit` (the client's stream count) is kept until the call is done;
   // `hold` (DebugAttention's admission ticket: the reply's memory counts
   // while it is being written) until the last message is handed to gRPC.
-  ListWriteReactor(std::vector<Response> responses,
-                   ClientLimiter::StreamPermit permit,
-                   std::shared_ptr<const void> hold = nullptr)
-      : responses_(std::move(responses)),
-        permit_(std::move(permit)),
-        hold_(std::move(hold)) {
-    Next();
-  }
-  // A list to come later, from Deliver: nothing is written until then.
-  ListWriteReactor(ClientLimiter::StreamPermit permit,
-                   std::shared_ptr<const void> hold)
+  QueueWriteReactor(ClientLimiter::StreamPermit permit,
+                    std::shared_ptr<const void> hold)
       : permit_(std::move(permit)), hold_(std::move(hold)) {}
-  // The list for the second constructor, or the status that ends the call
-  // instead; once, from any thread.
-  void Deliver(absl::StatusOr<std::vector<Response>> responses) {
-    if (!responses.ok()) {
-      hold_.reset();
-      Finish(ToGrpcStatus(responses.status()));
-      return;
-    }
-    responses_ = *std::move(responses);
-    Next();
+
+  // More messages to write after those appended before. From one thread,
+  // any number of times before Close. Once a write has failed (the client
+  // left), they are dropped.
+  void Append(std::vector<Response> messages) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_) return;
+    for (Response& message : messages) queue_.push_back(std::move(message));
+    if (!writing_) WriteNext(lock);
   }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {  // Cancelled or broken: nothing more will be delivered.
-      hold_.reset();
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
-      return;
+  // The producer is done: the call ends with `status` once what was
+  // appended is written (OK), or at once, dropping what is queued (an
+  // error). Once, after the last Append; the reactor may be gone when it
+  // returns.
+  void Close(absl::Status status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_ = true;
+    if (!status.ok()) {
+      queue_.clear();
+      if (!broken_) status_ = ToGrpcStatus(status);
     }
-    Next();
+    if (queue_.empty()) hold_.reset();
+    if (!writing_) FinishNow(lock);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok && !broken_) {  // Cancelled or broken: write nothing more.
+      Break(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+    }
+    if (!queue_.empty()) {
+      WriteNext(lock);
+    } else if (closed_) {
+      FinishNow(lock);
+    }
   }
   void OnDone() override { delete this; }
 
  private:
-  void Next() {
-    if (next_ == responses_.size()) {
-      hold_.reset();
-      Finish(grpc::Status::OK);
-      return;
-    }
-    const absl::Status serialized = SerializeMessage(responses_[next_], bytes_);
+  // Writes the first queued message; `lock` held, nothing being written.
+  void WriteNext(std::unique_lock<std::mutex>& lock) {
+    const absl::Status serialized = SerializeMessage(queue_.front(), bytes_);
     // Serialized: the message's memory goes now, its bytes when written.
-    responses_[next_++] = Response();
+    queue_.pop_front();
     if (!serialized.ok()) {
-      hold_.reset();
-      Finish(ToGrpcStatus(serialized));
+      Break(ToGrpcStatus(serialized));
+      if (closed_) FinishNow(lock);
       return;
     }
     // The client may read the last message, and call again, before
     // OnWriteDone or OnDone runs: the hold ends before that message goes, so
     // a client calling one request after another is never refused as
     // concurrent with itself.
-    if (next_ == responses_.size()) hold_.reset();
+    if (closed_ && queue_.empty()) hold_.reset();
+    writing_ = true;
+    lock.unlock();
     StartWrite(&bytes_);
   }
+  // Nothing more will be written: what is queued or comes is dropped, and
+  // the call ends with `status` once the producer closes.
+  void Break(grpc::Status status) {
+    broken_ = true;
+    queue_.clear();
+    status_ = std::move(status);
+  }
+  // Ends the call; `lock` held. The reactor may be deleted once it is
+  // released.
+  void FinishNow(std::unique_lock<std::mutex>& lock) {
+    hold_.reset();
+    const grpc::Status status = status_;
+    lock.unlock();
+    Finish(status);
+  }
 
-  std::vector<Response> responses_;
   const ClientLimiter::StreamPermit permit_;
+  std::mutex mu_;
   std::shared_ptr<const void> hold_;
+  std::deque<Response> queue_;
+  bool writing_ = false;    // StartWrite called, OnWriteDone not yet.
+  bool closed_ = false;     // Close called: no more Appends.
+  bool broken_ = false;     // A write failed: the rest is dropped.
+  grpc::Status status_;     // What the call ends with.
   grpc::ByteBuffer bytes_;  // The write in flight.
-  size_t next_ = 0;
 };
 
 }  // namespace textgen

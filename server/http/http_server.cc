@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "explorer/explorer_page.h"
 #include "server/api/proto_convert.h"
+#include "server/http/attention_events.h"
 #include "server/http/chat_request.h"
 #include "server/http/chat_response.h"
 #include "server/http/errors.h"
@@ -378,21 +379,31 @@ void HttpServer::AddRoutes() {
         absl::StatusOr<std::shared_ptr<const void>> ticket =
             service_.AdmitDebugAttention(parsed->debug_attention);
         if (!ticket.ok()) return ErrorResponse(ticket.status());
+        if (parsed->stream) {
+          return StreamAttention(request, *std::move(parsed),
+                                 std::move(pass->stream), *std::move(ticket));
+        }
         // The pass and then its JSON (and gzip) on the debugger's niced
         // thread, in turn with other passes, as gRPC's calls have theirs:
         // one reply's maps and text at a time, however many calls wait.
         std::promise<HttpResponse> written;
+        std::vector<pb::DebugAttentionResponse> reply;
         service_.RunDebugAttentionLater(
             parsed->debug_attention, [] { return absl::OkStatus(); },
-            [&](absl::StatusOr<std::vector<pb::DebugAttentionResponse>> reply) {
+            [&](std::vector<pb::DebugAttentionResponse> messages) {
+              for (pb::DebugAttentionResponse& message : messages) {
+                reply.push_back(std::move(message));
+              }
+            },
+            [&](absl::Status status) {
               written.set_value(
-                  reply.ok()
+                  status.ok()
                       ? LargeBody(request,
-                                  AttentionJson(std::move(*reply),
+                                  AttentionJson(std::move(reply),
                                                 service_.DescribeServer(),
                                                 parsed->debug_attention),
                                   "application/json; charset=utf-8")
-                      : ErrorResponse(reply.status()));
+                      : ErrorResponse(status));
             });
         return written.get_future().get();
       },
@@ -487,6 +498,46 @@ absl::Status HttpServer::ConstrainToolCalls(ChatRequest& parsed,
   parsed.generate.mutable_constraint()->set_grammar(*grammar);
   parsed.constraint_param = "tool_choice";
   return absl::OkStatus();
+}
+
+HttpResponse HttpServer::StreamAttention(const HttpRequest& request,
+                                         AttentionRequest parsed,
+                                         ClientLimiter::StreamPermit permit,
+                                         std::shared_ptr<const void> ticket) {
+  HttpResponse response;
+  response.SetHeader("Content-Type", "text/event-stream");
+  response.SetHeader("Cache-Control", "no-cache");
+  response.SetHeader("X-Accel-Buffering", "no");  // nginx: do not buffer.
+  const bool gzip =
+      absl::StrContains(request.Header("Accept-Encoding"), "gzip");
+  if (gzip) {
+    response.SetHeader("Content-Encoding", "gzip");
+    response.SetHeader("Vary", "Accept-Encoding");
+  }
+  auto events = std::make_shared<AttentionEvents>(std::move(permit),
+                                                  std::move(ticket), gzip);
+  response.stream = events;
+  // Each batch of messages becomes an event, written to JSON on the
+  // debugger's thread as the whole reply is; the first carries the tokens,
+  // and so the prompt's length the later ones need.
+  auto prompt_tokens = std::make_shared<int>(-1);
+  const pb::DebugAttentionRequest& debug = parsed.debug_attention;
+  service_.RunDebugAttentionLater(
+      debug,
+      [events] {
+        return events->abandoned()
+                   ? absl::CancelledError("the client closed the connection")
+                   : absl::OkStatus();
+      },
+      [this, events, prompt_tokens,
+       debug](std::vector<pb::DebugAttentionResponse> messages) {
+        if (*prompt_tokens < 0) *prompt_tokens = messages[0].tokens_size();
+        events->Add(AttentionJson(std::move(messages),
+                                  service_.DescribeServer(), debug,
+                                  *prompt_tokens));
+      },
+      [events](absl::Status status) { events->Close(status); });
+  return response;
 }
 
 HttpResponse HttpServer::ServeGeneration(const HttpRequest& request,

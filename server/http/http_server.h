@@ -76,6 +76,7 @@
 #include "server/http/json_body.h"
 #include "server/http/metrics_http.h"
 #include "server/http/openai_fields.h"
+#include "server/http/openai_request.h"
 #include "server/http/response_builder.h"
 
 namespace textgen {
@@ -147,6 +148,14 @@ class HttpServer {
   // INVALID_ARGUMENT naming tools or tool_choice.
   static absl::Status ConstrainToolCalls(ChatRequest& parsed,
                                          const ChatPrompter* chat);
+  // POST /v1/attention with "stream": the pass queued on the debugger's
+  // thread, its messages sent as events as it makes them
+  // (server/http/attention_events.h). `permit` and `ticket` are the call's
+  // admissions, kept until the reply is done.
+  HttpResponse StreamAttention(const HttpRequest& request,
+                               AttentionRequest parsed,
+                               ClientLimiter::StreamPermit permit,
+                               std::shared_ptr<const void> ticket);
   // A request whose body was refused (`refused`): the front door's refusal
   // if it has one (who calls comes before what they ask), else `refused`.
   HttpResponse ServeGeneration(const HttpRequest& request,

@@ -253,6 +253,9 @@ absl::StatusOr<AttentionRequest> ParseAttentionRequest(
       (request.*set)(on);
     }
   }
+  if (const Json* stream = Field(json, "stream")) {
+    TEXTGEN_ASSIGN_OR_RETURN(out.stream, Bool(*stream, "stream"));
+  }
   // Encoder-decoder models: "source" (what the encoder reads), and "prompt"
   // optional (the target's start; absent = BOS).
   if (const Json* source = Field(json, "source")) {

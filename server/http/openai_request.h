@@ -96,9 +96,12 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
 // encoder-decoder model also "source": text or ids ("prompt" then optional).
 // Instead of "prompt", "messages" (and the other conversation fields of a chat
 // request, server/http/chat_request.h): the maps of the rendered conversation.
+// "stream": true sends the reply as server-sent events as the pass makes it
+// (server/http/attention_events.h).
 struct AttentionRequest {
   // Its encoding too: how the JSON reply writes weights.
   textgen::v1::DebugAttentionRequest debug_attention;
+  bool stream = false;
 };
 absl::StatusOr<AttentionRequest> ParseAttentionRequest(
     absl::string_view body, absl::string_view model_name,

@@ -429,7 +429,8 @@ const char* KindName(pb::AttentionKind kind) {
 
 std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
                           const pb::ModelInfo& info,
-                          const pb::DebugAttentionRequest& request) {
+                          const pb::DebugAttentionRequest& request,
+                          int prompt_tokens) {
   auto token_list = [](Json& tokens, const auto& list) {
     for (const pb::PromptToken& token : list) {
       tokens.push_back({{"id", token.id()}, {"text", token.text()}});
@@ -451,8 +452,11 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
                            {"max_weight", summary.max_weight()}});
     }
   }
-  const bool encoder_decoder = !source_tokens.empty();
-  const int n = static_cast<int>(tokens.size());
+  // (A streamed reply's later parts carry no source tokens.)
+  const bool encoder_decoder =
+      !source_tokens.empty() || info.num_encoder_layers() > 0;
+  const int n =
+      prompt_tokens >= 0 ? prompt_tokens : static_cast<int>(tokens.size());
   const pb::AttentionEncoding encoding =
       request.encoding() == pb::ATTENTION_ENCODING_UNSPECIFIED
           ? pb::ATTENTION_ENCODING_FLOAT32
@@ -523,27 +527,42 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
     rows->AppendTo(out);
     out += '}';
   };
+  // Each map's pieces, maps in the order they first come: a pass streamed
+  // in bands sends a map's rows in pieces among the other maps'.
+  std::vector<std::vector<pb::AttentionMap*>> by_map;
+  std::map<std::tuple<int, int, int>, size_t> map_index;
   for (pb::DebugAttentionResponse& response : responses) {
-    for (const pb::AttentionMap& piece : response.maps()) {
-      if (!current || piece.kind() != current->kind ||
-          piece.layer() != current->layer || piece.head() != current->head) {
-        flush();
-        current =
-            MapHead{piece.kind(),        piece.layer(),     piece.head(),
-                    piece.first_query(), piece.first_key(), piece.query_step(),
-                    piece.key_step()};
-        const bool causal = piece.kind() == pb::ATTENTION_KIND_DECODER_SELF;
-        rows = std::make_unique<RowsJson>(
-            encoding, causal, std::max(1, piece.query_step()),
-            causal ? query_end : n, piece.first_key(),
-            std::max(1, piece.key_step()));
-      }
-      if (piece.has_compact()) {
-        rows->AddPacked(piece.compact());
-      } else {
-        rows->AddFloats(piece.weights(), piece.rows(), piece.first_query());
-      }
+    for (pb::AttentionMap& piece : *response.mutable_maps()) {
+      const auto [it, fresh] = map_index.try_emplace(
+          {piece.kind(), piece.layer(), piece.head()}, by_map.size());
+      if (fresh) by_map.emplace_back();
+      by_map[it->second].push_back(&piece);
     }
+  }
+  for (const std::vector<pb::AttentionMap*>& pieces : by_map) {
+    const pb::AttentionMap& first = *pieces.front();
+    current =
+        MapHead{first.kind(),        first.layer(),     first.head(),
+                first.first_query(), first.first_key(), first.query_step(),
+                first.key_step()};
+    const bool causal = first.kind() == pb::ATTENTION_KIND_DECODER_SELF;
+    rows = std::make_unique<RowsJson>(encoding, causal,
+                                      std::max(1, first.query_step()),
+                                      causal ? query_end : n, first.first_key(),
+                                      std::max(1, first.key_step()));
+    for (pb::AttentionMap* piece : pieces) {
+      if (piece->has_compact()) {
+        rows->AddPacked(piece->compact());
+      } else {
+        rows->AddFloats(piece->weights(), piece->rows(), piece->first_query());
+      }
+      // Written: the piece's weights go as the text grows, so that the two
+      // are not held whole at once.
+      pb::AttentionMap().Swap(piece);
+    }
+    flush();
+  }
+  for (const pb::DebugAttentionResponse& response : responses) {
     if (response.has_rollout()) {
       RowsJson rollout(encoding, /*causal=*/true, 1, n, 0, 1);
       if (response.rollout().has_compact()) {
@@ -555,11 +574,7 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
       rollout.AppendTo(rollout_json);
       rollout_json += '}';
     }
-    // Written: the message's weights go as the text grows, so that the two
-    // are not held whole at once.
-    response.Clear();
   }
-  flush();
   out += ']';
   out += rollout_json;
   out += '}';

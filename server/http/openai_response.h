@@ -86,12 +86,15 @@ Usage TotalUsage(const std::vector<FinishEvent>& finishes, int per_prompt);
 // "key_step"); the summaries and the rollout if asked for. `info` gives the
 // model's name and its layer and head counts (a request may ask for fewer
 // maps; the counts are for a viewer's layout). Written as the messages are
-// read, without a tree of numbers, each message freed once written: the
-// memory is about that of the reply.
+// read, without a tree of numbers, each piece freed once written: the
+// memory is about that of the reply. A map's pieces may come in any
+// messages, in the order of their rows. `prompt_tokens`: the prompt's length
+// when `responses` are a later part of a streamed reply (the tokens came in
+// its first); -1, the tokens they carry.
 std::string AttentionJson(
     std::vector<textgen::v1::DebugAttentionResponse> responses,
     const textgen::v1::ModelInfo& info,
-    const textgen::v1::DebugAttentionRequest& request);
+    const textgen::v1::DebugAttentionRequest& request, int prompt_tokens = -1);
 
 // GET /v1/models, and GET /v1/models/{id} (the one model's object).
 std::string ModelsJson(const textgen::v1::ModelInfo& info, int64_t created);

@@ -12,7 +12,9 @@
 // and head at full resolution, every pixel the colour of the API's float weights there;
 // choosing another head zooms into the same range of it; the address bar's link opened in
 // a fresh page shows the same tile. Prints how long the overview and a tile take to reach
-// the screen (request to the next frame), and the bytes of the overview over the wire.
+// the screen (request to the next frame), the first band of rows of every map too (the
+// overview streams as the server's pass computes it), and the bytes of the overview over
+// the wire.
 // Screenshots: the overview with a drag under way (SCREENSHOT_PNG), the zoomed tile
 // (_zoomed.png beside it).
 'use strict';
@@ -77,7 +79,9 @@ async function main() {
     const shown = await page.evaluate(() => {
       const reply = performance.getEntriesByType('resource')
           .filter((e) => e.name.endsWith('/v1/attention')).pop();
-      return {ms: performance.getEntriesByName('overview')[0].duration, tokens: tokens.length,
+      const first = performance.getEntriesByName('overview_first');
+      return {ms: performance.getEntriesByName('overview')[0].duration,
+              firstMs: first.length ? first[0].duration : null, tokens: tokens.length,
               view: document.getElementById('view').value,
               thumbs: document.querySelectorAll('#grid canvas').length,
               step: [maps[0][0].queryStep, maps[0][0].keyStep],
@@ -92,6 +96,12 @@ async function main() {
                 `(${shown.step[0]} x ${shown.step[1]} tokens a cell) on screen in ` +
                 `${Math.round(shown.ms)} ms; ${shown.wire} bytes over the wire ` +
                 `(${shown.body} decoded)`);
+    // Streamed in bands: every map's first rows were on screen before the pass ended.
+    assert.ok(shown.firstMs !== null, 'no band was drawn before the whole overview');
+    assert.ok(shown.firstMs < shown.ms / 2,
+              `first band at ${shown.firstMs} ms, the whole at ${shown.ms} ms`);
+    console.log(`figure: the first band of every map on screen in ` +
+                `${Math.round(shown.firstMs)} ms`);
 
     // The same overview from the API: each thumbnail its colours, its stats the summaries.
     const ids = await page.evaluate(() => tokens.map((t) => t.id));

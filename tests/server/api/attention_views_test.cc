@@ -220,6 +220,74 @@ TEST(AttentionViewsTest, APassInChunksAndAZoomGiveTheWholePassBitForBit) {
   EXPECT_NE(other_whole.maps, want.maps);
 }
 
+// A pass in chunks sends each chunk's rows of every map as soon as the chunk
+// is computed: before the next chunk's forward pass (the check that follows
+// each chunk counts them), in order, whole bands, and, pooled, every cell row
+// once all its queries are done; gathered, the same maps as one pass.
+TEST(AttentionViewsTest, EachChunksRowsGoOutBeforeTheNextChunkIsComputed) {
+  DebugAttentionOptions options;
+  options.pass_chunk_tokens = 16;
+  std::unique_ptr<AttentionDebugger> chunked = MakeDebugger(options);
+  std::unique_ptr<AttentionDebugger> whole = MakeDebugger();
+  for (bool overview : {false, true}) {
+    SCOPED_TRACE(overview ? "overview" : "whole maps");
+    pb::DebugAttentionRequest request = Prompt(kN);
+    // Cells of 15 queries: a chunk of 16 ends within a cell row.
+    constexpr int kStep = 15;
+    if (overview) {
+      request.mutable_overview()->set_cells(7);
+      request.mutable_overview()->set_pooling(pb::POOLING_MEAN);
+    }
+    const int step = overview ? kStep : 1, cols = overview ? 7 : kN;
+    int checks = 0;
+    auto check = [&checks] {
+      ++checks;
+      return absl::OkStatus();
+    };
+    std::vector<std::vector<pb::DebugAttentionResponse>> batches;
+    std::vector<int> checks_at;
+    ASSERT_TRUE(chunked
+                    ->Run(request, check,
+                          [&](std::vector<pb::DebugAttentionResponse> batch) {
+                            batches.push_back(std::move(batch));
+                            checks_at.push_back(checks);
+                          })
+                    .ok());
+    // The tokens first, then a band per chunk that completes a row.
+    ASSERT_GE(batches.size(), 2u);
+    EXPECT_GT(batches[0][0].tokens_size(), 0);
+    EXPECT_EQ(batches[0][0].maps_size(), 0);
+    int rows_sent = 0;
+    for (size_t b = 1; b < batches.size(); ++b) {
+      // Two checks before the pass, then one after each chunk's forward.
+      const int chunks_done = checks_at[b] - 2;
+      const int final_rows = std::min(kN, 16 * chunks_done) == kN
+                                 ? (kN + step - 1) / step
+                                 : 16 * chunks_done / step;
+      std::map<std::pair<int, int>, int> rows;
+      for (const pb::DebugAttentionResponse& message : batches[b]) {
+        for (const pb::AttentionMap& piece : message.maps()) {
+          EXPECT_EQ(piece.first_query(),
+                    (rows_sent + rows[{piece.layer(), piece.head()}]) * step);
+          rows[{piece.layer(), piece.head()}] += piece.rows();
+        }
+      }
+      ASSERT_EQ(rows.size(), static_cast<size_t>(kLayers * kHeads)) << b;
+      for (const auto& [map, count] : rows) {
+        EXPECT_EQ(rows_sent + count, final_rows) << "band " << b;
+      }
+      rows_sent = final_rows;
+    }
+    EXPECT_EQ(rows_sent, (kN + step - 1) / step);
+    EXPECT_GE(batches.size(), overview ? 6u : 8u);  // Not one at the end.
+    std::vector<pb::DebugAttentionResponse> all;
+    for (auto& batch : batches) {
+      for (auto& message : batch) all.push_back(std::move(message));
+    }
+    EXPECT_EQ(Gather(all, cols).maps, RunPass(*whole, request, cols).maps);
+  }
+}
+
 TEST(AttentionViewsTest, RangesAreSlicesOfTheWholeMaps) {
   std::unique_ptr<AttentionDebugger> debugger = MakeDebugger();
   const Gathered whole = RunPass(*debugger, Prompt(kN), kN);

@@ -10,7 +10,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,14 +55,37 @@ std::string Bytes(
 
 absl::Status Ok() { return absl::OkStatus(); }
 
+using Reply = absl::StatusOr<std::vector<pb::DebugAttentionResponse>>;
+
+// RunLater, its messages gathered as they are emitted, then done(the reply,
+// or the status it ended with).
+void RunLaterGathered(AttentionDebugger& debugger,
+                      pb::DebugAttentionRequest request,
+                      std::function<absl::Status()> check,
+                      std::function<void(Reply)> done) {
+  auto gathered = std::make_shared<std::vector<pb::DebugAttentionResponse>>();
+  debugger.RunLater(
+      std::move(request), std::move(check),
+      [gathered](std::vector<pb::DebugAttentionResponse> messages) {
+        for (auto& message : messages) gathered->push_back(std::move(message));
+      },
+      [gathered, done = std::move(done)](absl::Status status) {
+        if (status.ok()) {
+          done(std::move(*gathered));
+        } else {
+          done(std::move(status));
+        }
+      });
+}
+
 TEST(AttentionDebuggerTest, RunLaterGivesWhatRunGives) {
   std::unique_ptr<AttentionDebugger> debugger = MakeDebugger();
   const pb::DebugAttentionRequest request = IdsRequest(5, 40);
   const std::string direct = Bytes(debugger->Run(request, Ok));
   ASSERT_GT(direct.size(), 40u * 40 * 4);  // Maps, not an error.
   std::promise<std::string> later;
-  debugger->RunLater(request, Ok,
-                     [&later](auto reply) { later.set_value(Bytes(reply)); });
+  RunLaterGathered(*debugger, request, Ok,
+                   [&later](auto reply) { later.set_value(Bytes(reply)); });
   EXPECT_EQ(later.get_future().get(), direct);
 }
 
@@ -80,14 +105,15 @@ TEST(AttentionDebuggerTest, PassesQueuedFromManyThreadsAreEachDeliveredOnce) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < kEach; ++k) {
         const int i = t * kEach + k;
-        debugger->RunLater(IdsRequest(i, 8 + i), Ok, [&, i](auto reply) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            got[i] = Bytes(reply);
-            ++deliveries[i];
-          }
-          done[i].set_value();
-        });
+        RunLaterGathered(*debugger, IdsRequest(i, 8 + i), Ok,
+                         [&, i](auto reply) {
+                           {
+                             std::lock_guard<std::mutex> lock(mu);
+                             got[i] = Bytes(reply);
+                             ++deliveries[i];
+                           }
+                           done[i].set_value();
+                         });
       }
     });
   }
@@ -107,8 +133,8 @@ TEST(AttentionDebuggerTest, AFailingCheckEndsThePassWithItsStatus) {
   // Debian's uninstrumented Abseil, so under TSan the last Unref on the
   // debugger's thread looks like a race with the read on this one.
   std::promise<std::pair<absl::StatusCode, std::string>> status;
-  debugger->RunLater(
-      IdsRequest(1, 20),
+  RunLaterGathered(
+      *debugger, IdsRequest(1, 20),
       [] { return absl::CancelledError("cancelled by the client"); },
       [&status](auto reply) {
         status.set_value(
@@ -123,10 +149,11 @@ TEST(AttentionDebuggerTest, PassesStillQueuedRunBeforeTheDebuggerIsGone) {
   std::unique_ptr<AttentionDebugger> debugger = MakeDebugger();
   int delivered = 0;  // Written on the debugger's thread, read after join.
   for (int i = 0; i < 3; ++i) {
-    debugger->RunLater(IdsRequest(i, 30), Ok, [&delivered](auto reply) {
-      EXPECT_TRUE(reply.ok()) << reply.status();
-      ++delivered;
-    });
+    RunLaterGathered(*debugger, IdsRequest(i, 30), Ok,
+                     [&delivered](auto reply) {
+                       EXPECT_TRUE(reply.ok()) << reply.status();
+                       ++delivered;
+                     });
   }
   debugger.reset();  // Joins the thread after the queue is empty.
   EXPECT_EQ(delivered, 3);

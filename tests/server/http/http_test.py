@@ -9,7 +9,8 @@
 - the drain: a completion arriving in its linger is served, one after it is 503;
 - a client that disconnects mid-stream: its request is cancelled and the slot is free again
   (GET /metrics);
-- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only; the u8 encoding, and
+- /v1/models, /tokenize, /v1/attention (rounded, lower triangle only; streamed in bands of
+  rows as the pass computes them; the u8 encoding, and
   the page plus a 256-token all-heads reply <= 2 MB gzip-compressed) and /health;
 - the curl example of server/README.md, run as printed.
 
@@ -601,6 +602,58 @@ class HttpApiTest(OpenAiShapeMixin, unittest.TestCase):
               f"{len(compact['maps'])} heads {maps} bytes = {page + maps} bytes",
               file=sys.stderr)
         self.assertLessEqual(page + maps, 2_000_000)
+
+    def test_attention_streams_bands_of_rows_as_the_pass_computes_them(self):
+        """"stream": true sends the tokens first, then a band of every map's rows per chunk
+        of the pass (the shipped model's 256 tokens: two of 128), then the summaries, then
+        [DONE], gzip-flushed piece by piece; joined, the same maps and summaries as one
+        reply."""
+        prompt = (PROMPT + "\nBut soft, what light through yonder window breaks?\n" * 6)[:256]
+        request = {"prompt": prompt, "encoding": "u8", "summary": True}
+        status, _, whole = call(self.port, "POST", "/v1/attention", request)
+        self.assertEqual(status, 200, whole)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+        try:
+            conn.request("POST", "/v1/attention", body=json.dumps({**request, "stream": True}),
+                         headers={"Content-Type": "application/json",
+                                  "Accept-Encoding": "gzip"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            self.assertEqual(response.getheader("Content-Type"), "text/event-stream")
+            decoder, text = zlib.decompressobj(31), b""
+            while piece := response.read1(65536):
+                text += decoder.decompress(piece)
+            self.assertTrue(decoder.eof)
+        finally:
+            conn.close()
+        lines = [line[6:] for line in text.decode().split("\n") if line.startswith("data: ")]
+        self.assertEqual(lines[-1], "[DONE]")
+        events = [json.loads(line) for line in lines[:-1]]
+        self.assertEqual(events[0]["tokens"], whole["tokens"])
+        self.assertEqual(events[0]["maps"], [])
+        bands = [e for e in events if e["maps"]]
+        self.assertEqual([sorted({m["first_query"] for m in e["maps"]}) for e in bands],
+                         [[0], [128]])
+        self.assertEqual(events[-1]["summaries"], whole["summaries"])
+        joined = {}
+        for event in bands:
+            for m in event["maps"]:
+                self.assertEqual(len(m["row_keys"]), 128)
+                have = joined.setdefault((m["layer"], m["head"]),
+                                         {"bytes": b"", "row_keys": [], "row_scales": []})
+                have["bytes"] += base64.b64decode(m["weights"])
+                have["row_keys"] += m["row_keys"]
+                have["row_scales"] += m["row_scales"]
+        self.assertEqual(len(joined), len(whole["maps"]))
+        for m in whole["maps"]:
+            have = joined[(m["layer"], m["head"])]
+            self.assertEqual(have["bytes"], base64.b64decode(m["weights"]))
+            self.assertEqual(have["row_keys"], m["row_keys"])
+            self.assertEqual(have["row_scales"], m["row_scales"])
+        status, _, error = call(self.port, "POST", "/v1/attention",
+                                {"prompt": "hi", "stream": "yes"})
+        self.assertEqual(status, 400, error)
+        self.assertEqual(error["error"]["param"], "stream")
 
     def test_explorer_page_is_served_self_contained(self):
         status, headers, page = call(self.port, "GET", "/")
