@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "model/kernels/kernels.h"
 
 namespace textgen {
 namespace {
@@ -51,8 +52,14 @@ int Sampler::Sample(absl::Span<const float> logits,
                     absl::Span<const int> history,
                     absl::Span<const uint64_t> allowed) {
   const int vocab = static_cast<int>(logits.size());
-  scores_.assign(logits.begin(), logits.end());
   const bool masked = !allowed.empty();
+  // Greedy with nothing to change: the first maximum of the logits as they
+  // are (ties go to the lower id), found in vectors, without a copy.
+  if (params_.temperature == 0.0f && !masked &&
+      params_.repetition_penalty == 1.0f) {
+    return kernels::ArgMax(logits.data(), vocab);
+  }
+  scores_.assign(logits.begin(), logits.end());
   auto is_allowed = [&](int id) {
     return !masked || (static_cast<size_t>(id >> 6) < allowed.size() &&
                        ((allowed[id >> 6] >> (id & 63)) & 1));
@@ -85,9 +92,8 @@ int Sampler::Sample(absl::Span<const float> logits,
   }
 
   if (params_.temperature == 0.0f) {
-    return static_cast<int>(
-        std::max_element(scores_.begin(), scores_.end()) -
-        scores_.begin());  // First maximum: ties go to the lower id.
+    // First maximum: ties go to the lower id.
+    return kernels::ArgMax(scores_.data(), vocab);
   }
 
   // Candidates: (logit / temperature, id) of the allowed ids (a constraint
@@ -141,10 +147,18 @@ int Sampler::Sample(absl::Span<const float> logits,
 
 LogSoftmaxNorm LogSoftmaxNormOf(absl::Span<const float> logits) {
   LogSoftmaxNorm norm;
-  norm.max = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l - norm.max));
-  norm.log_sum = static_cast<float>(std::log(sum));
+  const int at =
+      kernels::ArgMax(logits.data(), static_cast<int>(logits.size()));
+  norm.max = logits[at];
+  // log Σ exp(l - max) = log1p(the others' sum): the max's own term is exactly
+  // 1, and a peaked row's log_sum is tiny (1e-9, say), which log of a sum
+  // near 1 keeps only to 1e-16 absolute, so to a few digits. The others'
+  // exponentials are the vector kernel's, in double.
+  const double others =
+      kernels::SumExp(logits.data(), at, norm.max) +
+      kernels::SumExp(logits.data() + at + 1,
+                      static_cast<int>(logits.size()) - at - 1, norm.max);
+  norm.log_sum = static_cast<float>(std::log1p(others));
   return norm;
 }
 

@@ -13,8 +13,8 @@
 //   family_block_panels.cc  ggml's block types (MatMulBlockPanel,
 //                           MatMulBlockPanelInt8);
 //   family_attention.cc     AttentionScores and WeightedSum, f32 and bf16;
-//   family_elementwise.cc   Dot, Sum, Softmax, RowStats, Entropy, GeluTanh,
-//                           SiluMultiply, RoundToBf16;
+//   family_elementwise.cc   Dot, Sum, Softmax, RowStats, Entropy, SumExp,
+//                           ArgMax, GeluTanh, SiluMultiply, RoundToBf16;
 //   family_functions.h      the declarations of all of these, which this file
 //                           lists in the family's kTable.
 #include "model/kernels/family_functions.h"
@@ -42,6 +42,8 @@ const KernelTable kTable = {
     WeightedSumBf16,
     Softmax,
     Entropy,
+    SumExp,
+    ArgMax,
     RowStats,
     GeluTanh,
     SiluMultiply,

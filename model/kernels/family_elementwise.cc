@@ -200,6 +200,130 @@ float Entropy(const float* p, int n) {
 
 namespace {
 
+// 8 doubles: half of SumExp's 16 lanes (one AVX-512 vector, two of AVX2). A
+// vector of 16 would be two registers, whose compares and selects GCC lowers
+// lane by lane.
+constexpr int kVecD = 8;
+typedef double VecD __attribute__((vector_size(kVecD * sizeof(double))));
+typedef int64_t VecI64 __attribute__((vector_size(kVecD * sizeof(int64_t))));
+typedef float VecF8 __attribute__((vector_size(kVecD * sizeof(float))));
+
+// exp of 8 doubles in [-708, 0] (elsewhere some value the caller masks): x =
+// k ln2 + r, |r| <= ln2 / 2, and a degree-13 Taylor polynomial (truncation
+// under 5e-18 relative), unfused as every kernel here (-ffp-contract=off), so
+// each family computes the same bits; within 2 ulp of exp.
+inline VecD ExpD8(VecD x) {
+  // k = round(x / ln2), by the 1.5 · 2^52 trick (|x / ln2| < 2^51).
+  constexpr double kRound = 6755399441055744.0;
+  const VecD k = (x * 1.4426950408889634 + kRound) - kRound;
+  // fdlibm's ln2 split: k · ln2_hi is exact for |k| < 2^20.
+  const VecD r =
+      (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+  VecD p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // 2^k from its exponent bits (k >= -1022 here: a normal double).
+  const VecI64 ki = __builtin_convertvector(k, VecI64);
+  const VecI64 bits = (ki + 1023) << 52;
+  VecD scale;
+  __builtin_memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+// The exponentials SumExp adds for 8 differences x - shift (each rounded to
+// float first, as a scalar loop computes them): under -708 (and -inf) 0, by
+// clearing the bits, NaN kept.
+inline VecD ExpTerms(VecF8 d) {
+  const VecD x = __builtin_convertvector(d, VecD);
+  const VecI64 keep = ~(x < -708.0);  // All ones but where x < -708.
+  const VecD e = ExpD8(x);
+  VecI64 bits;
+  __builtin_memcpy(&bits, &e, sizeof(bits));
+  bits &= keep;
+  VecD out;
+  __builtin_memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+}  // namespace
+
+double SumExp(const float* x, int n, float shift) {
+  // Lanes 0-7 and 8-15 of 16: element i goes to lane i mod 16.
+  VecD low = {}, high = {};
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) {
+    const Vec d = Load(x + i) - shift;
+    VecF8 a, b;
+    __builtin_memcpy(&a, &d, sizeof(a));
+    __builtin_memcpy(&b, reinterpret_cast<const char*>(&d) + sizeof(a),
+                     sizeof(b));
+    low += ExpTerms(a);
+    high += ExpTerms(b);
+  }
+  if (i < n) {
+    // The tail in the lanes of its index, the rest exp(-inf) = 0.
+    Vec tail = Vec{} - __builtin_inff();
+    for (int j = i; j < n; ++j) tail[j - i] = x[j] - shift;
+    VecF8 a, b;
+    __builtin_memcpy(&a, &tail, sizeof(a));
+    __builtin_memcpy(&b, reinterpret_cast<const char*>(&tail) + sizeof(a),
+                     sizeof(b));
+    low += ExpTerms(a);
+    high += ExpTerms(b);
+  }
+  double acc[kVec];
+  __builtin_memcpy(acc, &low, sizeof(low));
+  __builtin_memcpy(acc + kVecD, &high, sizeof(high));
+  // Pairwise: (0+8, 1+9, ...), then (0+4, ...), ...: one fixed order.
+  for (int width = kVec / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  }
+  return acc[0];
+}
+
+int ArgMax(const float* x, int n) {
+  // Each lane's largest and the first index that holds it (a later equal
+  // one does not replace it), then the lanes': the largest, the lowest index
+  // among equals. Lanes start below every number, so a NaN never wins.
+  Vec best = Vec{} - __builtin_inff();
+  VecI32 at = {}, index;
+  for (int l = 0; l < kVec; ++l) index[l] = l;
+  int i = 0;
+  for (; i + kVec <= n; i += kVec, index += kVec) {
+    const Vec v = Load(x + i);
+    const auto greater = v > best;
+    best = greater ? v : best;
+    at = greater ? index : at;
+  }
+  float top = best[0];
+  int top_at = n > 0 && best[0] == -__builtin_inff() ? 0 : at[0];
+  for (int l = 1; l < kVec; ++l) {
+    if (best[l] > top || (best[l] == top && at[l] < top_at)) {
+      top = best[l];
+      top_at = at[l];
+    }
+  }
+  for (; i < n; ++i) {
+    if (x[i] > top) {
+      top = x[i];
+      top_at = i;
+    }
+  }
+  return top_at;
+}
+
+namespace {
+
 // GPT-2's "gelu_new", 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715
 // v^3), written as v / (1 + exp(-2u)) (the same function: 0.5 (1 + tanh(u)) =
 // sigmoid(2u)), which has no cancellation for negative v and needs only exp.

@@ -69,6 +69,8 @@ float Dot(const float* a, const float* b, int n);
 float Sum(const float* a, int n);
 void Softmax(float* x, int n, float scale, float* entropy);
 float Entropy(const float* p, int n);
+double SumExp(const float* x, int n, float shift);
+int ArgMax(const float* x, int n);
 void RowStats(const float* p, int n, float* max, float* index_dot);
 void GeluTanh(float* x, int n);
 void SiluMultiply(float* gate, const float* up, int n);

@@ -377,6 +377,12 @@ float Entropy(const float* p, int n) {
   return ActiveKernelTable().entropy(p, n);
 }
 
+double SumExp(const float* x, int n, float shift) {
+  return ActiveKernelTable().sum_exp(x, n, shift);
+}
+
+int ArgMax(const float* x, int n) { return ActiveKernelTable().arg_max(x, n); }
+
 void RowStats(const float* p, int n, float* max, float* index_dot) {
   ActiveKernelTable().row_stats(p, n, max, index_dot);
 }

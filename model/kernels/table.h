@@ -135,6 +135,8 @@ struct KernelTable {
                             bool request_next);
   void (*softmax)(float* x, int n, float scale, float* entropy);
   float (*entropy)(const float* p, int n);
+  double (*sum_exp)(const float* x, int n, float shift);
+  int (*arg_max)(const float* x, int n);
   void (*row_stats)(const float* p, int n, float* max, float* index_dot);
   void (*gelu_tanh)(float* x, int n);
   void (*silu_multiply)(float* gate, const float* up, int n);

@@ -5,6 +5,7 @@
     bench_smoke_test.py stream_read BINARY
     bench_smoke_test.py peak BINARY
     bench_smoke_test.py block_kernel BINARY
+    bench_smoke_test.py sampler BINARY
     bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
     bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
     bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
@@ -124,6 +125,18 @@ def peak(binary: str) -> None:
     if sorted(seen) != sorted(want) or any(t != ["1", "2"] for t in seen.values()):
         fail(f"expected each of {want} at threads 1 and 2", out)
     print("ok: peak")
+
+
+def sampler(binary: str) -> None:
+    out = run([binary, "--benchmark_min_time=0.01", "--benchmark_format=json"])
+    rows = json.loads(out[out.index("{"):])["benchmarks"]
+    names = sorted(r["name"] for r in rows)
+    if names != ["norm/libm", "norm/textgen"]:
+        fail("expected norm/libm and norm/textgen", out)
+    for r in rows:
+        if not r.get("items_per_second", 0) > 0:
+            fail("expected a positive items_per_second", json.dumps(r))
+    print("ok: sampler")
 
 
 def block_kernel(binary: str) -> None:
@@ -292,7 +305,7 @@ def report(script: str) -> None:
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     {"model_bench": model_bench, "stream_read": stream_read, "peak": peak,
-     "block_kernel": block_kernel,
+     "block_kernel": block_kernel, "sampler": sampler,
      "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
      "torch_reference": torch_reference, "report": report}[mode](*args)
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -104,6 +105,68 @@ TEST(KernelsTest, EntropyIsThatOfADoubleComputation) {
 // Softmax's entropy, from its exponentials: that of the weights it wrote, as
 // a double computation over them finds it, and the weights the same bits as
 // without it. Scores from peaked (a few keys take almost everything) to flat.
+// SumExp, the log-softmax normaliser's sum: within 1e-13 relative of a long
+// double sum of long double exponentials, the same bits in every family this
+// CPU runs (unfused arithmetic), -inf and differences under -708 adding
+// nothing and NaN giving NaN.
+TEST(KernelsTest, SumExpIsALongDoubleSumInEveryFamily) {
+  std::mt19937 rng(5);
+  for (float spread : {0.5f, 4.0f, 40.0f, 400.0f}) {
+    std::normal_distribution<float> normal(0.0f, spread);
+    for (int n : {1, 2, 15, 16, 17, 100, 1000, 50257}) {
+      std::vector<float> x(n);
+      for (float& v : x) v = normal(rng);
+      if (n > 3) x[2] = -std::numeric_limits<float>::infinity();  // Masked.
+      const float max = *std::max_element(x.begin(), x.end());
+      long double exact = 0;
+      for (float v : x) exact += std::exp(static_cast<long double>(v - max));
+      const double want = static_cast<double>(exact);
+      std::vector<double> sums;
+      for (kernels::KernelFamily family : kernels::RunnableKernelFamilies()) {
+        ASSERT_TRUE(kernels::UseKernelFamily(family).ok());
+        sums.push_back(kernels::SumExp(x.data(), n, max));
+        EXPECT_NEAR(sums.back(), want, 1e-13 * want)
+            << kernels::KernelFamilyName(family) << " spread " << spread
+            << " n " << n;
+      }
+      for (double sum : sums) {
+        EXPECT_EQ(std::memcmp(&sum, &sums[0], sizeof(double)), 0);
+      }
+    }
+  }
+  ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
+  // exp(-708.5) is 2^-1022.2, nothing beside exp(0); exp(-1) counts.
+  const std::vector<float> far = {0.0f, -708.5f, -1000.0f, -1.0f};
+  EXPECT_EQ(kernels::SumExp(far.data(), 4, 0.0f), 1.0 + std::exp(-1.0));
+  const std::vector<float> nan = {0.0f, std::nanf(""), -1.0f};
+  EXPECT_TRUE(std::isnan(kernels::SumExp(nan.data(), 3, 0.0f)));
+}
+
+// ArgMax: std::max_element's index (the first of equals) in every family,
+// over ties within and across lanes, -inf and the tail.
+TEST(KernelsTest, ArgMaxIsMaxElementsIndexInEveryFamily) {
+  std::mt19937 rng(9);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (kernels::KernelFamily family : kernels::RunnableKernelFamilies()) {
+    ASSERT_TRUE(kernels::UseKernelFamily(family).ok());
+    for (int n : {1, 2, 15, 16, 17, 33, 100, 50257}) {
+      for (int values : {3, 1000}) {  // Few values: ties everywhere.
+        std::uniform_int_distribution<int> pick(0, values - 1);
+        std::vector<float> x(n);
+        for (float& v : x) v = static_cast<float>(pick(rng));
+        EXPECT_EQ(kernels::ArgMax(x.data(), n),
+                  std::max_element(x.begin(), x.end()) - x.begin())
+            << kernels::KernelFamilyName(family) << " n " << n;
+      }
+      std::vector<float> masked(n, -inf);
+      EXPECT_EQ(kernels::ArgMax(masked.data(), n), 0);
+      masked[n - 1] = -1e30f;
+      EXPECT_EQ(kernels::ArgMax(masked.data(), n), n - 1);
+    }
+  }
+  ASSERT_TRUE(kernels::UseKernelFamily(kernels::BestKernelFamily()).ok());
+}
+
 TEST(KernelsTest, SoftmaxEntropyIsThatOfItsWeights) {
   std::mt19937 rng(11);
   for (float spread : {0.1f, 3.0f, 30.0f, 300.0f}) {
