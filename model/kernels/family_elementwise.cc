@@ -242,11 +242,14 @@ inline VecD ExpD8(VecD x) {
 
 // The exponentials SumExp adds for 8 differences x - shift (each rounded to
 // float first, as a scalar loop computes them): under -708 (and -inf) 0, by
-// clearing the bits, NaN kept.
+// clearing the bits, NaN kept. ExpD8 only ever sees [-708, 0], so its
+// conversion to integers is always in range.
 inline VecD ExpTerms(VecF8 d) {
   const VecD x = __builtin_convertvector(d, VecD);
   const VecI64 keep = ~(x < -708.0);  // All ones but where x < -708.
-  const VecD e = ExpD8(x);
+  const VecD in_range = x >= -708.0 ? x : VecD{} - 708.0;  // NaN: -708.
+  // + (x - x): 0 for a number, NaN for NaN (and -inf, cleared below).
+  const VecD e = ExpD8(in_range) + (x - x);
   VecI64 bits;
   __builtin_memcpy(&bits, &e, sizeof(bits));
   bits &= keep;

@@ -16,7 +16,7 @@
 // overview streams as the server's pass computes it), and the bytes of the overview over
 // the wire.
 // Screenshots: the overview with a drag under way (SCREENSHOT_PNG), the zoomed tile
-// (_zoomed.png beside it).
+// (_zoomed.png beside it), the overview while it streams in (_streaming.png).
 'use strict';
 const assert = require('node:assert/strict');
 const {launch, openPage} = require('./browser');
@@ -178,6 +178,30 @@ async function main() {
     const png = (p) => p.$eval('#bigmap', (c) => c.toDataURL());
     assert.equal(await png(fresh.page), await png(page), 'the tile from the link differs');
     assert.deepEqual(fresh.errors, []);
+
+    // --- The overview streaming in: the same prompt again, a picture taken once a
+    // third of every map is drawn (_streaming.png), while the pass goes on. The first
+    // page in front again (a page behind another draws no frames).
+    await fresh.page.close();
+    await page.bringToFront();
+    await page.evaluate(() => performance.clearMeasures());
+    await page.click('#analyze');
+    await page.waitForFunction(() => {
+      const band = /first (\d+) queries/.exec(document.getElementById('status').textContent);
+      return (band && +band[1] >= 1365) || performance.getEntriesByName('overview').length;
+    }, {timeout: 120000, polling: 'mutation'});
+    await page.screenshot({path: screenshot.replace(/\.png$/, '_streaming.png'),
+                           fullPage: false,
+                           clip: await page.$eval('#maps', (e) => {
+                             const r = e.getBoundingClientRect();
+                             return {x: 0, y: r.y + window.scrollY - 40, width: 1120,
+                                     height: r.height + 50};
+                           })});
+    const midway = await page.evaluate(() => performance.getEntriesByName('overview').length);
+    console.log(`figure: streaming screenshot taken ${midway ? 'after' : 'before'} the ` +
+                'whole overview was drawn');
+    await page.waitForFunction(() => performance.getEntriesByName('overview').length > 0 &&
+        !document.getElementById('analyze').disabled, {timeout: 120000});
 
     assert.deepEqual(errors, [], 'console errors or failed requests');
   } finally {
