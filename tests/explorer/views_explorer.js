@@ -179,7 +179,7 @@ async function main() {
     const L = 2;
     await page.select('#layer', String(L));
     await page.select('#view', 'head');
-    assert.equal(await page.$$eval('#chips .chip', (c) => c.length), heads);
+    assert.equal(await page.$$eval('#chips .chip', (c) => c.length), heads, 'head view chips');
     const q = n - 3;
     // Scrolls query token i of the head view into the window and moves the mouse onto it.
     const hoverHeadToken = async (i) => {
@@ -193,7 +193,7 @@ async function main() {
     };
     const geometry = await page.evaluate(() => ({hv: HV, ys: range(tokens.length).map(hvY)}));
     await hoverHeadToken(q);
-    assert.equal(await page.evaluate(() => hovered), q);
+    assert.equal(await page.evaluate(() => hovered), q, 'the token hovered in the head view');
     const linesOf = () => page.evaluate(() => {
       const out = [];
       forEachLine((qq, k, w, colour, h) => out.push({q: qq, k, w, h}));
@@ -242,8 +242,9 @@ async function main() {
     await hoverHeadToken(q);
     const one = await linesOf();
     assert.ok(one.length > 0 && one.every((l) => l.h === 1 && l.q === q));
-    assert.equal(one.length, lines.filter((l) => l.h === 1).length);
-    assert.equal(await page.$$eval('#chips .chip.off', (c) => c.length), heads - 1);
+    assert.equal(one.length, lines.filter((l) => l.h === 1).length, 'head 1 alone: its lines');
+    assert.equal(await page.$$eval('#chips .chip.off', (c) => c.length), heads - 1,
+                 'chips switched off');
     console.log(`figure: head view, layer ${L}, query ${q}: ${lines.length} lines over ` +
                 `${heads} heads (${strong} strong ones seen on the canvas, ${empty} empty ` +
                 `keys white), ${one.length} with head 1 alone`);
