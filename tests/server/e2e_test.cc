@@ -417,8 +417,16 @@ TEST_F(E2eTest, OverAdmissionIsResourceExhaustedWhileAdmittedStreamsGoOn) {
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(refused.status.error_message(), HasSubstr("queue is full"));
   EXPECT_TRUE(refused.tokens.empty());
-  for (auto& reader : readers) {
-    const Outcome out = ReadAll(*reader);
+  // Read side by side: which two of the four reached the slots first is the
+  // server's order of arrival, not the order sent, and a stream read only
+  // after a queued one would wait for its reader until the idle timeout.
+  std::vector<Outcome> outs(readers.size());
+  std::vector<std::thread> reading;
+  for (size_t i = 0; i < readers.size(); ++i) {
+    reading.emplace_back([&, i] { outs[i] = ReadAll(*readers[i]); });
+  }
+  for (std::thread& t : reading) t.join();
+  for (const Outcome& out : outs) {
     EXPECT_TRUE(out.status.ok()) << out.status.error_message();
     EXPECT_EQ(out.tokens.size(), 110u);
   }
