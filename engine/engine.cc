@@ -383,9 +383,9 @@ void Engine::Step() {
   step_events_.resize(std::max(step_events_.size(), batch_.size()));
   step_done_.assign(batch_.size(), false);
   // The log-softmax normalisers of the rows that pick a token, on the forward
-  // pass's threads: one exp per vocabulary entry a row is the step's largest
-  // cost after the pass (16 rows of GPT-2's 50,257: ~2.4 ms against a 9 ms
-  // pass). The same floats as Score forming them.
+  // pass's threads: one exp per vocabulary entry a row, ~55 µs for GPT-2's
+  // 50,257 (bench/sampler_bench.cc), so ~0.9 ms for 16 rows against a ~9.5 ms
+  // pass. The same floats as Score forming them.
   row_norms_.assign(batch_.size(), LogSoftmaxNorm{});
   if (forward.ok()) {
     decoder_->ParallelFor(

@@ -263,35 +263,26 @@ inline VecD ExpTerms(VecF8 d) {
 double SumExp(const float* x, int n, float shift) {
   // Lanes 0-7 and 8-15 of 16: element i goes to lane i mod 16.
   VecD low = {}, high = {};
-  int i = 0;
-  for (; i + kVec <= n; i += kVec) {
-    const Vec d = Load(x + i) - shift;
+  auto add = [&](Vec d) {
     VecF8 a, b;
     __builtin_memcpy(&a, &d, sizeof(a));
     __builtin_memcpy(&b, reinterpret_cast<const char*>(&d) + sizeof(a),
                      sizeof(b));
     low += ExpTerms(a);
     high += ExpTerms(b);
-  }
+  };
+  int i = 0;
+  for (; i + kVec <= n; i += kVec) add(Load(x + i) - shift);
   if (i < n) {
     // The tail in the lanes of its index, the rest exp(-inf) = 0.
     Vec tail = Vec{} - __builtin_inff();
     for (int j = i; j < n; ++j) tail[j - i] = x[j] - shift;
-    VecF8 a, b;
-    __builtin_memcpy(&a, &tail, sizeof(a));
-    __builtin_memcpy(&b, reinterpret_cast<const char*>(&tail) + sizeof(a),
-                     sizeof(b));
-    low += ExpTerms(a);
-    high += ExpTerms(b);
+    add(tail);
   }
   double acc[kVec];
   __builtin_memcpy(acc, &low, sizeof(low));
   __builtin_memcpy(acc + kVecD, &high, sizeof(high));
-  // Pairwise: (0+8, 1+9, ...), then (0+4, ...), ...: one fixed order.
-  for (int width = kVec / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
-  }
-  return acc[0];
+  return FoldLanes(acc);
 }
 
 int ArgMax(const float* x, int n) {
@@ -309,7 +300,7 @@ int ArgMax(const float* x, int n) {
     at = greater ? index : at;
   }
   float top = best[0];
-  int top_at = n > 0 && best[0] == -__builtin_inff() ? 0 : at[0];
+  int top_at = at[0];  // 0 while lane 0 saw nothing above -inf.
   for (int l = 1; l < kVec; ++l) {
     if (best[l] > top || (best[l] == top && at[l] < top_at)) {
       top = best[l];

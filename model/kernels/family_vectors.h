@@ -50,8 +50,9 @@ inline int Min(int a, int b) { return a < b ? a : b; }
 inline int Max(int a, int b) { return a > b ? a : b; }
 
 // Folds the lanes pairwise: (0+8, 1+9, ...), then (0+4, ...), ...: one fixed
-// order.
-inline float FoldLanes(float* acc) {
+// order (floats, or SumExp's doubles).
+template <typename T>
+inline T FoldLanes(T* acc) {
   for (int width = kLanes / 2; width > 0; width /= 2) {
     for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
   }

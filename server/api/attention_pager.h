@@ -59,7 +59,7 @@ class AttentionPager {
   int num_layers_ = 0, num_encoder_layers_ = 0, num_heads_ = 0;
   std::vector<int> sent_;  // Per collector: rows of each map sent.
   std::vector<textgen::v1::DebugAttentionResponse> messages_;
-  // Bytes the last message may take, over-estimated; 0: it is full, or taken.
+  // Bytes the open message holds so far, over-estimated (framing included).
   size_t used_ = 0;
   bool open_ = false;  // messages_.back() may take more.
 };

@@ -529,7 +529,6 @@ HttpResponse HttpServer::StreamAttention(const HttpRequest& request,
   // event is the whole reply), written to JSON on the
   // debugger's thread as the whole reply is; the first carries the tokens,
   // and so the prompt's length the later ones need.
-  auto prompt_tokens = std::make_shared<int>(-1);
   const pb::DebugAttentionRequest& debug = parsed.debug_attention;
   service_.RunDebugAttentionLater(
       debug,
@@ -538,15 +537,15 @@ HttpResponse HttpServer::StreamAttention(const HttpRequest& request,
                    ? absl::CancelledError("the client closed the connection")
                    : absl::OkStatus();
       },
-      [this, events, prompt_tokens,
-       debug](std::vector<pb::DebugAttentionResponse> messages) {
-        if (*prompt_tokens < 0) *prompt_tokens = messages[0].tokens_size();
+      [this, events, debug, prompt_tokens = -1](
+          std::vector<pb::DebugAttentionResponse> messages) mutable {
+        if (prompt_tokens < 0) prompt_tokens = messages[0].tokens_size();
         const pb::ModelInfo info = service_.DescribeServer();
         for (pb::DebugAttentionResponse& message : messages) {
           std::vector<pb::DebugAttentionResponse> one;
           one.push_back(std::move(message));
           events->Add(
-              AttentionJson(std::move(one), info, debug, *prompt_tokens));
+              AttentionJson(std::move(one), info, debug, prompt_tokens));
         }
       },
       [events](absl::Status status) { events->Close(status); });

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <memory>
-#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -483,8 +481,7 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
   std::string out = head.dump(-1, ' ', false, Json::error_handler_t::replace);
   out.pop_back();  // The closing brace: the maps follow.
 
-  // The maps, written as they are gathered (no tree of numbers): a map's
-  // pieces come one after another, so a map ends where the next begins.
+  // The maps, written map by map from their pieces (no tree of numbers).
   const int query_end =
       request.queries().end() == 0 ? n : request.queries().end();
   // Reserved: grown by doubling, the text would hold up to twice itself.
@@ -502,31 +499,6 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
   }
   out.reserve(estimate);
   out += ",\"maps\":[";
-  // The map being gathered: its first piece's fields, and its rows so far.
-  struct MapHead {
-    pb::AttentionKind kind;
-    int layer, head, first_query, first_key, query_step, key_step;
-  };
-  std::optional<MapHead> current;
-  std::unique_ptr<RowsJson> rows;
-  std::string rollout_json;
-  auto flush = [&] {
-    if (!current) return;
-    const MapHead& m = *current;
-    absl::StrAppend(&out, out.back() == '[' ? "" : ",", "{\"layer\":", m.layer,
-                    ",\"head\":", m.head);
-    if (encoder_decoder) {
-      absl::StrAppend(&out, ",\"kind\":\"", KindName(m.kind), "\"");
-    }
-    absl::StrAppend(&out, ",\"first_query\":", m.first_query,
-                    ",\"first_key\":", m.first_key);
-    if (m.query_step > 0) {
-      absl::StrAppend(&out, ",\"query_step\":", m.query_step,
-                      ",\"key_step\":", m.key_step);
-    }
-    rows->AppendTo(out);
-    out += '}';
-  };
   // Each map's pieces, maps in the order they first come: a pass streamed
   // in bands sends a map's rows in pieces among the other maps'.
   std::vector<std::vector<pb::AttentionMap*>> by_map;
@@ -540,28 +512,37 @@ std::string AttentionJson(std::vector<pb::DebugAttentionResponse> responses,
     }
   }
   for (const std::vector<pb::AttentionMap*>& pieces : by_map) {
+    // The map's fields are its first piece's.
     const pb::AttentionMap& first = *pieces.front();
-    current =
-        MapHead{first.kind(),        first.layer(),     first.head(),
-                first.first_query(), first.first_key(), first.query_step(),
-                first.key_step()};
+    absl::StrAppend(&out, out.back() == '[' ? "" : ",",
+                    "{\"layer\":", first.layer(), ",\"head\":", first.head());
+    if (encoder_decoder) {
+      absl::StrAppend(&out, ",\"kind\":\"", KindName(first.kind()), "\"");
+    }
+    absl::StrAppend(&out, ",\"first_query\":", first.first_query(),
+                    ",\"first_key\":", first.first_key());
+    if (first.query_step() > 0) {
+      absl::StrAppend(&out, ",\"query_step\":", first.query_step(),
+                      ",\"key_step\":", first.key_step());
+    }
     const bool causal = first.kind() == pb::ATTENTION_KIND_DECODER_SELF;
-    rows = std::make_unique<RowsJson>(encoding, causal,
-                                      std::max(1, first.query_step()),
-                                      causal ? query_end : n, first.first_key(),
-                                      std::max(1, first.key_step()));
+    RowsJson rows(encoding, causal, std::max(1, first.query_step()),
+                  causal ? query_end : n, first.first_key(),
+                  std::max(1, first.key_step()));
     for (pb::AttentionMap* piece : pieces) {
       if (piece->has_compact()) {
-        rows->AddPacked(piece->compact());
+        rows.AddPacked(piece->compact());
       } else {
-        rows->AddFloats(piece->weights(), piece->rows(), piece->first_query());
+        rows.AddFloats(piece->weights(), piece->rows(), piece->first_query());
       }
       // Written: the piece's weights go as the text grows, so that the two
       // are not held whole at once.
       pb::AttentionMap().Swap(piece);
     }
-    flush();
+    rows.AppendTo(out);
+    out += '}';
   }
+  std::string rollout_json;
   for (const pb::DebugAttentionResponse& response : responses) {
     if (response.has_rollout()) {
       RowsJson rollout(encoding, /*causal=*/true, 1, n, 0, 1);
