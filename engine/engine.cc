@@ -44,6 +44,9 @@ absl::Status EngineOptions::Validate() const {
         absl::StrCat("client_max_kv_fraction must be in (0, 1], got ",
                      client_max_kv_fraction));
   }
+  if (speculation.mode != SpeculativeMode::kOff) {
+    TEXTGEN_RETURN_IF_ERROR(speculation.Validate());
+  }
   if (default_max_new_tokens > max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "default_max_new_tokens (", default_max_new_tokens,
@@ -118,6 +121,10 @@ SchedulerOptions Engine::SchedulingOptions() const {
   scheduling.prefix_cache =
       options_.prefix_cache && !decoder_->config().is_encoder_decoder();
   scheduling.client_max_blocks = ClientMaxBlocks();
+  scheduling.speculative_max_batch =
+      options_.speculation.mode == SpeculativeMode::kOff
+          ? 0
+          : options_.speculation.max_batch;
   return scheduling;
 }
 
@@ -232,6 +239,10 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
         " requests waiting (--max_queue=", options_.max_queue, ")"));
   }
   if (!request.seed) request.seed = static_cast<uint64_t>(seed_source_());
+  const int speculative_tokens =
+      options_.speculation.mode == SpeculativeMode::kOff
+          ? 0
+          : options_.speculation.tokens;
   auto stream =
       std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
                                       [wakeup = wakeup_] { wakeup->Notify(); });
@@ -249,9 +260,9 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
       completion.echo_prompt = false;
       completion.prompt_logprobs = 0;
     }
-    inbox_.push_back(
-        std::make_unique<Sequence>(std::move(completion), i, decoder_->config(),
-                                   tokenizer_.get(), stream, arrival));
+    inbox_.push_back(std::make_unique<Sequence>(
+        std::move(completion), i, decoder_->config(), tokenizer_.get(), stream,
+        arrival, speculative_tokens));
   }
   stats_.queue_depth += request.n;
   wakeup_->Notify();
@@ -358,7 +369,27 @@ bool Engine::Reap(absl::Time now) {
   return freed;
 }
 
+void Engine::Propose() {
+  int64_t proposed = 0;
+  for (size_t b = 0; b < batch_.size(); ++b) {
+    const int limit = batch_.draft_limits[b];
+    if (limit == 0) continue;
+    Sequence& seq = *batch_.sequences[b];
+    const SpeculationOptions& spec = options_.speculation;
+    ProposeByLookup(seq.history(), limit, spec.ngram_min, spec.ngram_max,
+                    proposal_);
+    seq.SetDrafts(proposal_);
+    batch_.tokens[b] += seq.drafts();
+    proposed += seq.drafts();
+  }
+  if (proposed > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.spec_proposed_tokens += proposed;
+  }
+}
+
 void Engine::Step() {
+  Propose();
   chunks_.clear();
   bool capture = false;
   for (size_t b = 0; b < batch_.size(); ++b) {
@@ -379,24 +410,37 @@ void Engine::Step() {
 
   // Every sequence's events first; then the step's counters; then the
   // events go out, so that a consumer that has seen them sees the counters.
-  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0, accepted_tokens = 0;
   step_events_.resize(std::max(step_events_.size(), batch_.size()));
   step_done_.assign(batch_.size(), false);
-  // The log-softmax normalisers of the rows that pick a token, on the forward
-  // pass's threads: one exp per vocabulary entry a row, ~55 µs for GPT-2's
-  // 50,257 (bench/sampler_bench.cc), so ~0.9 ms for 16 rows against a ~9.5 ms
-  // pass. The same floats as Score forming them.
-  row_norms_.assign(batch_.size(), LogSoftmaxNorm{});
-  if (forward.ok()) {
-    decoder_->ParallelFor(
-        static_cast<int>(batch_.size()), [&](int begin, int end) {
-          for (int b = begin; b < end; ++b) {
-            const Sequence& seq = *batch_.sequences[b];
-            if (!seq.PicksToken(batch_.tokens[b])) continue;
-            row_norms_[b] = LogSoftmaxNormOf(seq.PickingRow(StepLogits(b)));
-          }
-        });
+  // The log-softmax normalisers of the rows that may pick a token, on the
+  // forward pass's threads: one exp per vocabulary entry a row, ~55 µs for
+  // GPT-2's 50,257 (bench/sampler_bench.cc), so ~0.9 ms for 16 rows against
+  // a ~9.5 ms pass. The same floats as Score forming them. A verification
+  // step's rows after a rejected proposal are formed for nothing; they are
+  // few and on otherwise idle threads.
+  norm_rows_.clear();
+  norm_first_.assign(batch_.size(), 0);
+  for (size_t b = 0; b < batch_.size(); ++b) {
+    const Sequence& seq = *batch_.sequences[b];
+    norm_first_[b] = static_cast<int>(norm_rows_.size());
+    if (!forward.ok() || !seq.PicksToken(batch_.tokens[b])) continue;
+    for (int i = 0; i <= seq.drafts(); ++i) {
+      norm_rows_.emplace_back(static_cast<int>(b), i);
+    }
   }
+  row_norms_.assign(norm_rows_.size(), LogSoftmaxNorm{});
+  decoder_->ParallelFor(static_cast<int>(norm_rows_.size()), [&](int begin,
+                                                                 int end) {
+    const int vocab = decoder_->config().vocab_size;
+    for (int r = begin; r < end; ++r) {
+      const auto [b, i] = norm_rows_[r];
+      const absl::Span<const float> rows =
+          batch_.sequences[b]->PickingRows(StepLogits(b));
+      row_norms_[r] =
+          LogSoftmaxNormOf(rows.subspan(static_cast<size_t>(i) * vocab, vocab));
+    }
+  });
   for (size_t b = 0; b < batch_.size(); ++b) {
     Sequence& seq = *batch_.sequences[b];
     std::vector<StreamEvent>& events = step_events_[b];
@@ -415,15 +459,25 @@ void Engine::Step() {
     if (seq.prefilling()) prompt_tokens += n;
     const int generated_before = seq.generated();
     const bool was_prefilling = seq.prefilling();
+    const bool verified = seq.drafts() > 0;
+    const int norms_end = b + 1 < batch_.size()
+                              ? norm_first_[b + 1]
+                              : static_cast<int>(row_norms_.size());
     step_done_[b] =
         seq.Advance(n, StepLogits(b), capture ? &result_.attention[b] : nullptr,
                     capture && !result_.cross_attention.empty()
                         ? &result_.cross_attention[b]
                         : nullptr,
-                    step_, now, seq.PicksToken(n) ? &row_norms_[b] : nullptr,
+                    step_, now,
+                    absl::MakeConstSpan(row_norms_)
+                        .subspan(norm_first_[b], norms_end - norm_first_[b]),
                     logprobs_, events);
     generated_tokens += seq.generated() - generated_before;
     if (was_prefilling) scheduler_.PromptFed(seq);
+    if (verified) {
+      accepted_tokens += seq.accepted();
+      if (!step_done_[b]) scheduler_.Rewind(seq);
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -431,6 +485,7 @@ void Engine::Step() {
     stats_.last_batch_size = static_cast<int>(batch_.size());
     stats_.prompt_tokens += prompt_tokens;
     stats_.generated_tokens += generated_tokens;
+    stats_.spec_accepted_tokens += accepted_tokens;
   }
   for (size_t b = 0; b < batch_.size(); ++b) {
     Sequence* seq = batch_.sequences[b];

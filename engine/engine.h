@@ -50,6 +50,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/speculation.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/text/tokenizer.h"
@@ -102,6 +103,9 @@ struct EngineOptions {
   // without holding up other clients' (engine/scheduler.h, "Fairness"); one
   // that alone needs more is refused by Submit.
   double client_max_kv_fraction = 0.5;
+  // Speculative decoding (engine/speculation.h): off by default. kDraft
+  // needs a draft model (Engine::Create's `draft`).
+  SpeculationOptions speculation;
 
   // INVALID_ARGUMENT naming the first option out of range.
   absl::Status Validate() const;
@@ -199,6 +203,9 @@ class Engine {
   // Ends the running sequences the scheduler reaps; true if there were any
   // (their slots are free for the requests waiting).
   bool Reap(absl::Time now);
+  // Sets the proposals of the sequences batch_ allows some
+  // (ScheduledBatch::draft_limits) and adds them to their tokens.
+  void Propose();
   // Runs batch_ (one Decoder::Forward), hands each sequence its logits, and
   // sends the events; ends the sequences that finished.
   void Step();
@@ -261,7 +268,12 @@ class Engine {
   std::vector<SequenceChunk> chunks_;  // batch_ as the decoder takes it.
   ForwardResult result_;
   std::vector<float> logprobs_;
-  std::vector<LogSoftmaxNorm> row_norms_;  // Per batch entry, this step.
+  // This step's rows that may pick a token, as (batch entry, row of its
+  // PickingRows), and their normalisers; entry b's start at norm_first_[b].
+  std::vector<std::pair<int, int>> norm_rows_;
+  std::vector<LogSoftmaxNorm> row_norms_;
+  std::vector<int> norm_first_;
+  std::vector<int> proposal_;  // Propose's scratch.
   std::vector<StreamEvent> events_;
   // Per batch entry: the step's events, and whether the sequence ended.
   std::vector<std::vector<StreamEvent>> step_events_;

@@ -44,6 +44,11 @@ struct EngineStats {
   // ratio.
   int64_t prefix_cache_lookup_tokens = 0;
   int64_t prefix_cache_hit_tokens = 0;
+  // Speculative decoding (engine/speculation.h): tokens proposed and
+  // verified, and those of them accepted (sampled as proposed): accepted /
+  // proposed is the acceptance rate.
+  int64_t spec_proposed_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
 };
 
 }  // namespace textgen

@@ -138,6 +138,10 @@ absl::Status ValidateRequest(const GenerationRequest& r,
   }
   TEXTGEN_RETURN_IF_ERROR(CheckIndices(r.stop_token_ids, limits.vocab_size,
                                        "stop_token_ids", "vocabulary"));
+  if (r.speculative_tokens && *r.speculative_tokens < 0) {
+    return invalid("speculative_tokens must be >= 0 (0 = off), got ",
+                   *r.speculative_tokens);
+  }
   if (r.attention_tap) {
     const AttentionTap& tap = *r.attention_tap;
     TEXTGEN_RETURN_IF_ERROR(CheckIndices(tap.layers, limits.n_layers,

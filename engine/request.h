@@ -99,6 +99,11 @@ struct GenerationRequest {
   int n = 1;
   // When set, every generated token carries its attention rows.
   std::optional<AttentionTap> attention_tap;
+  // Speculative decoding (engine/speculation.h): tokens proposed per step at
+  // most, 0 = off for this request; unset = the engine's
+  // (EngineOptions::speculation.tokens), which also caps a larger value.
+  // The output is the same either way; only its speed differs.
+  std::optional<int> speculative_tokens;
   // Past it the request finishes with DEADLINE_EXCEEDED and frees its slot.
   absl::Time deadline = absl::InfiniteFuture();
 

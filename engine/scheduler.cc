@@ -190,7 +190,33 @@ bool Scheduler::Schedule(absl::Time now, ScheduledBatch& batch) {
     batch.sequences.push_back(seq.get());
     batch.tokens.push_back(n);
   }
+  LimitDrafts(batch);
   return !batch.empty();
+}
+
+void Scheduler::LimitDrafts(ScheduledBatch& batch) const {
+  batch.draft_limits.assign(batch.size(), 0);
+  const int decoding = static_cast<int>(
+      std::count_if(batch.sequences.begin(), batch.sequences.end(),
+                    [](const Sequence* seq) { return !seq->prefilling(); }));
+  if (decoding == 0 || decoding > options_.speculative_max_batch) return;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    Sequence& seq = *batch.sequences[b];
+    if (seq.prefilling()) continue;
+    const int budget = seq.DraftBudget();
+    if (budget == 0) continue;
+    const std::shared_ptr<RequestStream> stream = seq.stream().lock();
+    if (stream == nullptr) continue;
+    // One event per token the step may emit: its own and each proposal's.
+    batch.draft_limits[b] = std::max(
+        0, static_cast<int>(stream->Room(static_cast<size_t>(budget) + 1)) - 1);
+  }
+}
+
+void Scheduler::Rewind(const Sequence& seq) {
+  if (cache_.length(seq.slot()) > seq.fed_positions()) {
+    cache_.Rewind(seq.slot(), seq.fed_positions());
+  }
 }
 
 void Scheduler::PromptFed(const Sequence& seq) {

@@ -21,7 +21,10 @@
 //             a budget of prompt tokens, first come first served, so a long
 //             prompt is spread over several steps while running streams keep
 //             decoding. A sequence whose stream's buffer is full waits for
-//             its reader (backpressure) and is left out.
+//             its reader (backpressure) and is left out. With speculative
+//             decoding, while few sequences decode, each may also have
+//             tokens proposed (engine/speculation.h): the batch says how
+//             many at most, the engine's proposer fills them in.
 //
 // Fairness. Admission is first come, first served, with one exception: a
 // client's share of the pool. With options.client_max_blocks set, the blocks
@@ -81,6 +84,9 @@ struct SchedulerOptions {
   // Blocks one client's running sequences may hold at once (see "Fairness"
   // above); 0 = no limit.
   int client_max_blocks = 0;
+  // Speculative decoding: proposals are allowed while at most this many
+  // sequences decode in a step (SpeculationOptions::max_batch); 0: never.
+  int speculative_max_batch = 0;
 };
 
 // One step's work: which running sequences take part, and how many tokens
@@ -88,6 +94,10 @@ struct SchedulerOptions {
 struct ScheduledBatch {
   std::vector<Sequence*> sequences;
   std::vector<int> tokens;
+  // Per sequence: how many tokens may be proposed for it to verify this step
+  // (0 while prefilling, or without speculation). The engine's proposer
+  // sets the proposals and adds them to `tokens`.
+  std::vector<int> draft_limits;
 
   size_t size() const { return sequences.size(); }
   bool empty() const { return sequences.empty(); }
@@ -142,6 +152,10 @@ class Scheduler {
   // its prompt's full blocks become shareable at once.
   void PromptFed(const Sequence& seq);
 
+  // After a step verified proposals of running sequence `seq`: forgets the
+  // KV positions of those it rejected (Sequence::fed_positions).
+  void Rewind(const Sequence& seq);
+
   // Takes running sequence `seq` out, frees its slot and gives its blocks
   // back (published ones stay cached), and returns it. `seq` must be
   // running.
@@ -180,6 +194,11 @@ class Scheduler {
   // full buffer, marks it waiting for its reader since `now`).
   static int TokensFor(Sequence& seq, RequestStream& stream, int budget,
                        absl::Time now);
+  // Fills batch.draft_limits: while at most speculative_max_batch of the
+  // batch's sequences decode, each decoding one may have as many proposals
+  // as it allows (Sequence::DraftBudget) and its stream's buffer has room
+  // for.
+  void LimitDrafts(ScheduledBatch& batch) const;
 
   const SchedulerOptions options_;
   KvCache& cache_;

@@ -20,17 +20,28 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
   return all;
 }
 
+// Proposals per step for `request` with the engine allowing `engine_max`:
+// the request may ask for fewer. A constraint's mask and an attention tap
+// are made token by token, so their requests decode one token a step.
+int MaxDrafts(const GenerationRequest& request, int engine_max) {
+  if (request.constraint != nullptr || request.attention_tap) return 0;
+  return std::min(engine_max, request.speculative_tokens.value_or(engine_max));
+}
+
 }  // namespace
 
 Sequence::Sequence(GenerationRequest request, int completion_index,
                    const ModelConfig& config, const Tokenizer* tokenizer,
-                   std::weak_ptr<RequestStream> stream, absl::Time arrival)
+                   std::weak_ptr<RequestStream> stream, absl::Time arrival,
+                   int speculative_tokens)
     : request_(std::move(request)),
       completion_index_(completion_index),
       context_length_(config.context_length),
       vocab_size_(config.vocab_size),
       tokenizer_(tokenizer),
       stream_(std::move(stream)),
+      max_drafts_(MaxDrafts(request_, speculative_tokens)),
+      draft_length_(max_drafts_),
       history_(request_.prompt),
       sampler_(request_.sampling, *request_.seed),
       stop_(request_.stop),
@@ -62,7 +73,28 @@ absl::Span<const int> Sequence::NextChunk(int n) const {
   if (prefilling()) {
     return absl::MakeConstSpan(request_.prompt).subspan(prompt_done_, n);
   }
+  if (!feed_.empty()) return feed_;
   return absl::Span<const int>(&last_token_, 1);
+}
+
+int Sequence::DraftBudget() {
+  if (max_drafts_ == 0 || prefilling()) return 0;
+  // Every proposal accepted still leaves the step's own token to sample:
+  // room for k + 1 new tokens, in max_new_tokens and in the context (whose
+  // last position is never fed).
+  const int room =
+      std::min(request_.max_new_tokens - generated_,
+               context_length_ - static_cast<int>(history_.size())) -
+      1;
+  if (room <= 0) return 0;
+  return std::min(draft_length_.Next(), room);
+}
+
+void Sequence::SetDrafts(absl::Span<const int> drafts) {
+  feed_.clear();
+  if (drafts.empty()) return;
+  feed_.push_back(last_token_);
+  feed_.insert(feed_.end(), drafts.begin(), drafts.end());
 }
 
 std::string Sequence::TokenText(int id, int previous) const {
@@ -130,7 +162,7 @@ void Sequence::EchoPrompt(int n, absl::Span<const float> logits, int64_t step,
 bool Sequence::Advance(int n, absl::Span<const float> logits,
                        const AttentionMaps* attention,
                        const AttentionMaps* cross_attention, int64_t step,
-                       absl::Time now, const LogSoftmaxNorm* next_norm,
+                       absl::Time now, absl::Span<const LogSoftmaxNorm> norms,
                        std::vector<float>& logprobs,
                        std::vector<StreamEvent>& out) {
   if (prefilling()) {
@@ -143,8 +175,37 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
       return true;
     }
   }
-  logits = PickingRow(logits);
+  // Row i picks the token after feed i: the last sampled token, then each
+  // accepted proposal in turn. Sampling stops at the first token that is not
+  // the proposal (the rows after it saw a token the sequence does not have).
+  const int proposed = drafts();
+  logits = PickingRows(logits);
+  accepted_ = 0;
+  bool done = false;
+  for (int i = 0; i <= proposed; ++i) {
+    const absl::Span<const float> row =
+        logits.subspan(static_cast<size_t>(i) * vocab_size_, vocab_size_);
+    const LogSoftmaxNorm* norm =
+        norms.empty() ? nullptr : &norms[static_cast<size_t>(i)];
+    done = EmitToken(row, attention, cross_attention, step, now, norm, logprobs,
+                     out);
+    const bool matched = i < proposed && last_token_ == feed_[i + 1];
+    if (matched) ++accepted_;
+    if (done || !matched) break;
+  }
+  if (proposed > 0) {
+    draft_length_.Record(proposed, accepted_);
+    feed_.clear();
+  }
+  return done;
+}
 
+bool Sequence::EmitToken(absl::Span<const float> logits,
+                         const AttentionMaps* attention,
+                         const AttentionMaps* cross_attention, int64_t step,
+                         absl::Time now, const LogSoftmaxNorm* norm,
+                         std::vector<float>& logprobs,
+                         std::vector<StreamEvent>& out) {
   // The next token, and what the model thought of it and its rivals. A
   // constraint's mask comes first; the logprobs stay the model's own.
   if (request_.constraint != nullptr) {
@@ -171,7 +232,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   e.position = static_cast<int>(history_.size()) - 1;
   e.step = step;
   e.completion_index = completion_index_;
-  Score(logits, id, previous, request_.top_logprobs, logprobs, e, next_norm);
+  Score(logits, id, previous, request_.top_logprobs, logprobs, e, norm);
   if (request_.attention_tap) {
     if (attention != nullptr) TapRows(*attention, e);
     if (cross_attention != nullptr) TapRows(*cross_attention, e);

@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
+#include "engine/speculation.h"
 #include "engine/stop_matcher.h"
 #include "model/constraint/token_matcher.h"
 #include "model/decoder.h"
@@ -35,10 +36,12 @@ class Sequence {
   // `request` has been validated and its seed and max_new_tokens resolved
   // (Engine::Submit: a seed set, no "default" left); for completion i of n
   // it carries that completion's seed. `tokenizer` may be null (ids only, no
-  // text) and must outlive the sequence.
+  // text) and must outlive the sequence. `speculative_tokens`: the engine's
+  // most proposed tokens per step (0: speculation off).
   Sequence(GenerationRequest request, int completion_index,
            const ModelConfig& config, const Tokenizer* tokenizer,
-           std::weak_ptr<RequestStream> stream, absl::Time arrival);
+           std::weak_ptr<RequestStream> stream, absl::Time arrival,
+           int speculative_tokens = 0);
 
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;
@@ -82,32 +85,57 @@ class Sequence {
     return request_.echo_prompt || request_.prompt_logprobs > 0;
   }
   // While scoring its prompt (prompt_logprobs), the sequence needs logits for
-  // every token of its chunk, not only the last.
+  // every token of its chunk, not only the last; likewise while verifying
+  // proposed tokens (each row checks one).
   bool wants_all_logits() const {
-    return prefilling() && request_.prompt_logprobs > 0;
+    return prefilling() ? request_.prompt_logprobs > 0 : drafts() > 0;
   }
 
   // The tokens to feed next: the next `n` prompt tokens while prefilling
-  // (n ≤ prompt_remaining()), else the last sampled token. Valid until the
-  // next call to Advance().
+  // (n ≤ prompt_remaining()), else the last sampled token followed by the
+  // proposed ones (n = 1 + drafts()). Valid until the next call to Advance().
   absl::Span<const int> NextChunk(int n) const;
+
+  // Speculative decoding (engine/speculation.h). Prompt and generated tokens
+  // so far: what proposers read.
+  absl::Span<const int> history() const { return history_; }
+  // How many tokens the sequence may have proposed for its next step: 0
+  // while prefilling, with speculation off for it (the engine's setting, the
+  // request's, a constraint or an attention tap), or while its adaptive rule
+  // pauses it; never more than it may still generate less one, or than the
+  // context has room for. Counts a step of the adaptive rule: call it once
+  // per step the sequence decodes in.
+  int DraftBudget();
+  // Sets the proposals the next step verifies (at most DraftBudget()).
+  void SetDrafts(absl::Span<const int> drafts);
+  int drafts() const {
+    return feed_.empty() ? 0 : static_cast<int>(feed_.size()) - 1;
+  }
+  // Proposals the last Advance accepted (sampled as proposed).
+  int accepted() const { return accepted_; }
+  // Positions of the KV slot that hold this sequence's tokens: all but the
+  // last sampled one. After a verification step the slot holds more (the
+  // rejected proposals'); the engine rewinds it to this.
+  int fed_positions() const { return static_cast<int>(history_.size()) - 1; }
 
   // Called after the model has taken the chunk from NextChunk(n). `logits`
   // holds the chunk's rows of logits, vocab_size floats each: all n rows if
-  // wants_all_logits() was true for the chunk (they score the prompt), else
-  // only the last. The last row picks the next token once the prompt is
-  // complete. `attention` holds the chunk's maps if they were captured.
-  // Appends the step's events to `out`: echoed prompt tokens, the new token,
-  // and a FinishEvent if the request ended. Returns true if it ended (the
-  // engine then frees the slot). `logprobs` is scratch the engine lends.
-  // `cross_attention`: an encoder–decoder model's cross maps of the chunk,
-  // likewise. `next_norm`, if not null, is LogSoftmaxNormOf(PickingRow(
-  // logits)) where PicksToken(n), formed ahead by the caller (the same floats
-  // as forming it here).
+  // wants_all_logits() was true for the chunk (they score the prompt, or
+  // check the proposals), else only the last. PickingRows(n, logits) pick
+  // the next tokens once the prompt is complete: the last row, or with
+  // proposals row i after proposal i was accepted. `attention` holds the
+  // chunk's maps if they were captured.
+  // Appends the step's events to `out`: echoed prompt tokens, the new
+  // tokens, and a FinishEvent if the request ended. Returns true if it ended
+  // (the engine then frees the slot). `logprobs` is scratch the engine
+  // lends. `cross_attention`: an encoder–decoder model's cross maps of the
+  // chunk, likewise. `norms`: LogSoftmaxNormOf of each of PickingRows,
+  // formed ahead by the caller (the same floats as forming them here), or
+  // empty.
   bool Advance(int n, absl::Span<const float> logits,
                const AttentionMaps* attention,
                const AttentionMaps* cross_attention, int64_t step,
-               absl::Time now, const LogSoftmaxNorm* next_norm,
+               absl::Time now, absl::Span<const LogSoftmaxNorm> norms,
                std::vector<float>& logprobs, std::vector<StreamEvent>& out);
 
   // Whether Advance(n, ...) picks a token: the prompt is complete after the
@@ -115,9 +143,11 @@ class Sequence {
   bool PicksToken(int n) const {
     return !prefilling() || n >= prompt_remaining();
   }
-  // The row of Advance's `logits` that picks the next token: the last.
-  absl::Span<const float> PickingRow(absl::Span<const float> logits) const {
-    return logits.last(vocab_size_);
+  // The rows of Advance's `logits` that may pick tokens, vocab_size floats
+  // each: the last; or, while verifying proposals, every row. Precondition:
+  // PicksToken(n).
+  absl::Span<const float> PickingRows(absl::Span<const float> logits) const {
+    return logits.last(static_cast<size_t>(vocab_size_) * (drafts() + 1));
   }
 
   // Ends the request early with `status` (CANCELLED, DEADLINE_EXCEEDED,
@@ -149,6 +179,13 @@ class Sequence {
   // Appends to e.attention the tapped rows of the chunk's last query in
   // `maps`.
   void TapRows(const AttentionMaps& maps, TokenEvent& e) const;
+  // Samples, scores and emits the next token from `logits` (one row; `norm`
+  // its LogSoftmaxNormOf, or null), appending its event and, if it ends the
+  // request, the FinishEvent. Returns true if it ended.
+  bool EmitToken(absl::Span<const float> logits, const AttentionMaps* attention,
+                 const AttentionMaps* cross_attention, int64_t step,
+                 absl::Time now, const LogSoftmaxNorm* norm,
+                 std::vector<float>& logprobs, std::vector<StreamEvent>& out);
   // The text of `id` following `previous`, for top alternatives; "" without a
   // tokenizer or for ids past its vocabulary (a padded embedding table).
   std::string TokenText(int id, int previous) const;
@@ -176,6 +213,13 @@ class Sequence {
   int generated_ = 0;
   absl::Time waiting_since_ = absl::InfiniteFuture();
   int last_token_ = -1;  // Sampled, not yet fed to the model.
+  // While decoding: last_token_ and the proposals the step verifies (empty
+  // without proposals).
+  std::vector<int> feed_;
+  // Most proposals per step for this request; 0: no speculation.
+  const int max_drafts_;
+  DraftLength draft_length_;
+  int accepted_ = 0;
   // With prompt_logprobs: the score of the next chunk's first prompt token,
   // which the previous chunk's last row predicted.
   std::optional<TokenEvent> next_prompt_score_;

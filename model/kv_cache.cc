@@ -107,6 +107,13 @@ void KvCache::SetSource(int slot, int length) {
   s.cross_values.assign(n_layers_, Activations(length, cross_width_));
 }
 
+void KvCache::Rewind(int slot, int length) {
+  Slot& s = slots_[slot];
+  assert(length >= 0 && length <= s.length);
+  assert(length == s.length || Writable(slot, length));
+  s.length = length;
+}
+
 void KvCache::Truncate(int slot, int length) {
   Slot& s = slots_[slot];
   assert(length >= 0 && length <= s.length);

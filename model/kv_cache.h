@@ -134,6 +134,12 @@ class KvCache {
   // private copy (if the pool has a block for it; else the decoder refuses
   // the write).
   void Truncate(int slot, int length);
+  // Forgets positions `length` .. length(slot) - 1 of `slot` but keeps its
+  // blocks: speculative decoding's rejected proposals, whose blocks were
+  // reserved for the sequence and which the next forward pass overwrites.
+  // Precondition: length ≤ length(slot), and the forgotten positions are
+  // Writable (this slot's own, never published).
+  void Rewind(int slot, int length);
 
   // On an empty `slot`: attaches the cached blocks that hold the longest run
   // of whole blocks of `prompt` from its start, stopping short of the last

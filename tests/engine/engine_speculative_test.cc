@@ -1,0 +1,354 @@
+// Speculative decoding (engine/speculation.h) changes how fast tokens come,
+// never which: every test here runs the same requests with speculation off
+// and on and asserts the streams are identical — token ids, logprobs and top
+// log-probabilities as float bits, text, prompt scores, finish reasons and
+// usage — while the engine's counters show that proposals were made,
+// accepted and rejected (else the test would prove nothing).
+//
+// The models are the random-weight golden checkpoints (tests/golden/). Their
+// prompts repeat a random run of tokens, so prompt lookup finds proposals,
+// and greedy decoding of a random model falls into loops that it catches;
+// sampled requests mostly reject what it proposes. Both paths are taken.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/speculation.h"
+#include "tests/testing/engine_reference.h"
+#include "tests/testing/engine_streams.h"
+#include "tests/testing/piece_tokenizer.h"
+
+namespace textgen {
+namespace {
+
+using testing::CollectCompletions;
+using testing::Output;
+using testing::PieceTokenizer;
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// One letter per token, cycling through a small alphabet, so that stop
+// strings taken from an output are likely to recur.
+std::shared_ptr<const Tokenizer> Letters(int vocab) {
+  std::vector<std::string> pieces;
+  for (int id = 0; id < vocab; ++id) {
+    pieces.push_back(std::string(1, static_cast<char>('a' + id % 7)));
+  }
+  return std::make_shared<PieceTokenizer>(std::move(pieces));
+}
+
+// `run` random tokens, then the same tokens again, and `tail` more of them:
+// text that quotes itself.
+std::vector<int> RepeatingPrompt(int run, int tail, int vocab, unsigned seed) {
+  std::vector<int> prompt = testing::Prompt(run, vocab, seed);
+  for (int i = 0; i < run + tail; ++i) prompt.push_back(prompt[i % run]);
+  return prompt;
+}
+
+GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
+                          float temperature, uint64_t seed) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_new_tokens = max_new_tokens;
+  r.sampling.temperature = temperature;
+  r.seed = seed;
+  return r;
+}
+
+// Sixteen unrelated requests: greedy and seeded sampling at several
+// temperatures, top-k, top-p, a repetition penalty, n = 3, prompt scores,
+// echo, top log-probabilities, short and context-filling lengths, a request
+// that lowers k and one that turns speculation off.
+std::vector<GenerationRequest> Workload(const ModelConfig& config) {
+  const int vocab = config.vocab_size;
+  std::vector<GenerationRequest> w;
+  w.push_back(Request(RepeatingPrompt(9, 4, vocab, 1), 48, 0, 0));
+  w.back().top_logprobs = 3;
+  w.push_back(Request(RepeatingPrompt(6, 2, vocab, 2), 40, 0.7f, 11));
+  w.push_back(Request(RepeatingPrompt(12, 0, vocab, 3), 40, 1.0f, 12));
+  w.back().sampling.top_k = 5;
+  w.push_back(Request(RepeatingPrompt(5, 3, vocab, 4), 40, 1.5f, 13));
+  w.back().sampling.top_p = 0.9f;
+  w.push_back(Request(RepeatingPrompt(8, 1, vocab, 5), 40, 0, 0));
+  w.back().sampling.repetition_penalty = 1.3f;
+  w.push_back(Request(RepeatingPrompt(7, 5, vocab, 6), 30, 0.8f, 14));
+  w.back().n = 3;
+  w.push_back(Request(RepeatingPrompt(10, 2, vocab, 7), 36, 0, 0));
+  w.back().prompt_logprobs = 2;
+  w.push_back(Request(RepeatingPrompt(4, 4, vocab, 8), 36, 0, 0));
+  w.back().echo_prompt = true;
+  w.back().top_logprobs = 2;
+  w.push_back(Request(RepeatingPrompt(6, 0, vocab, 9), 1, 0, 0));
+  w.push_back(Request(RepeatingPrompt(6, 1, vocab, 10), 2, 0, 0));
+  // Fills the context: ends with kContextFull, the last proposals cut by it.
+  const int long_prompt = config.context_length - 30;
+  w.push_back(Request(
+      RepeatingPrompt(long_prompt / 2, long_prompt % 2, vocab, 11), 100, 0, 0));
+  w.push_back(Request(RepeatingPrompt(9, 3, vocab, 12), 40, 0, 0));
+  w.back().speculative_tokens = 2;
+  w.push_back(Request(RepeatingPrompt(9, 3, vocab, 13), 40, 0, 0));
+  w.back().speculative_tokens = 0;
+  w.push_back(Request(RepeatingPrompt(3, 7, vocab, 14), 40, 0.3f, 15));
+  w.push_back(Request(testing::Prompt(11, vocab, 15), 40, 0, 0));
+  w.push_back(Request(RepeatingPrompt(5, 5, vocab, 16), 40, 2.0f, 16));
+  return w;
+}
+
+struct Runs {
+  std::vector<std::vector<Output>> outputs;  // Per request, per completion.
+  EngineStats stats;
+};
+
+// Runs `requests` on golden model `model`: all submitted at once (a mixed
+// batch), or one after another.
+Runs RunRequests(const std::string& model, const EngineOptions& options,
+                 const std::vector<GenerationRequest>& requests,
+                 bool together) {
+  Runs run;
+  std::unique_ptr<Engine> engine = testing::MakeEngine(
+      options,
+      Letters(
+          testing::LoadDecoder(testing::GoldenDir(model))->config().vocab_size),
+      model);
+  if (engine == nullptr) return run;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const GenerationRequest& r : requests) {
+    absl::StatusOr<std::shared_ptr<RequestStream>> stream = engine->Submit(r);
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    if (!stream.ok()) return run;
+    if (together) {
+      streams.push_back(*stream);
+    } else {
+      run.outputs.push_back(CollectCompletions(**stream, r.n));
+    }
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    run.outputs.push_back(CollectCompletions(*streams[i], requests[i].n));
+  }
+  run.stats = engine->stats();
+  return run;
+}
+
+void ExpectSameEvents(const std::vector<TokenEvent>& want,
+                      const std::vector<TokenEvent>& got,
+                      const std::string& where) {
+  ASSERT_EQ(want.size(), got.size()) << where;
+  for (size_t t = 0; t < want.size(); ++t) {
+    const TokenEvent& a = want[t];
+    const TokenEvent& b = got[t];
+    const std::string at = absl::StrCat(where, " token ", t);
+    ASSERT_EQ(a.id, b.id) << at;
+    EXPECT_EQ(Bits(a.logprob), Bits(b.logprob)) << at;
+    EXPECT_EQ(a.text, b.text) << at;
+    EXPECT_EQ(a.position, b.position) << at;
+    ASSERT_EQ(a.top_logprobs.size(), b.top_logprobs.size()) << at;
+    for (size_t k = 0; k < a.top_logprobs.size(); ++k) {
+      EXPECT_EQ(a.top_logprobs[k].id, b.top_logprobs[k].id) << at;
+      EXPECT_EQ(Bits(a.top_logprobs[k].logprob),
+                Bits(b.top_logprobs[k].logprob))
+          << at;
+    }
+  }
+}
+
+void ExpectSameRun(const Runs& want, const Runs& got,
+                   const std::string& label) {
+  ASSERT_EQ(want.outputs.size(), got.outputs.size()) << label;
+  for (size_t r = 0; r < want.outputs.size(); ++r) {
+    ASSERT_EQ(want.outputs[r].size(), got.outputs[r].size());
+    for (size_t c = 0; c < want.outputs[r].size(); ++c) {
+      const std::string where =
+          absl::StrCat(label, ": request ", r, " completion ", c);
+      const Output& a = want.outputs[r][c];
+      const Output& b = got.outputs[r][c];
+      ExpectSameEvents(a.prompt, b.prompt, where + " (prompt)");
+      ExpectSameEvents(a.generated, b.generated, where);
+      ASSERT_TRUE(a.finish && b.finish) << where;
+      EXPECT_EQ(a.finish->status, b.finish->status) << where;
+      EXPECT_EQ(a.finish->reason, b.finish->reason) << where;
+      EXPECT_EQ(a.finish->usage.generated_tokens,
+                b.finish->usage.generated_tokens)
+          << where;
+      EXPECT_EQ(a.finish->seed, b.finish->seed) << where;
+    }
+  }
+}
+
+EngineOptions Options(SpeculativeMode mode, int k = 5, int max_batch = 16) {
+  EngineOptions options;
+  options.num_slots = 16;
+  options.max_queue = 64;
+  options.prefill_chunk_tokens = 32;
+  options.speculation.mode = mode;
+  options.speculation.tokens = k;
+  options.speculation.max_batch = max_batch;
+  return options;
+}
+
+class SpeculativeIdentityTest : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(GoldenConfigs, SpeculativeIdentityTest,
+                         ::testing::Values("gpt2_learned", "llama_gqa",
+                                           "qwen3_qk_norm",
+                                           "mistral_no_window"));
+
+TEST_P(SpeculativeIdentityTest, PromptLookupChangesNothingButTheSteps) {
+  const std::string model = GetParam();
+  const ModelConfig config =
+      testing::LoadDecoder(testing::GoldenDir(model))->config();
+  std::vector<GenerationRequest> requests = Workload(config);
+
+  // Alone, one by one, without speculation: the reference.
+  const Runs plain =
+      RunRequests(model, Options(SpeculativeMode::kOff), requests, false);
+  ASSERT_EQ(plain.outputs.size(), requests.size());
+  // A stop string taken from the reference's own text (its 9th..11th
+  // generated characters), so that it is certain to be met.
+  GenerationRequest stopped = requests[0];
+  stopped.stop = {plain.outputs[0][0].text().substr(8, 3)};
+  requests.push_back(stopped);
+  const Runs plain_all =
+      RunRequests(model, Options(SpeculativeMode::kOff), requests, false);
+  EXPECT_EQ(plain_all.outputs.back()[0].finish->reason, FinishReason::kStop);
+
+  // Alone with prompt lookup, and all together (mixed batches of up to 16,
+  // everything speculating), at k = 5 and k = 2.
+  for (bool together : {false, true}) {
+    for (int k : {5, 2}) {
+      const std::string label =
+          absl::StrCat(model, together ? " together" : " alone", " k=", k);
+      const Runs spec = RunRequests(model, Options(SpeculativeMode::kNgram, k),
+                                    requests, together);
+      ExpectSameRun(plain_all, spec, label);
+      RecordProperty(absl::StrCat("accepted ", label),
+                     absl::StrCat(spec.stats.spec_accepted_tokens, " of ",
+                                  spec.stats.spec_proposed_tokens,
+                                  " proposed, ", spec.stats.steps,
+                                  " steps against ", plain_all.stats.steps));
+      EXPECT_GT(spec.stats.spec_accepted_tokens, 0) << label;
+      EXPECT_GT(spec.stats.spec_proposed_tokens,
+                spec.stats.spec_accepted_tokens)
+          << label;
+      // Accepted proposals are tokens that took no step of their own.
+      if (!together) {
+        EXPECT_LT(spec.stats.steps, plain_all.stats.steps) << label;
+      }
+    }
+  }
+}
+
+TEST(SpeculativeTest, ABatchLargerThanMaxBatchDoesNotSpeculate) {
+  const std::string model = "gpt2_learned";
+  const ModelConfig config =
+      testing::LoadDecoder(testing::GoldenDir(model))->config();
+  const std::vector<GenerationRequest> requests = Workload(config);
+  const Runs plain =
+      RunRequests(model, Options(SpeculativeMode::kOff), requests, true);
+  // 16 requests at once, proposals only while at most 2 decode: none until
+  // the batch has thinned out at the end.
+  const Runs spec = RunRequests(model, Options(SpeculativeMode::kNgram, 5, 2),
+                                requests, true);
+  ExpectSameRun(plain, spec, "max_batch=2");
+  EXPECT_LT(spec.stats.spec_proposed_tokens,
+            RunRequests(model, Options(SpeculativeMode::kNgram, 5, 16),
+                        requests, true)
+                .stats.spec_proposed_tokens);
+}
+
+TEST(SpeculativeTest, KvDtypeBf16AndPrefixCacheKeepTheIdentity) {
+  const std::string model = "llama_gqa";
+  const ModelConfig config =
+      testing::LoadDecoder(testing::GoldenDir(model))->config();
+  std::vector<GenerationRequest> requests = Workload(config);
+  // The same prompt three times: later ones attach its cached blocks.
+  for (int i = 0; i < 3; ++i) requests.push_back(requests[0]);
+  EngineOptions off = Options(SpeculativeMode::kOff);
+  EngineOptions on = Options(SpeculativeMode::kNgram);
+  off.kv_dtype = on.kv_dtype = KvDtype::kBf16;
+  off.kv_block_tokens = on.kv_block_tokens = 4;
+  const Runs plain = RunRequests(model, off, requests, false);
+  const Runs spec = RunRequests(model, on, requests, true);
+  ExpectSameRun(plain, spec, "bf16, blocks of 4");
+  EXPECT_GT(spec.stats.spec_accepted_tokens, 0);
+  EXPECT_GT(spec.stats.prefix_cache_hit_tokens, 0);
+}
+
+TEST(SpeculativeTest, ANegativeRequestedKIsRefusedNamingTheField) {
+  std::unique_ptr<Engine> engine =
+      testing::MakeEngine(Options(SpeculativeMode::kNgram));
+  ASSERT_NE(engine, nullptr);
+  GenerationRequest r = Request({1, 2, 3}, 4, 0, 0);
+  r.speculative_tokens = -1;
+  const auto stream = engine->Submit(r);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(stream.status().message().find("speculative_tokens"),
+            std::string::npos)
+      << stream.status();
+}
+
+TEST(SpeculationOptionsTest, OutOfRangeValuesAreNamed) {
+  EngineOptions options = Options(SpeculativeMode::kNgram, 0);
+  EXPECT_NE(options.Validate().message().find("speculative_tokens"),
+            std::string::npos);
+  options = Options(SpeculativeMode::kNgram, 5, 0);
+  EXPECT_NE(options.Validate().message().find("speculative_max_batch"),
+            std::string::npos);
+  EXPECT_EQ(ParseSpeculativeMode("lookahead").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseSpeculativeMode("ngram"), SpeculativeMode::kNgram);
+}
+
+TEST(ProposeByLookupTest, ContinuesTheLatestEarlierOccurrenceLongestFirst) {
+  std::vector<int> out;
+  // "5 6" occurs at 1 and at 5; the latest is followed by 9 1 5.
+  ProposeByLookup({4, 5, 6, 7, 8, 5, 6, 9, 1, 5, 6}, 3, 1, 3, out);
+  EXPECT_EQ(out, (std::vector<int>{9, 1, 5}));
+  // The 3-gram "1 5 6" wins over the later 2-gram match.
+  ProposeByLookup({1, 5, 6, 2, 3, 5, 6, 4, 1, 5, 6}, 2, 1, 3, out);
+  EXPECT_EQ(out, (std::vector<int>{2, 3}));
+  // Fewer than k when the history ends first.
+  ProposeByLookup({7, 8, 7}, 4, 1, 2, out);
+  EXPECT_EQ(out, (std::vector<int>{8, 7}));
+  // No earlier occurrence of the last token: nothing.
+  ProposeByLookup({1, 2, 3}, 4, 1, 3, out);
+  EXPECT_TRUE(out.empty());
+  // Shorter than ngram_min + 1: nothing.
+  ProposeByLookup({3}, 4, 1, 3, out);
+  EXPECT_TRUE(out.empty());
+  ProposeByLookup({3, 3}, 4, 2, 3, out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(DraftLengthTest, ShrinksOnMissesPausesAndRecovers) {
+  DraftLength length(5);
+  EXPECT_EQ(length.Next(), 5);
+  length.Record(5, 2);  // Guesses ran out about there.
+  EXPECT_EQ(length.Next(), 3);
+  length.Record(3, 3);  // All accepted: grows.
+  EXPECT_EQ(length.Next(), 5);
+  length.Record(5, 0);
+  EXPECT_EQ(length.Next(), 1);
+  length.Record(1, 0);  // Second miss in a row: a pause of 1 step.
+  EXPECT_EQ(length.Next(), 0);
+  EXPECT_EQ(length.Next(), 1);
+  length.Record(1, 0);  // Third: a pause of 2.
+  EXPECT_EQ(length.Next(), 0);
+  EXPECT_EQ(length.Next(), 0);
+  EXPECT_EQ(length.Next(), 1);
+  length.Record(1, 1);  // Accepted: no more pauses, grows again.
+  EXPECT_EQ(length.Next(), 3);
+  length.Record(3, 0);
+  EXPECT_EQ(length.Next(), 1);
+}
+
+}  // namespace
+}  // namespace textgen
