@@ -65,7 +65,8 @@ void Engine::Wakeup::Notify() {
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     const EngineOptions& options, std::unique_ptr<Decoder> decoder,
-    std::shared_ptr<const Tokenizer> tokenizer) {
+    std::shared_ptr<const Tokenizer> tokenizer,
+    std::unique_ptr<Decoder> draft) {
   TEXTGEN_RETURN_IF_ERROR(options.Validate());
   if (decoder == nullptr) {
     return absl::InvalidArgumentError("the engine needs a decoder");
@@ -77,17 +78,33 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
                      " tokens but the model's vocabulary has only ",
                      decoder->config().vocab_size));
   }
+  const bool wants_draft = options.speculation.mode == SpeculativeMode::kDraft;
+  if (wants_draft != (draft != nullptr)) {
+    return absl::InvalidArgumentError(
+        wants_draft ? "speculative mode draft needs a draft model"
+                    : "a draft model is given but the speculative mode is not "
+                      "draft");
+  }
+  std::unique_ptr<DraftModel> draft_model;
+  if (draft != nullptr) {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        draft_model, DraftModel::Create(std::move(draft), decoder->config(),
+                                        options.num_slots));
+  }
   // The constructor is private: Create is the one way in.
-  return absl::WrapUnique(
-      new Engine(options, std::move(decoder), std::move(tokenizer)));
+  return absl::WrapUnique(new Engine(options, std::move(decoder),
+                                     std::move(tokenizer),
+                                     std::move(draft_model)));
 }
 
 Engine::Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
-               std::shared_ptr<const Tokenizer> tokenizer)
+               std::shared_ptr<const Tokenizer> tokenizer,
+               std::unique_ptr<DraftModel> draft)
     : options_(options),
       decoder_(std::move(decoder)),
       weights_dtype_(decoder_->weights().StorageName()),
       tokenizer_(std::move(tokenizer)),
+      draft_(std::move(draft)),
       wakeup_(std::make_shared<Wakeup>()),
       seed_source_(std::random_device{}()),
       cache_(decoder_->config(), CacheOptions(options)),
@@ -370,17 +387,33 @@ bool Engine::Reap(absl::Time now) {
 }
 
 void Engine::Propose() {
+  const SpeculationOptions& spec = options_.speculation;
   int64_t proposed = 0;
+  auto set = [&](int b, absl::Span<const int> drafts) {
+    Sequence& seq = *batch_.sequences[b];
+    seq.SetDrafts(drafts);
+    batch_.tokens[b] += seq.drafts();
+    proposed += seq.drafts();
+  };
+  wants_.clear();
+  wanting_.clear();
+  guesses_.resize(batch_.size());
   for (size_t b = 0; b < batch_.size(); ++b) {
     const int limit = batch_.draft_limits[b];
     if (limit == 0) continue;
-    Sequence& seq = *batch_.sequences[b];
-    const SpeculationOptions& spec = options_.speculation;
-    ProposeByLookup(seq.history(), limit, spec.ngram_min, spec.ngram_max,
-                    proposal_);
-    seq.SetDrafts(proposal_);
-    batch_.tokens[b] += seq.drafts();
-    proposed += seq.drafts();
+    const Sequence& seq = *batch_.sequences[b];
+    if (draft_ != nullptr) {
+      wants_.push_back({seq.slot(), seq.history(), limit, &guesses_[b]});
+      wanting_.push_back(static_cast<int>(b));
+    } else {
+      ProposeByLookup(seq.history(), limit, spec.ngram_min, spec.ngram_max,
+                      proposal_);
+      set(static_cast<int>(b), proposal_);
+    }
+  }
+  if (!wants_.empty()) {
+    draft_->Propose(wants_);
+    for (int b : wanting_) set(b, guesses_[b]);
   }
   if (proposed > 0) {
     std::lock_guard<std::mutex> lock(mu_);

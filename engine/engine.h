@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "engine/draft_model.h"
 #include "engine/engine_stats.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
@@ -114,11 +115,14 @@ struct EngineOptions {
 class Engine {
  public:
   // `tokenizer` may be null: the engine then works on ids only (no text, no
-  // stop strings, no EOS). INVALID_ARGUMENT for bad options or a tokenizer
-  // larger than the model's vocabulary.
+  // stop strings, no EOS). `draft`: the draft model speculative decoding
+  // proposes with (options.speculation.mode kDraft; engine/draft_model.h),
+  // else null. INVALID_ARGUMENT for bad options, a tokenizer larger than the
+  // model's vocabulary, or a draft missing, unneeded or unfit.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(
       const EngineOptions& options, std::unique_ptr<Decoder> decoder,
-      std::shared_ptr<const Tokenizer> tokenizer);
+      std::shared_ptr<const Tokenizer> tokenizer,
+      std::unique_ptr<Decoder> draft = nullptr);
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -178,7 +182,8 @@ class Engine {
   };
 
   Engine(const EngineOptions& options, std::unique_ptr<Decoder> decoder,
-         std::shared_ptr<const Tokenizer> tokenizer);
+         std::shared_ptr<const Tokenizer> tokenizer,
+         std::unique_ptr<DraftModel> draft);
   static KvCacheOptions CacheOptions(const EngineOptions& options);
   SchedulerOptions SchedulingOptions() const;
   // client_max_kv_fraction of the pool, in whole blocks (at least 1); 0 when
@@ -236,6 +241,7 @@ class Engine {
   const std::unique_ptr<Decoder> decoder_;
   const std::string weights_dtype_;  // decoder_'s ModelWeights::StorageName.
   const std::shared_ptr<const Tokenizer> tokenizer_;
+  const std::unique_ptr<DraftModel> draft_;  // With SpeculativeMode::kDraft.
   const std::shared_ptr<Wakeup> wakeup_;
   std::mutex shutdown_mu_;  // Serializes Shutdown (and its join).
   std::thread thread_;
@@ -273,7 +279,11 @@ class Engine {
   std::vector<std::pair<int, int>> norm_rows_;
   std::vector<LogSoftmaxNorm> row_norms_;
   std::vector<int> norm_first_;
-  std::vector<int> proposal_;  // Propose's scratch.
+  // Propose's scratch.
+  std::vector<int> proposal_;
+  std::vector<DraftModel::Want> wants_;
+  std::vector<int> wanting_;  // Batch entries of wants_.
+  std::vector<std::vector<int>> guesses_;
   std::vector<StreamEvent> events_;
   // Per batch entry: the step's events, and whether the sequence ended.
   std::vector<std::vector<StreamEvent>> step_events_;

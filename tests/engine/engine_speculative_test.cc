@@ -109,17 +109,26 @@ struct Runs {
 };
 
 // Runs `requests` on golden model `model`: all submitted at once (a mixed
-// batch), or one after another.
+// batch), or one after another. With SpeculativeMode::kDraft the draft is
+// the target's own checkpoint, in another Decoder: its greedy guesses are
+// what a greedy request samples, and a sampled request's mostly not.
 Runs RunRequests(const std::string& model, const EngineOptions& options,
                  const std::vector<GenerationRequest>& requests,
                  bool together) {
   Runs run;
-  std::unique_ptr<Engine> engine = testing::MakeEngine(
-      options,
-      Letters(
-          testing::LoadDecoder(testing::GoldenDir(model))->config().vocab_size),
-      model);
-  if (engine == nullptr) return run;
+  std::unique_ptr<Decoder> decoder =
+      testing::LoadDecoder(testing::GoldenDir(model));
+  std::shared_ptr<const Tokenizer> tokenizer =
+      Letters(decoder->config().vocab_size);
+  absl::StatusOr<std::unique_ptr<Engine>> created =
+      Engine::Create(options, std::move(decoder), tokenizer,
+                     options.speculation.mode == SpeculativeMode::kDraft
+                         ? testing::LoadDecoder(testing::GoldenDir(model))
+                         : nullptr);
+  EXPECT_TRUE(created.ok()) << created.status();
+  if (!created.ok()) return run;
+  std::unique_ptr<Engine> engine = *std::move(created);
+  EXPECT_TRUE(engine->Start().ok());
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const GenerationRequest& r : requests) {
     absl::StatusOr<std::shared_ptr<RequestStream>> stream = engine->Submit(r);
@@ -201,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(GoldenConfigs, SpeculativeIdentityTest,
                                            "qwen3_qk_norm",
                                            "mistral_no_window"));
 
-TEST_P(SpeculativeIdentityTest, PromptLookupChangesNothingButTheSteps) {
+TEST_P(SpeculativeIdentityTest, ProposalsChangeNothingButTheSteps) {
   const std::string model = GetParam();
   const ModelConfig config =
       testing::LoadDecoder(testing::GoldenDir(model))->config();
@@ -220,30 +229,33 @@ TEST_P(SpeculativeIdentityTest, PromptLookupChangesNothingButTheSteps) {
       RunRequests(model, Options(SpeculativeMode::kOff), requests, false);
   EXPECT_EQ(plain_all.outputs.back()[0].finish->reason, FinishReason::kStop);
 
-  // Alone with prompt lookup, and all together (mixed batches of up to 16,
-  // everything speculating), at k = 5 and k = 2.
-  for (bool together : {false, true}) {
-    for (int k : {5, 2}) {
-      const std::string label =
-          absl::StrCat(model, together ? " together" : " alone", " k=", k);
-      const Runs spec = RunRequests(model, Options(SpeculativeMode::kNgram, k),
-                                    requests, together);
-      ExpectSameRun(plain_all, spec, label);
-      RecordProperty(absl::StrCat("accepted ", label),
-                     absl::StrCat(spec.stats.spec_accepted_tokens, " of ",
-                                  spec.stats.spec_proposed_tokens,
-                                  " proposed, ", spec.stats.steps,
-                                  " steps against ", plain_all.stats.steps));
-      EXPECT_GT(spec.stats.spec_accepted_tokens, 0) << label;
-      EXPECT_GT(spec.stats.spec_proposed_tokens,
-                spec.stats.spec_accepted_tokens)
-          << label;
-      // Accepted proposals are tokens that took no step of their own.
-      if (!together) {
-        EXPECT_LT(spec.stats.steps, plain_all.stats.steps) << label;
+  // Alone with prompt lookup and with a draft model, and all together
+  // (mixed batches of up to 16, everything speculating), at k = 5 and k = 2.
+  for (SpeculativeMode mode :
+       {SpeculativeMode::kNgram, SpeculativeMode::kDraft})
+    for (bool together : {false, true}) {
+      for (int k : {5, 2}) {
+        const std::string label =
+            absl::StrCat(model, " ", SpeculativeModeName(mode),
+                         together ? " together" : " alone", " k=", k);
+        const Runs spec =
+            RunRequests(model, Options(mode, k), requests, together);
+        ExpectSameRun(plain_all, spec, label);
+        RecordProperty(absl::StrCat("accepted ", label),
+                       absl::StrCat(spec.stats.spec_accepted_tokens, " of ",
+                                    spec.stats.spec_proposed_tokens,
+                                    " proposed, ", spec.stats.steps,
+                                    " steps against ", plain_all.stats.steps));
+        EXPECT_GT(spec.stats.spec_accepted_tokens, 0) << label;
+        EXPECT_GT(spec.stats.spec_proposed_tokens,
+                  spec.stats.spec_accepted_tokens)
+            << label;
+        // Accepted proposals are tokens that took no step of their own.
+        if (!together) {
+          EXPECT_LT(spec.stats.steps, plain_all.stats.steps) << label;
+        }
       }
     }
-  }
 }
 
 TEST(SpeculativeTest, ABatchLargerThanMaxBatchDoesNotSpeculate) {
@@ -280,6 +292,31 @@ TEST(SpeculativeTest, KvDtypeBf16AndPrefixCacheKeepTheIdentity) {
   ExpectSameRun(plain, spec, "bf16, blocks of 4");
   EXPECT_GT(spec.stats.spec_accepted_tokens, 0);
   EXPECT_GT(spec.stats.prefix_cache_hit_tokens, 0);
+}
+
+TEST(SpeculativeTest, ADraftMustBeGivenExactlyWhenAskedForAndFit) {
+  auto create = [](SpeculativeMode mode, const std::string& draft) {
+    EngineOptions options = Options(mode);
+    return Engine::Create(
+               options,
+               testing::LoadDecoder(testing::GoldenDir("gpt2_learned")),
+               nullptr,
+               draft.empty() ? nullptr
+                             : testing::LoadDecoder(testing::GoldenDir(draft)))
+        .status();
+  };
+  EXPECT_TRUE(create(SpeculativeMode::kDraft, "gpt2_learned").ok());
+  EXPECT_NE(create(SpeculativeMode::kDraft, "").message().find("needs a draft"),
+            std::string::npos);
+  EXPECT_NE(create(SpeculativeMode::kNgram, "gpt2_learned")
+                .message()
+                .find("not draft"),
+            std::string::npos);
+  // llama_gqa's vocabulary is another size: not the same tokenizer.
+  EXPECT_NE(create(SpeculativeMode::kDraft, "llama_gqa")
+                .message()
+                .find("share the target's tokenizer"),
+            std::string::npos);
 }
 
 TEST(SpeculativeTest, ANegativeRequestedKIsRefusedNamingTheField) {

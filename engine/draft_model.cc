@@ -1,0 +1,106 @@
+#include "engine/draft_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "model/kernels/kernels.h"
+
+namespace textgen {
+
+absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
+    std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots) {
+  if (draft == nullptr) {
+    return absl::InvalidArgumentError("the draft model is missing");
+  }
+  const ModelConfig& config = draft->config();
+  if (config.is_encoder_decoder() || target.is_encoder_decoder()) {
+    return absl::InvalidArgumentError(
+        "speculative decoding with a draft model needs decoder-only models");
+  }
+  if (config.vocab_size != target.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the draft model's vocabulary has ", config.vocab_size,
+                     " tokens and the target's ", target.vocab_size,
+                     ": a draft must share the target's tokenizer"));
+  }
+  return absl::WrapUnique(new DraftModel(std::move(draft), num_slots));
+}
+
+DraftModel::DraftModel(std::unique_ptr<Decoder> draft, int num_slots)
+    : decoder_(std::move(draft)),
+      cache_(decoder_->config(), num_slots),
+      held_(num_slots) {}
+
+void DraftModel::Forget() {
+  for (size_t slot = 0; slot < held_.size(); ++slot) {
+    cache_.Clear(static_cast<int>(slot));
+    held_[slot].clear();
+  }
+}
+
+void DraftModel::Propose(absl::Span<const Want> wants) {
+  const int capacity = cache_.capacity();
+  // First pass: each sequence's catch-up chunk, ending with its last token,
+  // whose logits give the first guess.
+  chunks_.clear();
+  active_.clear();
+  limits_.clear();
+  for (size_t w = 0; w < wants.size(); ++w) {
+    const Want& want = wants[w];
+    want.out->clear();
+    const int h = static_cast<int>(want.history.size());
+    // Feeding guesses 1 .. limit - 1 fills positions up to h + limit - 2.
+    const int limit = std::min(want.limit, capacity - h + 1);
+    if (limit <= 0) continue;
+    limits_.push_back(limit);
+    std::vector<int>& held = held_[want.slot];
+    const size_t common =
+        std::mismatch(held.begin(), held.end(), want.history.begin(),
+                      want.history.end())
+            .first -
+        held.begin();
+    // At least the last token is fed again: its row gives the guess.
+    const int keep = std::min(static_cast<int>(common), h - 1);
+    cache_.Truncate(want.slot, keep);
+    held.resize(keep);
+    chunks_.push_back({want.slot, want.history.subspan(keep), false});
+    held.insert(held.end(), want.history.begin() + keep, want.history.end());
+    active_.push_back(static_cast<int>(w));
+  }
+  next_.assign(active_.size(), 0);
+  while (!chunks_.empty()) {
+    if (!decoder_->Forward(chunks_, cache_, ForwardOptions{}, result_).ok()) {
+      // The target decodes without guesses; the draft starts afresh.
+      Forget();
+      for (const Want& want : wants) want.out->clear();
+      return;
+    }
+    const int vocab = decoder_->config().vocab_size;
+    // The next pass feeds each guess back, for those wanting more.
+    size_t kept = 0;
+    chunks_.clear();
+    for (size_t a = 0; a < active_.size(); ++a) {
+      const Want& want = wants[active_[a]];
+      const float* row = result_.logits.row(result_.first_row[a]).data();
+      const int token = kernels::ArgMax(row, vocab);
+      want.out->push_back(token);
+      if (static_cast<int>(want.out->size()) == limits_[a]) continue;
+      active_[kept] = active_[a];
+      limits_[kept] = limits_[a];
+      next_[kept] = token;
+      held_[want.slot].push_back(token);
+      ++kept;
+    }
+    active_.resize(kept);
+    limits_.resize(kept);
+    next_.resize(kept);
+    for (size_t a = 0; a < active_.size(); ++a) {
+      chunks_.push_back(
+          {wants[active_[a]].slot, absl::Span<const int>(&next_[a], 1), false});
+    }
+  }
+}
+
+}  // namespace textgen
