@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "model/kernels/kernels.h"
 
@@ -26,6 +27,41 @@ absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
                      ": a draft must share the target's tokenizer"));
   }
   return absl::WrapUnique(new DraftModel(std::move(draft), num_slots));
+}
+
+absl::Status DraftModel::CheckTokenizers(const Tokenizer* target,
+                                         const Tokenizer* draft) {
+  if (target == nullptr && draft == nullptr) return absl::OkStatus();
+  if (target == nullptr || draft == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", target == nullptr ? "target" : "draft",
+        " model has no tokenizer and the other has one: a draft must share "
+        "the target's tokenizer"));
+  }
+  if (target->vocab_size() != draft->vocab_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the draft's tokenizer has ", draft->vocab_size(),
+                     " tokens and the target's ", target->vocab_size(),
+                     ": a draft must share the target's tokenizer"));
+  }
+  for (int id = 0; id < target->vocab_size(); ++id) {
+    const std::string_view want = target->TokenBytes(id, -1);
+    const std::string_view got = draft->TokenBytes(id, -1);
+    if (want != got) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token ", id, " is \"",
+          absl::CHexEscape(absl::string_view(want.data(), want.size())),
+          "\" for the target and \"",
+          absl::CHexEscape(absl::string_view(got.data(), got.size())),
+          "\" for the draft: a draft must share the target's tokenizer"));
+    }
+  }
+  if (target->bos_id() != draft->bos_id() ||
+      target->eos_ids() != draft->eos_ids()) {
+    return absl::InvalidArgumentError(
+        "the draft's tokenizer has other BOS or EOS tokens than the target's");
+  }
+  return absl::OkStatus();
 }
 
 DraftModel::DraftModel(std::unique_ptr<Decoder> draft, int num_slots)

@@ -26,6 +26,7 @@
 #include "absl/types/span.h"
 #include "model/decoder.h"
 #include "model/kv_cache.h"
+#include "model/text/tokenizer.h"
 
 namespace textgen {
 
@@ -36,6 +37,13 @@ class DraftModel {
   // vocabulary size (the server also checks that their tokenizers agree).
   static absl::StatusOr<std::unique_ptr<DraftModel>> Create(
       std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots);
+
+  // OK if `draft` reads and writes tokens as `target` does: both null, or
+  // the same vocabulary with the same bytes for every id. Else
+  // INVALID_ARGUMENT naming the first difference. (The server loads the two
+  // models' tokenizers separately.)
+  static absl::Status CheckTokenizers(const Tokenizer* target,
+                                      const Tokenizer* draft);
 
   // One sequence's part of a Propose call.
   struct Want {

@@ -30,6 +30,7 @@
 #include "base/file_util.h"
 #include "base/resident_memory.h"
 #include "base/status_macros.h"
+#include "engine/draft_model.h"
 #include "model/formats/chat_template_files.h"
 #include "model/formats/load_flags.h"
 #include "model/formats/memory_budget.h"
@@ -84,6 +85,19 @@ ABSL_FLAG(int, default_max_new_tokens, 256, "What max_new_tokens = 0 means");
 ABSL_FLAG(int, max_prompt_tokens, 0,
           "Longest prompt in tokens; 0 = the model's context less one");
 ABSL_FLAG(int, prefill_chunk_tokens, 256, "Prompt tokens fed per engine step");
+ABSL_FLAG(std::string, speculative, "off",
+          "Speculative decoding: off, ngram (prompt lookup) or draft "
+          "(--draft_model). The output is the same as without it, token for "
+          "token; only the speed differs");
+ABSL_FLAG(int, speculative_tokens, 5,
+          "Tokens proposed per step at most (a request may ask for fewer)");
+ABSL_FLAG(int, speculative_max_batch, 4,
+          "Propose only while at most this many sequences decode in a step: "
+          "a larger batch has no idle compute to verify guesses with");
+ABSL_FLAG(std::string, draft_model, "",
+          "The draft model of --speculative=draft: a directory or file the "
+          "server loads, with the same tokenizer as --model, held as "
+          "--weights_dtype says");
 ABSL_FLAG(std::string, chat_template, "",
           "The chat template to render conversations with (a Jinja file, or a "
           "chat_template.json / tokenizer_config.json holding one), instead "
@@ -313,6 +327,42 @@ Decoders MakeDecoders(Checkpoint checkpoint) {
   return decoders;
 }
 
+// The draft model of --speculative=draft (--draft_model), with as many
+// threads as the engine's, checked to share the target's tokenizer; null for
+// the other modes. INVALID_ARGUMENT for a --draft_model without draft mode or
+// the other way round.
+absl::StatusOr<std::unique_ptr<Decoder>> LoadDraft(
+    const SpeculationOptions& speculation, const Tokenizer* tokenizer,
+    const LoadOptions& load_options, const MemoryBudget& budget) {
+  const std::string path = absl::GetFlag(FLAGS_draft_model);
+  const bool wanted = speculation.mode == SpeculativeMode::kDraft;
+  if (wanted != !path.empty()) {
+    return absl::InvalidArgumentError(
+        wanted ? "--speculative=draft needs --draft_model"
+               : "--draft_model is given but --speculative is not draft");
+  }
+  if (!wanted) return nullptr;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<LoadedModel> draft = LoadModel(path, "", load_options, budget);
+  if (!draft.ok()) {
+    return absl::Status(
+        draft.status().code(),
+        absl::StrCat("--draft_model=", path, ": ", draft.status().message()));
+  }
+  if (absl::Status s =
+          DraftModel::CheckTokenizers(tokenizer, draft->tokenizer.get());
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--draft_model=", path, ": ", s.message()));
+  }
+  spdlog::info("draft model {}: {} in {:.2f} s", path,
+               DescribeConfig(draft->checkpoint.config),
+               absl::ToDoubleSeconds(absl::Now() - start));
+  DecoderOptions options;
+  options.threads = absl::GetFlag(FLAGS_threads);
+  return std::make_unique<Decoder>(std::move(draft->checkpoint), options);
+}
+
 // The bearer token /metrics asks for (--metrics_token_file), "" for none.
 absl::StatusOr<std::string> MetricsToken() {
   const std::string file = absl::GetFlag(FLAGS_metrics_token_file);
@@ -367,6 +417,16 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   options.engine.stream_idle_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout));
   options.engine.max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens);
+  TEXTGEN_ASSIGN_OR_RETURN(
+      options.engine.speculation.mode,
+      ParseSpeculativeMode(absl::GetFlag(FLAGS_speculative)));
+  options.engine.speculation.tokens = absl::GetFlag(FLAGS_speculative_tokens);
+  options.engine.speculation.max_batch =
+      absl::GetFlag(FLAGS_speculative_max_batch);
+  if (!absl::GetFlag(FLAGS_draft_model).empty()) {
+    options.service.draft_model_name =
+        ModelBaseName(absl::GetFlag(FLAGS_draft_model));
+  }
   options.engine.client_max_kv_fraction =
       absl::GetFlag(FLAGS_client_max_kv_fraction);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port) > 0
@@ -519,9 +579,16 @@ int Run() {
     spdlog::error("{}", std::string(options.status().message()));
     return 1;
   }
+  absl::StatusOr<std::unique_ptr<Decoder>> draft =
+      LoadDraft(options->engine.speculation, model->tokenizer.get(),
+                flags->load_options(), *budget);
+  if (!draft.ok()) {
+    spdlog::error("{}", draft.status().ToString());
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<TextgenServer>> server = TextgenServer::Start(
       *options, std::move(decoders.engine), std::move(decoders.attention),
-      std::move(model->tokenizer));
+      std::move(model->tokenizer), *std::move(draft));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 1;

@@ -96,7 +96,8 @@ absl::Status ValidateConnectionOptions(const TextgenServerOptions& options) {
 absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
     const TextgenServerOptions& options, std::unique_ptr<Decoder> decoder,
     std::unique_ptr<Decoder> attention_decoder,
-    std::shared_ptr<const Tokenizer> tokenizer) {
+    std::shared_ptr<const Tokenizer> tokenizer,
+    std::unique_ptr<Decoder> draft) {
   std::unique_ptr<TextgenServer> server(new TextgenServer());
   if (absl::Status s = ValidateConnectionOptions(options); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
@@ -114,7 +115,8 @@ absl::StatusOr<std::unique_ptr<TextgenServer>> TextgenServer::Start(
   server->drain_linger_ = options.drain_linger;
   server->drain_quiet_ = options.drain_quiet;
   absl::StatusOr<std::unique_ptr<Engine>> engine =
-      Engine::Create(options.engine, std::move(decoder), std::move(tokenizer));
+      Engine::Create(options.engine, std::move(decoder), std::move(tokenizer),
+                     std::move(draft));
   if (!engine.ok()) return engine.status();
   server->engine_ = *std::move(engine);
   TextServiceOptions service_options = options.service;

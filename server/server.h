@@ -131,13 +131,16 @@ class TextgenServer {
  public:
   // Builds the engine on `decoder` and starts serving. `attention_decoder`
   // (a second copy of the model, may be null) serves DebugAttention; see
-  // server/api/debug_attention.h for why it is separate. UNAVAILABLE if the
-  // port cannot be bound; INVALID_ARGUMENT for bad engine, front door or TLS
-  // options; the tokens file's or a certificate file's read error.
+  // server/api/debug_attention.h for why it is separate. `draft`: the draft
+  // model of speculative mode "draft" (options.engine.speculation), else
+  // null. UNAVAILABLE if the port cannot be bound; INVALID_ARGUMENT for bad
+  // engine, front door or TLS options; the tokens file's or a certificate
+  // file's read error.
   static absl::StatusOr<std::unique_ptr<TextgenServer>> Start(
       const TextgenServerOptions& options, std::unique_ptr<Decoder> decoder,
       std::unique_ptr<Decoder> attention_decoder,
-      std::shared_ptr<const Tokenizer> tokenizer);
+      std::shared_ptr<const Tokenizer> tokenizer,
+      std::unique_ptr<Decoder> draft = nullptr);
 
   TextgenServer(const TextgenServer&) = delete;
   TextgenServer& operator=(const TextgenServer&) = delete;

@@ -153,6 +153,15 @@ std::string Metrics::Render(const EngineStats& stats) const {
                  ? static_cast<double>(stats.prefix_cache_hit_tokens) /
                        stats.prefix_cache_lookup_tokens
                  : 0.0));
+  families.push_back(Scalar(
+      "textgen_spec_proposed_tokens_total", MetricType::Counter,
+      "Tokens proposed by speculative decoding (--speculative) and verified.",
+      stats.spec_proposed_tokens));
+  families.push_back(
+      Scalar("textgen_spec_accepted_tokens_total", MetricType::Counter,
+             "Proposed tokens accepted: sampled as proposed, so they took no "
+             "forward pass of their own.",
+             stats.spec_accepted_tokens));
   // Prometheus' info-metric idiom: the value is 1, the label is the fact.
   prometheus::MetricFamily kernels_info =
       Scalar("textgen_cpu_kernels_info", MetricType::Gauge,

@@ -174,6 +174,9 @@ absl::StatusOr<GenerationRequest> ToEngineRequest(
     }
   }
   out.top_logprobs = request.top_logprobs();
+  if (request.has_speculative_tokens()) {
+    out.speculative_tokens = request.speculative_tokens();
+  }
   out.echo_prompt = request.echo_prompt();
   out.prompt_logprobs = request.prompt_logprobs();
   out.n = CompletionsOf(request);

@@ -106,6 +106,13 @@ pb::ModelInfo TextService::DescribeServer() const {
   info.set_weights_dtype(engine_->weights_dtype());
   info.set_kv_cache_dtype(KvDtypeName(engine_->options().kv_dtype));
   info.set_chat(chat_ != nullptr);
+  const SpeculationOptions& speculation = engine_->options().speculation;
+  pb::Speculation* spec = info.mutable_speculation();
+  spec->set_mode(SpeculativeModeName(speculation.mode));
+  if (speculation.mode != SpeculativeMode::kOff) {
+    spec->set_tokens(speculation.tokens);
+  }
+  spec->set_draft_model(options_.draft_model_name);
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());
   limits->set_max_source_tokens(engine_->max_source_tokens());

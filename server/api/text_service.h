@@ -55,6 +55,8 @@ namespace textgen {
 struct TextServiceOptions {
   // Reported by GetModelInfo (and GET /v1/models).
   std::string model_name;
+  // The draft model's name, with speculative mode "draft" (likewise).
+  std::string draft_model_name;
   // Longest prompt DebugAttention accepts: its reply grows with the square.
   int max_attention_tokens = 4096;
   bool debug_attention = true;

@@ -249,6 +249,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(absl::string_view body,
   }
   TEXTGEN_RETURN_IF_ERROR(RefuseUnsupported(json));
   TEXTGEN_RETURN_IF_ERROR(ParseSampling(json, *request.mutable_sampling()));
+  TEXTGEN_RETURN_IF_ERROR(ParseSpeculation(json, request));
   TEXTGEN_RETURN_IF_ERROR(ParseStop(json, request));
   TEXTGEN_RETURN_IF_ERROR(ParseLimitsAndLogprobs(json, out));
   TEXTGEN_RETURN_IF_ERROR(ParseStream(json, out.stream, out.include_usage));

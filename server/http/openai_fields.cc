@@ -126,6 +126,15 @@ absl::Status ParseSampling(const Json& json, pb::SamplingParams& sampling) {
   return absl::OkStatus();
 }
 
+absl::Status ParseSpeculation(const Json& json, pb::GenerateRequest& request) {
+  if (const Json* value = Field(json, "speculative_tokens")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int k, Int(*value, "speculative_tokens"));
+    // The range is the engine's, checked there.
+    request.set_speculative_tokens(k);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseStop(const Json& json, pb::GenerateRequest& request) {
   const Json* stop = Field(json, "stop");
   if (stop == nullptr) return absl::OkStatus();
@@ -224,6 +233,7 @@ absl::Status NameHttpParam(absl::Status status, OpenAiEndpoint endpoint,
       {"prompt_logprobs", "logprobs"},
       {"n", "n"},
       {"stop_token_ids", "stop_token_ids"},
+      {"speculative_tokens", "speculative_tokens"},
       {"stop", "stop"},
       {"attention_tap", "attention_tap"},
       {"source", "prompt"},

@@ -73,6 +73,11 @@ absl::Status RefuseUnsupported(const nlohmann::json& json);
 absl::Status ParseSampling(const nlohmann::json& json,
                            textgen::v1::SamplingParams& sampling);
 
+// textgen's `speculative_tokens` (GenerateRequest.speculative_tokens), if
+// given.
+absl::Status ParseSpeculation(const nlohmann::json& json,
+                              textgen::v1::GenerateRequest& request);
+
 // stop: a string or an array of strings.
 absl::Status ParseStop(const nlohmann::json& json,
                        textgen::v1::GenerateRequest& request);

@@ -165,6 +165,7 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(
   TEXTGEN_ASSIGN_OR_RETURN(const std::optional<int> max_tokens,
                            MaxTokens(json));
   TEXTGEN_RETURN_IF_ERROR(ParseSampling(json, *request.mutable_sampling()));
+  TEXTGEN_RETURN_IF_ERROR(ParseSpeculation(json, request));
   TEXTGEN_RETURN_IF_ERROR(ParseStop(json, request));
   TEXTGEN_RETURN_IF_ERROR(
       ParseLogprobsAndEcho(json, encoder_decoder, max_tokens, out));

@@ -583,7 +583,12 @@ Json ModelObject(const pb::ModelInfo& info, int64_t created) {
           // How much of the vocabulary a constraint masks (the explorer).
           {"vocab_size", info.vocab_size()},
           // A chat template is loaded: /v1/chat/completions answers.
-          {"chat", info.chat()}};
+          {"chat", info.chat()},
+          // Speculative decoding (--speculative): faster, same output.
+          {"speculation",
+           {{"mode", info.speculation().mode()},
+            {"tokens", info.speculation().tokens()},
+            {"draft_model", info.speculation().draft_model()}}}};
 }
 
 }  // namespace
