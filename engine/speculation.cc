@@ -54,9 +54,14 @@ void ProposeByLookup(absl::Span<const int> history, int k, int ngram_min,
       if (!std::equal(suffix.begin(), suffix.end(), history.begin() + start)) {
         continue;
       }
+      // Copy what followed the match, as LZ77 copies: past the end of the
+      // history the copy reads its own output, so a loop of period p (the
+      // match p tokens back) is continued for all k tokens.
       const int from = start + n;  // < h: the match ends before the suffix.
-      const int count = std::min(k, h - from);
-      out.assign(history.begin() + from, history.begin() + from + count);
+      for (int j = 0; j < k; ++j) {
+        const int at = from + j;
+        out.push_back(at < h ? history[at] : out[at - h]);
+      }
       return;
     }
   }

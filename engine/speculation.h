@@ -65,8 +65,10 @@ struct SpeculationOptions {
 
 // Prompt lookup: finds the latest earlier occurrence in `history` of its
 // last n tokens, for n from `ngram_max` down to `ngram_min`, and writes to
-// `out` up to `k` tokens that followed it (fewer if history ends first).
-// Empty when nothing matches. Pure: the same history, the same proposal.
+// `out` the `k` tokens that followed it, copied as LZ77 copies (past the end
+// of the history the copy continues from its own start, so a loop goes on
+// looping). Empty when nothing matches. Pure: the same history, the same
+// proposal.
 void ProposeByLookup(absl::Span<const int> history, int k, int ngram_min,
                      int ngram_max, std::vector<int>& out);
 

@@ -352,9 +352,12 @@ TEST(ProposeByLookupTest, ContinuesTheLatestEarlierOccurrenceLongestFirst) {
   // The 3-gram "1 5 6" wins over the later 2-gram match.
   ProposeByLookup({1, 5, 6, 2, 3, 5, 6, 4, 1, 5, 6}, 2, 1, 3, out);
   EXPECT_EQ(out, (std::vector<int>{2, 3}));
-  // Fewer than k when the history ends first.
+  // Past the end of the history the copy goes on from its own start: the
+  // loop "8 7" continues.
   ProposeByLookup({7, 8, 7}, 4, 1, 2, out);
-  EXPECT_EQ(out, (std::vector<int>{8, 7}));
+  EXPECT_EQ(out, (std::vector<int>{8, 7, 8, 7}));
+  ProposeByLookup({1, 2, 5, 5, 5}, 3, 1, 3, out);  // "5 5" one back.
+  EXPECT_EQ(out, (std::vector<int>{5, 5, 5}));
   // No earlier occurrence of the last token: nothing.
   ProposeByLookup({1, 2, 3}, 4, 1, 3, out);
   EXPECT_TRUE(out.empty());
