@@ -205,9 +205,11 @@ absl::StatusOr<KvCache*> FilledCache(const std::string& dir, int slots,
 // Decode steps of `batch` sequences, each with `context` positions cached,
 // in a cache of `cache_slots` ≥ batch slots (one 32-slot cache serves batches
 // 1, 8 and 32). After each step every slot is truncated back, so all steps
-// are alike.
+// are alike. With `chunk` > 1 each sequence feeds that many tokens and gets
+// every row's logits: a speculative verification step (engine/speculation.h)
+// of chunk - 1 proposed tokens.
 void RunDecode(benchmark::State& state, const std::string& dir, int batch,
-               int context, int cache_slots) {
+               int context, int cache_slots, int chunk = 1) {
   Decoder& decoder = *Decoders().at(dir);
   absl::StatusOr<KvCache*> filled = FilledCache(dir, cache_slots, context);
   if (!filled.ok()) {
@@ -217,10 +219,10 @@ void RunDecode(benchmark::State& state, const std::string& dir, int batch,
   KvCache& cache = **filled;
   ForwardResult result;
   const std::vector<int> next =
-      TokenIds(batch, decoder.config().vocab_size, 99);
+      TokenIds(batch * chunk, decoder.config().vocab_size, 99);
   std::vector<SequenceChunk> chunks(batch);
   for (int s = 0; s < batch; ++s) {
-    chunks[s] = {s, absl::MakeConstSpan(&next[s], 1)};
+    chunks[s] = {s, absl::MakeConstSpan(&next[s * chunk], chunk), chunk > 1};
   }
   for (auto _ : state) {
     absl::Status st = decoder.Forward(chunks, cache, {}, result);
@@ -235,6 +237,7 @@ void RunDecode(benchmark::State& state, const std::string& dir, int batch,
   state.SetItemsProcessed(state.iterations() * batch);
   state.counters["batch"] = batch;
   state.counters["context"] = context;
+  if (chunk > 1) state.counters["chunk"] = chunk;
 }
 
 // One sequence's prompt of `tokens` tokens into an empty slot.
@@ -268,6 +271,18 @@ void RegisterAll(const std::vector<std::string>& dirs, int decode_context,
           absl::StrCat("decode/", name, "/batch:", batch).c_str(),
           [dir, batch, dc](benchmark::State& s) {
             RunDecode(s, dir, batch, dc, 32);
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+    // A batch-1 step that verifies k = chunk - 1 proposed tokens: its time
+    // against decode/batch:1's is what a step of speculative decoding costs
+    // (items are steps, not tokens).
+    for (int chunk : {2, 4, 6, 9}) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("verify/", name, "/chunk:", chunk).c_str(),
+          [dir, chunk, dc](benchmark::State& s) {
+            RunDecode(s, dir, 1, std::min(dc, dc - chunk + 1), 32, chunk);
           })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();

@@ -55,12 +55,17 @@ ABSL_FLAG(std::string, text,
           TEXTGEN_SOURCE_DIR "/../shared/data/tinyshakespeare.txt",
           "Where passages come from (its last 10 %), for a model with a "
           "tokenizer");
+ABSL_FLAG(std::string, prompt_file, "",
+          "Instead of passages: this file's text is every prompt (the same "
+          "prompt a peer's example is given)");
 ABSL_FLAG(int, prompts, 4, "Requests per round, each its own passage");
 ABSL_FLAG(int, passage_tokens, 96, "Tokens of each passage");
 ABSL_FLAG(int, cue_tokens, 8, "copy: the passage's first tokens, repeated");
 ABSL_FLAG(int, max_new_tokens, 128, "Tokens generated per request");
 ABSL_FLAG(int, speculative_tokens, 5, "k: tokens proposed per step at most");
 ABSL_FLAG(int, threads, 1, "The decoders' threads");
+ABSL_FLAG(double, draft_min_probability, 0,
+          "Draft mode: guesses stop below this probability under the draft");
 ABSL_FLAG(int, rounds, 3, "Rounds; each runs every mode once, in turn");
 
 namespace textgen {
@@ -95,6 +100,17 @@ absl::StatusOr<Prompts> MakePrompts(const Tokenizer* tokenizer,
     for (int& id : text) {
       id = std::uniform_int_distribution<int>(0, config.vocab_size - 1)(rng);
     }
+  }
+  if (const std::string file = absl::GetFlag(FLAGS_prompt_file);
+      !file.empty()) {
+    if (tokenizer == nullptr) {
+      return absl::InvalidArgumentError("--prompt_file needs a tokenizer");
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(file));
+    TEXTGEN_ASSIGN_OR_RETURN(std::vector<int> ids, tokenizer->Encode(text));
+    if (tokenizer->bos_id() >= 0) ids.insert(ids.begin(), tokenizer->bos_id());
+    prompts.ids.assign(n, ids);
+    return prompts;
   }
   const std::vector<int> blank =
       tokenizer != nullptr
@@ -157,6 +173,8 @@ absl::StatusOr<Outcome> RunMode(SpeculativeMode mode, const Model& target,
       std::max(1024, absl::GetFlag(FLAGS_max_new_tokens));
   options.speculation.mode = mode;
   options.speculation.tokens = absl::GetFlag(FLAGS_speculative_tokens);
+  options.speculation.draft_min_probability =
+      static_cast<float>(absl::GetFlag(FLAGS_draft_min_probability));
   TEXTGEN_ASSIGN_OR_RETURN(
       std::unique_ptr<Engine> engine,
       Engine::Create(

@@ -11,7 +11,8 @@
 namespace textgen {
 
 absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
-    std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots) {
+    std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots,
+    float min_probability) {
   if (draft == nullptr) {
     return absl::InvalidArgumentError("the draft model is missing");
   }
@@ -26,7 +27,13 @@ absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
                      " tokens and the target's ", target.vocab_size,
                      ": a draft must share the target's tokenizer"));
   }
-  return absl::WrapUnique(new DraftModel(std::move(draft), num_slots));
+  if (!(min_probability >= 0 && min_probability < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "speculative_draft_min_probability must be in [0, 1), got ",
+        min_probability));
+  }
+  return absl::WrapUnique(
+      new DraftModel(std::move(draft), num_slots, min_probability));
 }
 
 absl::Status DraftModel::CheckTokenizers(const Tokenizer* target,
@@ -64,8 +71,10 @@ absl::Status DraftModel::CheckTokenizers(const Tokenizer* target,
   return absl::OkStatus();
 }
 
-DraftModel::DraftModel(std::unique_ptr<Decoder> draft, int num_slots)
-    : decoder_(std::move(draft)),
+DraftModel::DraftModel(std::unique_ptr<Decoder> draft, int num_slots,
+                       float min_probability)
+    : min_probability_(min_probability),
+      decoder_(std::move(draft)),
       cache_(decoder_->config(), num_slots),
       held_(num_slots) {}
 
@@ -121,6 +130,13 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
       const Want& want = wants[active_[a]];
       const float* row = result_.logits.row(result_.first_row[a]).data();
       const int token = kernels::ArgMax(row, vocab);
+      // The guess's probability under the draft: 1 / Σ exp(l - max). An
+      // unsure guess is likely wrong and would cost a row to verify and the
+      // guesses after it: the sequence's drafting stops there.
+      if (min_probability_ > 0 &&
+          kernels::SumExp(row, vocab, row[token]) * min_probability_ > 1) {
+        continue;
+      }
       want.out->push_back(token);
       if (static_cast<int>(want.out->size()) == limits_[a]) continue;
       active_[kept] = active_[a];

@@ -32,11 +32,15 @@ namespace textgen {
 
 class DraftModel {
  public:
-  // A draft for a target `target` run with `num_slots` slots.
+  // A draft for a target `target` run with `num_slots` slots. A sequence's
+  // guesses stop at the first the draft gives less than `min_probability`
+  // (llama.cpp's --draft-p-min; 0 guesses as many as allowed).
   // INVALID_ARGUMENT unless the two are decoder-only and have the same
-  // vocabulary size (the server also checks that their tokenizers agree).
+  // vocabulary size (the server also checks that their tokenizers agree),
+  // or for a min_probability outside [0, 1).
   static absl::StatusOr<std::unique_ptr<DraftModel>> Create(
-      std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots);
+      std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots,
+      float min_probability = 0);
 
   // OK if `draft` reads and writes tokens as `target` does: both null, or
   // the same vocabulary with the same bytes for every id. Else
@@ -61,10 +65,12 @@ class DraftModel {
   const Decoder& decoder() const { return *decoder_; }
 
  private:
-  DraftModel(std::unique_ptr<Decoder> draft, int num_slots);
+  DraftModel(std::unique_ptr<Decoder> draft, int num_slots,
+             float min_probability);
   // Drops every slot's contents after an error.
   void Forget();
 
+  const float min_probability_;
   std::unique_ptr<Decoder> decoder_;
   KvCache cache_;
   std::vector<std::vector<int>> held_;  // Per slot: the tokens in its cache.

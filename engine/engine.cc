@@ -88,8 +88,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
   std::unique_ptr<DraftModel> draft_model;
   if (draft != nullptr) {
     TEXTGEN_ASSIGN_OR_RETURN(
-        draft_model, DraftModel::Create(std::move(draft), decoder->config(),
-                                        options.num_slots));
+        draft_model, DraftModel::Create(
+                         std::move(draft), decoder->config(), options.num_slots,
+                         options.speculation.draft_min_probability));
   }
   // The constructor is private: Create is the one way in.
   return absl::WrapUnique(new Engine(options, std::move(decoder),

@@ -83,11 +83,11 @@ ctest --test-dir build-asan --output-on-failure -j2 -L fuzz
 # The e2e tests are not run under ThreadSanitizer: Debian's gRPC and Abseil are not built with
 # it, so TSan cannot see their synchronization and reports thousands of races inside gRPC
 # (e.g. a reactor built on one gRPC thread and destroyed on another).
-echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks), the decoder's worker pool (decoder-only and encoder-decoder), each kernel family on two threads, DebugAttention's own thread and its collector fed by two decoder threads, and the HTTP listener's network thread, handler pool and streams (a streamed attention reply among them)"
+echo "== ThreadSanitizer: the engine's tests (its threads, streams and locks; speculative decoding among them), the decoder's worker pool (decoder-only and encoder-decoder), each kernel family on two threads, DebugAttention's own thread and its collector fed by two decoder threads, and the HTTP listener's network thread, handler pool and streams (a streamed attention reply among them)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread
 cmake --build build-tsan -j"$jobs" --target engine_test engine_paged_test engine_seq2seq_test \
-  engine_constraint_test \
+  engine_constraint_test engine_speculative_test \
   stop_matcher_test scheduler_test decoder_test worker_pool_test seq2seq_test kernel_families_test debug_attention_test \
   attention_views_test http_listener_test attention_events_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher|Scheduler)|^(DecoderThreadsTest|WorkerPoolTest|Families/KernelFamiliesTest|Seq2SeqTest\.TwoThreads|AttentionDebuggerTest|AttentionViewsTest\.TwoThreads|HttpListenerTest|AttentionEventsTest)'
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R '^(AllGoldenConfigs/)?(Engine|StopMatcher|Scheduler)|^(GoldenConfigs/)?Speculat|^(DecoderThreadsTest|WorkerPoolTest|Families/KernelFamiliesTest|Seq2SeqTest\.TwoThreads|AttentionDebuggerTest|AttentionViewsTest\.TwoThreads|HttpListenerTest|AttentionEventsTest)'

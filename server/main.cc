@@ -94,6 +94,10 @@ ABSL_FLAG(int, speculative_tokens, 5,
 ABSL_FLAG(int, speculative_max_batch, 4,
           "Propose only while at most this many sequences decode in a step: "
           "a larger batch has no idle compute to verify guesses with");
+ABSL_FLAG(double, speculative_draft_min_probability, 0,
+          "--speculative=draft: a sequence's guesses stop at the first the "
+          "draft gives less than this probability (llama.cpp's "
+          "--draft-p-min); 0 = off");
 ABSL_FLAG(std::string, draft_model, "",
           "The draft model of --speculative=draft: a directory or file the "
           "server loads, with the same tokenizer as --model, held as "
@@ -423,6 +427,8 @@ absl::StatusOr<TextgenServerOptions> ServerOptions(
   options.engine.speculation.tokens = absl::GetFlag(FLAGS_speculative_tokens);
   options.engine.speculation.max_batch =
       absl::GetFlag(FLAGS_speculative_max_batch);
+  options.engine.speculation.draft_min_probability = static_cast<float>(
+      absl::GetFlag(FLAGS_speculative_draft_min_probability));
   if (!absl::GetFlag(FLAGS_draft_model).empty()) {
     options.service.draft_model_name =
         ModelBaseName(absl::GetFlag(FLAGS_draft_model));

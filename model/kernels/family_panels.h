@@ -144,9 +144,23 @@ void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
                               panel, k0, k1, &partial[r], &prefetch,
                               prefetch_end);
       }
-      for (; r < group_rows; ++r) {
-        PanelSteps<1>(x + static_cast<long>(g + r) * x_stride, x_stride, panel,
-                      k0, k1, &partial[r], &prefetch, prefetch_end);
+      // The last 1 .. kTileRows - 1 rows share the panel's loads too (a
+      // speculative verification chunk is 2 .. 9 rows); each row's sums are
+      // formed as in any tile, so its values do not depend on its company.
+      const float* rest = x + static_cast<long>(g + r) * x_stride;
+      switch (group_rows - r) {
+        case 3:
+          PanelSteps<3>(rest, x_stride, panel, k0, k1, &partial[r], &prefetch,
+                        prefetch_end);
+          break;
+        case 2:
+          PanelSteps<2>(rest, x_stride, panel, k0, k1, &partial[r], &prefetch,
+                        prefetch_end);
+          break;
+        case 1:
+          PanelSteps<1>(rest, x_stride, panel, k0, k1, &partial[r], &prefetch,
+                        prefetch_end);
+          break;
       }
       if (next_end != nullptr) stream = prefetch;
     }
@@ -168,6 +182,35 @@ void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
   }
 }
 
+// Rows [0, rows), rows ≤ 6, × one panel in one pass, all rows sharing each
+// load; prefetching (PanelTile<1>) when there is one row.
+template <typename Panel>
+inline void PanelRowsInOnePass(const float* x, int rows, int x_stride,
+                               const Panel& panel, int depth, float* y,
+                               int y_stride, int valid, bool accumulate) {
+  static_assert(kTileRows == 4, "the cases below are 1 .. kTileRows + 2");
+  switch (rows) {
+    case 6:
+      PanelTile<6>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+    case 5:
+      PanelTile<5>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+    case 4:
+      PanelTile<4>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+    case 3:
+      PanelTile<3>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+    case 2:
+      PanelTile<2>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+    default:
+      PanelTile<1>(x, depth, x_stride, panel, y, y_stride, valid, accumulate);
+      break;
+  }
+}
+
 // PanelAt(p) is panel p's view (F32Panel, Bf16Panel or Int8Panel). Panel by
 // panel, so each panel of W stays in cache while every row passes over it;
 // kTileRows rows share each load from the panel. With more rows than one tile
@@ -185,18 +228,23 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
     const char* next = p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr;
     const int j0 = p * PackedWeights::kPanel;
     const int valid = Min(PackedWeights::kPanel, cols - j0);
-    if (rows <= kTileRows) {
-      // Decode: one pass, prefetching (PanelTile<1>) when there is one row.
-      if (rows == kTileRows) {
-        PanelTile<kTileRows>(x, depth, x_stride, panel, y + j0, y_stride, valid,
-                             accumulate);
-      } else {
-        for (int r = 0; r < rows; ++r) {
-          PanelTile<1>(x + static_cast<long>(r) * x_stride, depth, x_stride,
-                       panel, y + static_cast<long>(r) * y_stride + j0,
-                       y_stride, valid, accumulate);
-        }
+    if (rows > kTileRows && rows <= 2 * kTileRows) {
+      // A verification chunk (5 .. 8 rows): at most two passes over the
+      // panel cost less than PanelGroups' chunked walk, which pays for
+      // streaming one panel for many rows. Six rows' sums still fit the
+      // registers of the widest family (24 + 4 of AVX-512's 32).
+      const int first = rows <= 6 ? rows : kTileRows;
+      PanelRowsInOnePass(x, first, x_stride, panel, depth, y + j0, y_stride,
+                         valid, accumulate);
+      if (first < rows) {
+        PanelRowsInOnePass(x + static_cast<long>(first) * x_stride,
+                           rows - first, x_stride, panel, depth,
+                           y + static_cast<long>(first) * y_stride + j0,
+                           y_stride, valid, accumulate);
       }
+    } else if (rows <= kTileRows) {
+      PanelRowsInOnePass(x, rows, x_stride, panel, depth, y + j0, y_stride,
+                         valid, accumulate);
     } else if (widened != nullptr) {
       for (int k = 0; k < depth; ++k) {
         for (int c = 0; c < kPanelVecs; ++c) {

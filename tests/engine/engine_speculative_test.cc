@@ -19,9 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/speculation.h"
+#include "model/formats/model_loader.h"
 #include "tests/testing/engine_reference.h"
 #include "tests/testing/engine_streams.h"
 #include "tests/testing/piece_tokenizer.h"
+#include "tests/testing/shared_data.h"
 
 namespace textgen {
 namespace {
@@ -256,6 +258,145 @@ TEST_P(SpeculativeIdentityTest, ProposalsChangeNothingButTheSteps) {
         }
       }
     }
+}
+
+// A real model (loaded once) and its drafts, for the engines of one test.
+struct RealModel {
+  std::unique_ptr<Decoder> decoder;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::unique_ptr<Decoder> draft;
+
+  static std::unique_ptr<Decoder> Share(const Decoder& d) {
+    return std::make_unique<Decoder>(d.config(), d.shared_weights());
+  }
+};
+
+// Text prompts of a trained model: passages it may quote, greedy and
+// sampled at several temperatures, n = 2, stop strings, prompt and top
+// log-probabilities.
+std::vector<GenerationRequest> TextWorkload(
+    const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+    const std::string& stop) {
+  std::vector<GenerationRequest> w;
+  const float temperatures[] = {0, 0, 0.5f, 0.8f, 1.0f, 1.3f};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<int> prompt = *tokenizer.Encode(texts[i]);
+    if (tokenizer.bos_id() >= 0)
+      prompt.insert(prompt.begin(), tokenizer.bos_id());
+    for (size_t t = 0; t < std::size(temperatures); ++t) {
+      GenerationRequest r =
+          Request(prompt, 48, temperatures[t], 100 + 10 * i + t);
+      if (t == 1) r.stop = {stop};
+      if (t == 2) r.top_logprobs = 2;
+      if (t == 3) r.n = 2;
+      if (t == 4 && i == 0) r.prompt_logprobs = 1;
+      w.push_back(std::move(r));
+    }
+  }
+  return w;
+}
+
+// Runs `requests` alone without speculation and together (a mixed batch)
+// with prompt lookup and with `model.draft`, and checks every stream is the
+// same.
+void ExpectIdentityOnRealModel(const RealModel& model,
+                               const std::vector<GenerationRequest>& requests,
+                               const std::string& label) {
+  auto run = [&](SpeculativeMode mode, bool together) {
+    Runs run;
+    EngineOptions options = Options(mode);
+    auto engine = Engine::Create(
+        options, RealModel::Share(*model.decoder), model.tokenizer,
+        mode == SpeculativeMode::kDraft ? RealModel::Share(*model.draft)
+                                        : nullptr);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok() || !(*engine)->Start().ok()) return run;
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const GenerationRequest& r : requests) {
+      streams.push_back(*(*engine)->Submit(r));
+      if (!together) {
+        run.outputs.push_back(CollectCompletions(*streams.back(), r.n));
+      }
+    }
+    if (together) {
+      for (size_t i = 0; i < streams.size(); ++i) {
+        run.outputs.push_back(CollectCompletions(*streams[i], requests[i].n));
+      }
+    }
+    run.stats = (*engine)->stats();
+    return run;
+  };
+  const Runs plain = run(SpeculativeMode::kOff, false);
+  bool stopped = false;
+  for (const auto& completions : plain.outputs) {
+    stopped |= completions[0].finish->reason == FinishReason::kStop;
+  }
+  EXPECT_TRUE(stopped) << label << ": no request met its stop string";
+  for (SpeculativeMode mode :
+       {SpeculativeMode::kNgram, SpeculativeMode::kDraft}) {
+    const std::string name =
+        absl::StrCat(label, " ", SpeculativeModeName(mode));
+    const Runs spec = run(mode, true);
+    ExpectSameRun(plain, spec, name);
+    EXPECT_GT(spec.stats.spec_accepted_tokens, 0) << name;
+    EXPECT_GT(spec.stats.spec_proposed_tokens, spec.stats.spec_accepted_tokens)
+        << name;
+    ::testing::Test::RecordProperty(
+        absl::StrCat("accepted ", name),
+        absl::StrCat(spec.stats.spec_accepted_tokens, " of ",
+                     spec.stats.spec_proposed_tokens));
+  }
+}
+
+const std::vector<std::string>& ShakespeareTexts() {
+  static const auto* texts = new std::vector<std::string>{
+      "ROMEO:\nBut soft, what light through yonder window breaks?\n\n"
+      "ROMEO:\nBut soft, what light",
+      "First Citizen:\nBefore we proceed any further, hear me speak.\n\n"
+      "All:\nSpeak, speak.\n\nFirst Citizen:\nBefore we",
+      "KING RICHARD II:\nNo matter where; of comfort no man speak:\n"};
+  return *texts;
+}
+
+TEST(SpeculativeRealModelTest, ShippedModelWithItsDraft) {
+  const std::string dir = absl::StrCat(TEXTGEN_SOURCE_DIR, "/models/");
+  absl::StatusOr<LoadedModel> target = LoadModel(dir + "shakespeare-char");
+  absl::StatusOr<LoadedModel> draft = LoadModel(dir + "shakespeare-char-draft");
+  ASSERT_TRUE(target.ok()) << target.status();
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  ASSERT_TRUE(DraftModel::CheckTokenizers(target->tokenizer.get(),
+                                          draft->tokenizer.get())
+                  .ok());
+  RealModel model;
+  model.tokenizer = std::move(target->tokenizer);
+  model.decoder = std::make_unique<Decoder>(std::move(target->checkpoint));
+  model.draft = std::make_unique<Decoder>(std::move(draft->checkpoint));
+  ExpectIdentityOnRealModel(
+      model, TextWorkload(*model.tokenizer, ShakespeareTexts(), "\n"),
+      "shakespeare-char");
+}
+
+TEST(SpeculativeRealModelTest, Stories260kWithItselfAsDraft) {
+  const std::string dir = testing::SharedDir() + "/models/stories260K";
+  if (!testing::Exists(dir + "/stories260K.bin")) {
+    GTEST_SKIP() << "stories260K is not at " << dir
+                 << " (set TEXTGEN_SHARED_DIR to the shared/ directory)";
+  }
+  absl::StatusOr<LoadedModel> target = LoadModel(dir + "/stories260K.bin");
+  ASSERT_TRUE(target.ok()) << target.status();
+  RealModel model;
+  model.tokenizer = std::move(target->tokenizer);
+  model.decoder = std::make_unique<Decoder>(std::move(target->checkpoint));
+  model.draft = RealModel::Share(*model.decoder);
+  ExpectIdentityOnRealModel(
+      model,
+      TextWorkload(*model.tokenizer,
+                   {"Once upon a time, there was a little girl named Lily. "
+                    "She loved to play outside. Once upon a time, there was",
+                    "Tom had a big red ball. Tom had a big",
+                    "The sun was shining and the birds were singing."},
+                   "."),
+      "stories260K");
 }
 
 TEST(SpeculativeTest, ABatchLargerThanMaxBatchDoesNotSpeculate) {

@@ -354,7 +354,7 @@ TEST(Int8KernelsTest, EveryFamilyComputesTheDocumentedSumsBitForBit) {
 // four-row and row-group paths and a depth that is not a whole block.
 TEST(Int8KernelsTest, W8A32IsTheF32ProductOfTheDequantizedWeights) {
   for (int depth : {1, 31, 77, 300}) {
-    for (int rows : {1, 3, 4, 37}) {
+    for (int rows : {1, 3, 4, 6, 7, 37}) {
       const int cols = 130;
       const Activations x = Random(rows, depth, depth + rows);
       const Activations w = Random(depth, cols, depth + 9);
@@ -407,7 +407,7 @@ TEST(KernelFamiliesTest, EveryFamilyIsBatchInvariantForEveryWeightType) {
                         false);
         for (int j = 0; j < cols; ++j) ASSERT_EQ(out[j], all(r, j)) << r;
       }
-      for (int n : {2, 3, 5, 17}) {
+      for (int n : {2, 3, 5, 6, 7, 8, 17}) {
         Activations part(n, cols);
         kernels::MatMul(x.data() + 3 * depth, n, depth, packed, part.data(),
                         cols, false);
