@@ -6,6 +6,7 @@
     bench_smoke_test.py peak BINARY
     bench_smoke_test.py block_kernel BINARY
     bench_smoke_test.py sampler BINARY
+    bench_smoke_test.py spec BINARY MODEL_DIR DRAFT_DIR
     bench_smoke_test.py loadgen_in_process LOADGEN MODEL_DIR
     bench_smoke_test.py loadgen_grpc LOADGEN SERVER MODEL_DIR
     bench_smoke_test.py torch_reference SCRIPT MODEL_DIR
@@ -137,6 +138,20 @@ def sampler(binary: str) -> None:
         if not r.get("items_per_second", 0) > 0:
             fail("expected a positive items_per_second", json.dumps(r))
     print("ok: sampler")
+
+
+def spec(binary: str, model: str, draft: str) -> None:
+    out = run([binary, "--model", model, "--draft_model", draft, "--rounds", "1",
+               "--prompts", "2", "--max_new_tokens", "24"])
+    if "outputs identical to off in every mode and round: yes" not in out:
+        fail("expected every mode's outputs to equal off's", out)
+    for mode in ("off", "ngram", "draft"):
+        row = re.search(rf"^{mode}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", out, re.M)
+        if row is None or not float(row.group(2)) > 0:
+            fail(f"expected a row for {mode} with a positive median", out)
+    if not re.search(r"^cpu \"[^\"]+\"", out, re.M):
+        fail("expected the CPU model on the first line", out)
+    print("ok: spec")
 
 
 def block_kernel(binary: str) -> None:
@@ -305,7 +320,7 @@ def report(script: str) -> None:
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     {"model_bench": model_bench, "stream_read": stream_read, "peak": peak,
-     "block_kernel": block_kernel, "sampler": sampler,
+     "block_kernel": block_kernel, "sampler": sampler, "spec": spec,
      "loadgen_in_process": loadgen_in_process, "loadgen_grpc": loadgen_grpc,
      "torch_reference": torch_reference, "report": report}[mode](*args)
 

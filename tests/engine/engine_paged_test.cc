@@ -39,17 +39,8 @@ using testing::CollectCompletions;
 using testing::MakeEngine;
 using testing::Output;
 using testing::Prompt;
+using testing::Request;
 using testing::RunAlone;
-
-GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
-                          float temperature, uint64_t seed) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_new_tokens = max_new_tokens;
-  r.sampling.temperature = temperature;
-  r.seed = seed;
-  return r;
-}
 
 // All blocks back once nothing runs: none used, the rest free or cached.
 bool AllBlocksBack(const Engine& engine) {

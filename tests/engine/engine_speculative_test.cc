@@ -31,6 +31,7 @@ namespace {
 using testing::CollectCompletions;
 using testing::Output;
 using testing::PieceTokenizer;
+using testing::Request;
 
 uint32_t Bits(float f) {
   uint32_t u;
@@ -54,16 +55,6 @@ std::vector<int> RepeatingPrompt(int run, int tail, int vocab, unsigned seed) {
   std::vector<int> prompt = testing::Prompt(run, vocab, seed);
   for (int i = 0; i < run + tail; ++i) prompt.push_back(prompt[i % run]);
   return prompt;
-}
-
-GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
-                          float temperature, uint64_t seed) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_new_tokens = max_new_tokens;
-  r.sampling.temperature = temperature;
-  r.seed = seed;
-  return r;
 }
 
 // Sixteen unrelated requests: greedy and seeded sampling at several

@@ -35,6 +35,18 @@ inline std::vector<int> Prompt(int n, int vocab, unsigned seed) {
   return ids;
 }
 
+// A request of `max_new_tokens` after `prompt`, sampled at `temperature` (0:
+// greedy) with `seed`.
+inline GenerationRequest Request(std::vector<int> prompt, int max_new_tokens,
+                                 float temperature, uint64_t seed) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_new_tokens = max_new_tokens;
+  r.sampling.temperature = temperature;
+  r.seed = seed;
+  return r;
+}
+
 // What the plain decoder loop gives for one request, alone: the reference.
 struct Reference {
   std::vector<int> ids;
