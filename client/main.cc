@@ -109,6 +109,10 @@ ABSL_FLAG(std::string, chat_template_kwargs, "",
 ABSL_FLAG(int, top_logprobs, 0,
           "generate: also show the N most likely tokens of each step (0..20); "
           "prints a table, one line per token");
+ABSL_FLAG(int, speculative_tokens, -1,
+          "generate: speculative decoding's proposals per step at "
+          "most for this call (0 = off; -1 = the server's). The output is the "
+          "same either way");
 ABSL_FLAG(bool, echo_prompt, false,
           "generate: the server sends the prompt's tokens first");
 ABSL_FLAG(int, prompt_logprobs, 0,
@@ -179,6 +183,7 @@ commands:
             --json_schema FILE | --json_object | --regex RE | --grammar FILE |
             --choice A,B,...
             --echo_prompt --top_logprobs N --prompt_logprobs N --attention_tap
+            --speculative_tokens K
             --tap_layers L,... --tap_heads H,...
             --tap_encoding f32|u8|u16|f16|top_k --tap_top_k N --json]
             Streams the text to stdout as it is made; a summary on stderr.
@@ -410,6 +415,9 @@ absl::StatusOr<v1::GenerateRequest> GenerateRequestFromFlags(
   if (prompt) *request.mutable_prompt() = *prompt;
   TEXTGEN_RETURN_IF_ERROR(SetSamplingFromFlags(stops, request));
   request.set_top_logprobs(absl::GetFlag(FLAGS_top_logprobs));
+  if (absl::GetFlag(FLAGS_speculative_tokens) >= 0) {
+    request.set_speculative_tokens(absl::GetFlag(FLAGS_speculative_tokens));
+  }
   request.set_echo_prompt(absl::GetFlag(FLAGS_echo_prompt));
   request.set_prompt_logprobs(absl::GetFlag(FLAGS_prompt_logprobs));
   const std::vector<std::string>& tap_layers = absl::GetFlag(FLAGS_tap_layers);
