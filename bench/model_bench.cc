@@ -278,7 +278,7 @@ void RegisterAll(const std::vector<std::string>& dirs, int decode_context,
     // A batch-1 step that verifies k = chunk - 1 proposed tokens: its time
     // against decode/batch:1's is what a step of speculative decoding costs
     // (items are steps, not tokens).
-    for (int chunk : {2, 4, 6, 9}) {
+    for (int chunk : {2, 3, 4, 5, 6, 9}) {
       benchmark::RegisterBenchmark(
           absl::StrCat("verify/", name, "/chunk:", chunk).c_str(),
           [dir, chunk, dc](benchmark::State& s) {

@@ -62,6 +62,8 @@ ABSL_FLAG(int, prompts, 4, "Requests per round, each its own passage");
 ABSL_FLAG(int, passage_tokens, 96, "Tokens of each passage");
 ABSL_FLAG(int, cue_tokens, 8, "copy: the passage's first tokens, repeated");
 ABSL_FLAG(int, max_new_tokens, 128, "Tokens generated per request");
+ABSL_FLAG(double, temperature, -1,
+          "Sampling temperature; -1: the workload's (copy 0, sampled 1)");
 ABSL_FLAG(int, speculative_tokens, 5, "k: tokens proposed per step at most");
 ABSL_FLAG(int, threads, 1, "The decoders' threads");
 ABSL_FLAG(double, draft_min_probability, 0,
@@ -88,6 +90,9 @@ absl::StatusOr<Prompts> MakePrompts(const Tokenizer* tokenizer,
   const int cue = absl::GetFlag(FLAGS_cue_tokens);
   Prompts prompts;
   prompts.temperature = workload == "copy" ? 0.0f : 1.0f;
+  if (absl::GetFlag(FLAGS_temperature) >= 0) {
+    prompts.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  }
   std::vector<int> text;
   if (tokenizer != nullptr) {
     TEXTGEN_ASSIGN_OR_RETURN(std::string all,
