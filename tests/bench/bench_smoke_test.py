@@ -79,6 +79,7 @@ def model_bench(binary: str, model: str) -> None:
         expected |= {f"decode/{name}/batch:1", f"decode/{name}/batch:8",
                      f"decode/{name}/batch:16", f"decode/{name}/batch:32", f"prefill/{name}/tokens:{min(128, ctx)}",
                      f"prefill/{name}/tokens:{min(512, ctx)}", f"full_context/{name}/cache:{ctx}"}
+        expected |= {f"verify/{name}/chunk:{chunk}" for chunk in (2, 3, 4, 5, 6, 9)}
     got = {}
     for b in report["benchmarks"]:
         base = b["name"].removesuffix("/real_time")
