@@ -451,6 +451,31 @@ TEST(SpeculativeTest, ADraftMustBeGivenExactlyWhenAskedForAndFit) {
             std::string::npos);
 }
 
+TEST(SpeculativeTest, AnAttentionTapDecodesOneTokenAStepWithTheSameRows) {
+  const std::string model = "gpt2_learned";
+  const ModelConfig config =
+      testing::LoadDecoder(testing::GoldenDir(model))->config();
+  // A looping greedy request that lookup would guess well, tapped.
+  GenerationRequest tapped =
+      Request(RepeatingPrompt(9, 4, config.vocab_size, 1), 32, 0, 0);
+  tapped.attention_tap = AttentionTap{{0}, {1}};
+  const Runs plain =
+      RunRequests(model, Options(SpeculativeMode::kOff), {tapped}, false);
+  const Runs spec =
+      RunRequests(model, Options(SpeculativeMode::kNgram), {tapped}, false);
+  ExpectSameRun(plain, spec, "tapped");
+  EXPECT_EQ(spec.stats.spec_proposed_tokens, 0);
+  const Output& a = plain.outputs[0][0];
+  const Output& b = spec.outputs[0][0];
+  ASSERT_EQ(a.generated.size(), b.generated.size());
+  for (size_t t = 0; t < a.generated.size(); ++t) {
+    ASSERT_EQ(a.generated[t].attention.size(), 1u);
+    EXPECT_EQ(a.generated[t].attention[0].weights,
+              b.generated[t].attention[0].weights)
+        << "token " << t;
+  }
+}
+
 TEST(SpeculativeTest, ANegativeRequestedKIsRefusedNamingTheField) {
   std::unique_ptr<Engine> engine =
       testing::MakeEngine(Options(SpeculativeMode::kNgram));
