@@ -21,10 +21,13 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
 }
 
 // Proposals per step for `request` with the engine allowing `engine_max`:
-// the request may ask for fewer. A constraint's mask and an attention tap
-// are made token by token, so their requests decode one token a step.
+// the request may ask for fewer. An attention tap sends the rows of the
+// query that picked each token, which a verification chunk's maps do not
+// single out, so a tapped request decodes one token a step. (A constraint
+// needs nothing: Advance makes each row's mask after the tokens accepted
+// before it.)
 int MaxDrafts(const GenerationRequest& request, int engine_max) {
-  if (request.constraint != nullptr || request.attention_tap) return 0;
+  if (request.attention_tap) return 0;
   return std::min(engine_max, request.speculative_tokens.value_or(engine_max));
 }
 

@@ -101,7 +101,7 @@ class Sequence {
   absl::Span<const int> history() const { return history_; }
   // How many tokens the sequence may have proposed for its next step: 0
   // while prefilling, with speculation off for it (the engine's setting, the
-  // request's, a constraint or an attention tap), or while its adaptive rule
+  // request's, or an attention tap), or while its adaptive rule
   // pauses it; never more than it may still generate less one, or than the
   // context has room for. Counts a step of the adaptive rule: call it once
   // per step the sequence decodes in.

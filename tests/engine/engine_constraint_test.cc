@@ -167,6 +167,56 @@ TEST(EngineConstraintTest, ConstrainedRequestsAreBatchInvariant) {
   EXPECT_EQ(alone[1].finish->reason, FinishReason::kEos);
 }
 
+// Speculative decoding (engine/speculation.h) verifies a constrained
+// sequence's guesses row by row, each row's mask made after the tokens
+// accepted before it: the same tokens, logprobs and allowed counts as
+// without it, greedy or sampled, a guess the grammar refuses simply rejected.
+TEST(EngineConstraintTest, SpeculationChangesNothingButTheSteps) {
+  auto tokenizer = JsonPieces();
+  auto json = Compile(*tokenizer, kJson);
+  auto digits =
+      Compile(*tokenizer, R"(root ::= ([0-9]{3} "-" [a-z]{2,6} " ")*)");
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 16; ++i) {
+    requests.push_back(Request(80 + i, 48, i % 3 ? 0.0f : 0.8f, 30 + i,
+                               i % 2 ? json : digits));
+  }
+  auto run = [&](SpeculativeMode mode, EngineStats& stats) {
+    EngineOptions options;
+    options.num_slots = 16;
+    options.speculation.mode = mode;
+    options.speculation.max_batch = 16;
+    std::unique_ptr<Engine> engine = MakeEngine(options, tokenizer);
+    std::vector<Output> outputs(requests.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      threads.emplace_back(
+          [&, i] { outputs[i] = Generate(*engine, requests[i]); });
+    }
+    for (std::thread& t : threads) t.join();
+    stats = engine->stats();
+    return outputs;
+  };
+  EngineStats off_stats, spec_stats;
+  const std::vector<Output> off = run(SpeculativeMode::kOff, off_stats);
+  const std::vector<Output> spec = run(SpeculativeMode::kNgram, spec_stats);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_TRUE(off[i].finish && spec[i].finish);
+    EXPECT_EQ(spec[i].ids(), off[i].ids()) << "request " << i;
+    EXPECT_EQ(spec[i].logprobs(), off[i].logprobs()) << "request " << i;
+    EXPECT_EQ(spec[i].finish->reason, off[i].finish->reason);
+    ASSERT_EQ(spec[i].generated.size(), off[i].generated.size());
+    for (size_t t = 0; t < off[i].generated.size(); ++t) {
+      EXPECT_EQ(spec[i].generated[t].allowed_tokens,
+                off[i].generated[t].allowed_tokens)
+          << "request " << i << " token " << t;
+    }
+  }
+  EXPECT_GT(spec_stats.spec_accepted_tokens, 0);
+  EXPECT_GT(spec_stats.spec_proposed_tokens, spec_stats.spec_accepted_tokens);
+  EXPECT_LT(spec_stats.steps, off_stats.steps);
+}
+
 TEST(EngineConstraintTest, EndsWhenNothingMayFollowAndEndTokensWaitForIt) {
   auto tokenizer = JsonPieces();
   // "ab" then optionally "cd": EOS only once "ab" is there; after "abcd"
