@@ -21,13 +21,10 @@ std::vector<int> AllOrListed(const std::vector<int>& listed, int n) {
 }
 
 // Proposals per step for `request` with the engine allowing `engine_max`:
-// the request may ask for fewer. An attention tap sends the rows of the
-// query that picked each token, which a verification chunk's maps do not
-// single out, so a tapped request decodes one token a step. (A constraint
-// needs nothing: Advance makes each row's mask after the tokens accepted
-// before it.)
+// the request may ask for fewer. (A constraint and an attention tap need
+// nothing else: Advance makes each row's mask after the tokens accepted
+// before it, and taps the rows of the query each token came from.)
 int MaxDrafts(const GenerationRequest& request, int engine_max) {
-  if (request.attention_tap) return 0;
   return std::min(engine_max, request.speculative_tokens.value_or(engine_max));
 }
 
@@ -183,6 +180,9 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   // the proposal (the rows after it saw a token the sequence does not have).
   const int proposed = drafts();
   logits = PickingRows(logits);
+  // The chunk's query whose row picks first (the chunk's last but the
+  // proposals).
+  const int first_query = n - 1 - proposed;
   accepted_ = 0;
   bool done = false;
   for (int i = 0; i <= proposed; ++i) {
@@ -190,8 +190,8 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
         logits.subspan(static_cast<size_t>(i) * vocab_size_, vocab_size_);
     const LogSoftmaxNorm* norm =
         norms.empty() ? nullptr : &norms[static_cast<size_t>(i)];
-    done = EmitToken(row, attention, cross_attention, step, now, norm, logprobs,
-                     out);
+    done = EmitToken(row, first_query + i, attention, cross_attention, step,
+                     now, norm, logprobs, out);
     const bool matched = i < proposed && last_token_ == feed_[i + 1];
     if (matched) ++accepted_;
     if (done || !matched) break;
@@ -203,7 +203,7 @@ bool Sequence::Advance(int n, absl::Span<const float> logits,
   return done;
 }
 
-bool Sequence::EmitToken(absl::Span<const float> logits,
+bool Sequence::EmitToken(absl::Span<const float> logits, int query,
                          const AttentionMaps* attention,
                          const AttentionMaps* cross_attention, int64_t step,
                          absl::Time now, const LogSoftmaxNorm* norm,
@@ -237,8 +237,8 @@ bool Sequence::EmitToken(absl::Span<const float> logits,
   e.completion_index = completion_index_;
   Score(logits, id, previous, request_.top_logprobs, logprobs, e, norm);
   if (request_.attention_tap) {
-    if (attention != nullptr) TapRows(*attention, e);
-    if (cross_attention != nullptr) TapRows(*cross_attention, e);
+    if (attention != nullptr) TapRows(*attention, query, e);
+    if (cross_attention != nullptr) TapRows(*cross_attention, query, e);
   }
 
   // Text and the end. A stop string wins over everything (its text came
@@ -308,14 +308,16 @@ absl::Status Sequence::ConstrainNext() {
   return absl::OkStatus();
 }
 
-void Sequence::TapRows(const AttentionMaps& maps, TokenEvent& e) const {
-  // The last query of the chunk predicted this token.
-  const int query = maps.n_queries - 1;
+void Sequence::TapRows(const AttentionMaps& maps, int query,
+                       TokenEvent& e) const {
+  const int keys = maps.kind == AttentionKind::kCross
+                       ? maps.n_keys
+                       : maps.first_position + query + 1;
   for (int layer : tap_layers_) {
     for (int head : tap_heads_) {
       const float* row = maps.row(layer, head, query);
       e.attention.push_back(
-          {layer, head, std::vector<float>(row, row + maps.n_keys), maps.kind});
+          {layer, head, std::vector<float>(row, row + keys), maps.kind});
     }
   }
 }

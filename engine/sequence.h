@@ -101,7 +101,7 @@ class Sequence {
   absl::Span<const int> history() const { return history_; }
   // How many tokens the sequence may have proposed for its next step: 0
   // while prefilling, with speculation off for it (the engine's setting, the
-  // request's, or an attention tap), or while its adaptive rule
+  // request's), or while its adaptive rule
   // pauses it; never more than it may still generate less one, or than the
   // context has room for. Counts a step of the adaptive rule: call it once
   // per step the sequence decodes in.
@@ -176,13 +176,16 @@ class Sequence {
   void Score(absl::Span<const float> logits, int token, int previous, int top_n,
              std::vector<float>& logprobs, TokenEvent& e,
              const LogSoftmaxNorm* norm = nullptr) const;
-  // Appends to e.attention the tapped rows of the chunk's last query in
-  // `maps`.
-  void TapRows(const AttentionMaps& maps, TokenEvent& e) const;
+  // Appends to e.attention the tapped rows of query `query` of the chunk in
+  // `maps`: the keys it sees (all of a source's; of its own sequence, those
+  // up to its position, as a one-token step's maps hold them).
+  void TapRows(const AttentionMaps& maps, int query, TokenEvent& e) const;
   // Samples, scores and emits the next token from `logits` (one row; `norm`
   // its LogSoftmaxNormOf, or null), appending its event and, if it ends the
-  // request, the FinishEvent. Returns true if it ended.
-  bool EmitToken(absl::Span<const float> logits, const AttentionMaps* attention,
+  // request, the FinishEvent. Returns true if it ended. `query`: the chunk's
+  // query whose row `logits` is (for the attention tap).
+  bool EmitToken(absl::Span<const float> logits, int query,
+                 const AttentionMaps* attention,
                  const AttentionMaps* cross_attention, int64_t step,
                  absl::Time now, const LogSoftmaxNorm* norm,
                  std::vector<float>& logprobs, std::vector<StreamEvent>& out);

@@ -35,11 +35,14 @@ class EngineSeq2SeqTest : public ::testing::Test {
     tokenizer_ = std::shared_ptr<const Tokenizer>(*std::move(tokenizer));
   }
 
-  std::unique_ptr<Engine> Start(int num_slots) {
+  std::unique_ptr<Engine> Start(
+      int num_slots, SpeculativeMode speculative = SpeculativeMode::kOff) {
     auto checkpoint = LoadCheckpoint(dir_);
     EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
     EngineOptions options;
     options.num_slots = num_slots;
+    options.speculation.mode = speculative;
+    options.speculation.max_batch = num_slots;
     auto engine = Engine::Create(
         options, std::make_unique<Decoder>(*std::move(checkpoint)), tokenizer_);
     EXPECT_TRUE(engine.ok()) << engine.status();
@@ -152,6 +155,49 @@ TEST_F(EngineSeq2SeqTest, TapSendsCrossAttentionRowsOverTheSource) {
                   1.0, 1e-5);
     }
   }
+}
+
+// Prompt lookup on an encoder-decoder model (engine/speculation.h): the same
+// tokens, logprobs and self- and cross-attention rows as without it.
+TEST_F(EngineSeq2SeqTest, SpeculationChangesNothingButTheSteps) {
+  const std::vector<std::string> sources = {
+      "the third of march", "3 3 99", "a much longer source of forty chars",
+      "march march march"};
+  auto run = [&](SpeculativeMode mode, EngineStats& stats) {
+    auto engine = Start(4, mode);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const std::string& s : sources) {
+      GenerationRequest r = Request(s, 30);
+      r.attention_tap = AttentionTap{{1}, {0}};
+      streams.push_back(*engine->Submit(r));
+    }
+    std::vector<Output> outputs;
+    for (auto& stream : streams) outputs.push_back(Collect(*stream));
+    stats = engine->stats();
+    return outputs;
+  };
+  EngineStats off_stats, spec_stats;
+  const std::vector<Output> off = run(SpeculativeMode::kOff, off_stats);
+  const std::vector<Output> spec = run(SpeculativeMode::kNgram, spec_stats);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    ASSERT_TRUE(spec[i].finish && spec[i].finish->status.ok());
+    EXPECT_EQ(spec[i].ids(), off[i].ids()) << "request " << i;
+    EXPECT_EQ(spec[i].logprobs(), off[i].logprobs()) << "request " << i;
+    ASSERT_EQ(spec[i].generated.size(), off[i].generated.size());
+    for (size_t t = 0; t < off[i].generated.size(); ++t) {
+      const auto& a = off[i].generated[t].attention;
+      const auto& b = spec[i].generated[t].attention;
+      ASSERT_EQ(a.size(), 2u);  // Self, then cross.
+      ASSERT_EQ(b.size(), 2u);
+      for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(a[k].kind, b[k].kind);
+        EXPECT_EQ(a[k].weights, b[k].weights)
+            << "request " << i << " token " << t << " row " << k;
+      }
+    }
+  }
+  EXPECT_GT(spec_stats.spec_accepted_tokens, 0);
+  EXPECT_LT(spec_stats.steps, off_stats.steps);
 }
 
 TEST_F(EngineSeq2SeqTest, SourceIsRequiredAndChecked) {
