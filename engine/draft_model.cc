@@ -11,8 +11,8 @@
 namespace textgen {
 
 absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
-    std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots,
-    float min_probability) {
+    std::unique_ptr<Decoder> draft, const ModelConfig& target,
+    const KvCacheOptions& target_cache, float min_probability) {
   if (draft == nullptr) {
     return absl::InvalidArgumentError("the draft model is missing");
   }
@@ -33,7 +33,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Create(
         min_probability));
   }
   return absl::WrapUnique(
-      new DraftModel(std::move(draft), num_slots, min_probability));
+      new DraftModel(std::move(draft), target_cache, min_probability));
 }
 
 absl::Status DraftModel::CheckTokenizers(const Tokenizer* target,
@@ -71,17 +71,21 @@ absl::Status DraftModel::CheckTokenizers(const Tokenizer* target,
   return absl::OkStatus();
 }
 
-DraftModel::DraftModel(std::unique_ptr<Decoder> draft, int num_slots,
-                       float min_probability)
+DraftModel::DraftModel(std::unique_ptr<Decoder> draft,
+                       const KvCacheOptions& cache, float min_probability)
     : min_probability_(min_probability),
       decoder_(std::move(draft)),
-      cache_(decoder_->config(), num_slots),
-      held_(num_slots) {}
+      cache_(decoder_->config(), cache),
+      held_(cache.num_slots) {}
+
+void DraftModel::Release(int slot) {
+  cache_.Clear(slot);
+  held_[slot].clear();
+}
 
 void DraftModel::Forget() {
   for (size_t slot = 0; slot < held_.size(); ++slot) {
-    cache_.Clear(static_cast<int>(slot));
-    held_[slot].clear();
+    Release(static_cast<int>(slot));
   }
 }
 

@@ -32,15 +32,18 @@ namespace textgen {
 
 class DraftModel {
  public:
-  // A draft for a target `target` run with `num_slots` slots. A sequence's
+  // A draft for a target `target` whose KV cache has `target_cache`'s slots
+  // and blocks: the draft's own cache gets as many of each (a sequence's
+  // guesses stay within the positions the target reserved for it, so a
+  // pool the target's size holds every running sequence). A sequence's
   // guesses stop at the first the draft gives less than `min_probability`
   // (llama.cpp's --draft-p-min; 0 guesses as many as allowed).
   // INVALID_ARGUMENT unless the two are decoder-only and have the same
   // vocabulary size (the server also checks that their tokenizers agree),
   // or for a min_probability outside [0, 1).
   static absl::StatusOr<std::unique_ptr<DraftModel>> Create(
-      std::unique_ptr<Decoder> draft, const ModelConfig& target, int num_slots,
-      float min_probability = 0);
+      std::unique_ptr<Decoder> draft, const ModelConfig& target,
+      const KvCacheOptions& target_cache, float min_probability = 0);
 
   // OK if `draft` reads and writes tokens as `target` does: both null, or
   // the same vocabulary with the same bytes for every id. Else
@@ -61,11 +64,14 @@ class DraftModel {
   // no guesses (and the slots are forgotten), never a wrong token.
   void Propose(absl::Span<const Want> wants);
 
+  // Forgets what `slot` holds (its sequence ended), giving its blocks back.
+  void Release(int slot);
+
   const ModelConfig& config() const { return decoder_->config(); }
   const Decoder& decoder() const { return *decoder_; }
 
  private:
-  DraftModel(std::unique_ptr<Decoder> draft, int num_slots,
+  DraftModel(std::unique_ptr<Decoder> draft, const KvCacheOptions& cache,
              float min_probability);
   // Drops every slot's contents after an error.
   void Forget();

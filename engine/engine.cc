@@ -87,10 +87,19 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
   }
   std::unique_ptr<DraftModel> draft_model;
   if (draft != nullptr) {
+    // The draft's cache: the target pool's slots and blocks (0 blocks means
+    // a whole target context per slot), whatever the draft's own context.
+    KvCacheOptions draft_cache = CacheOptions(options);
+    if (draft_cache.num_blocks == 0) {
+      draft_cache.num_blocks =
+          options.num_slots *
+          ((decoder->config().context_length + draft_cache.block_tokens - 1) /
+           draft_cache.block_tokens);
+    }
     TEXTGEN_ASSIGN_OR_RETURN(
-        draft_model, DraftModel::Create(
-                         std::move(draft), decoder->config(), options.num_slots,
-                         options.speculation.draft_min_probability));
+        draft_model,
+        DraftModel::Create(std::move(draft), decoder->config(), draft_cache,
+                           options.speculation.draft_min_probability));
   }
   // The constructor is private: Create is the one way in.
   return absl::WrapUnique(new Engine(options, std::move(decoder),
@@ -546,6 +555,7 @@ void Engine::Send(const Sequence& seq, std::vector<StreamEvent>&& events) {
 
 void Engine::Retire(std::unique_ptr<Sequence> seq,
                     std::vector<StreamEvent>&& events) {
+  if (draft_ != nullptr && seq->slot() >= 0) draft_->Release(seq->slot());
   const FinishEvent& finish = std::get<FinishEvent>(events.back());
   {
     std::lock_guard<std::mutex> lock(mu_);

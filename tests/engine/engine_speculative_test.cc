@@ -31,6 +31,7 @@ namespace {
 using testing::CollectCompletions;
 using testing::Output;
 using testing::PieceTokenizer;
+using testing::Reference;
 using testing::Request;
 
 uint32_t Bits(float f) {
@@ -502,6 +503,35 @@ TEST(SpeculationOptionsTest, OutOfRangeValuesAreNamed) {
   EXPECT_EQ(ParseSpeculativeMode("lookahead").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*ParseSpeculativeMode("ngram"), SpeculativeMode::kNgram);
+}
+
+TEST(DraftModelTest, GuessesWhatTheDraftWouldPickAndNothingWhenThePoolIsFull) {
+  const ModelConfig config =
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned"))->config();
+  KvCacheOptions cache;
+  cache.num_slots = 2;
+  cache.block_tokens = 4;
+  cache.num_blocks = 6;  // 24 positions for both slots together.
+  auto draft = DraftModel::Create(
+      testing::LoadDecoder(testing::GoldenDir("gpt2_learned")), config, cache);
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  const std::vector<int> history = testing::Prompt(10, config.vocab_size, 3);
+  std::vector<int> guesses;
+  (*draft)->Propose({{0, history, 4, &guesses}});
+  // The draft is the target itself: its guesses are greedy decoding's.
+  const Reference ref = testing::RunAlone(
+      *testing::LoadDecoder(testing::GoldenDir("gpt2_learned")), history,
+      SamplingParams{0}, 0, 4);
+  EXPECT_EQ(guesses, ref.ids);
+  // Slot 1 wants 20 more positions: the pool has 24 - 16 (slot 0's
+  // 13 rounded up) = 8. No guesses, no error; slot 0 is forgotten too.
+  const std::vector<int> longer = testing::Prompt(20, config.vocab_size, 4);
+  std::vector<int> more;
+  (*draft)->Propose({{1, longer, 4, &more}});
+  EXPECT_TRUE(more.empty());
+  // And it starts afresh: slot 0 again gets its guesses.
+  (*draft)->Propose({{0, history, 4, &guesses}});
+  EXPECT_EQ(guesses, ref.ids);
 }
 
 TEST(ProposeByLookupTest, ContinuesTheLatestEarlierOccurrenceLongestFirst) {
