@@ -9,6 +9,7 @@
 // cross grammar boundaries ("\":", "},", "{\"").
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -214,7 +215,21 @@ TEST(EngineConstraintTest, SpeculationChangesNothingButTheSteps) {
   }
   EXPECT_GT(spec_stats.spec_accepted_tokens, 0);
   EXPECT_GT(spec_stats.spec_proposed_tokens, spec_stats.spec_accepted_tokens);
-  EXPECT_LT(spec_stats.steps, off_stats.steps);
+  // Accepted guesses came in the step of the token before them. (Not the
+  // engine's step count: that depends on when the 16 threads' requests
+  // arrive.)
+  auto shared_steps = [](const std::vector<Output>& outputs) {
+    int shared = 0;
+    for (const Output& out : outputs) {
+      std::set<int64_t> steps;
+      for (const TokenEvent& e : out.generated) {
+        shared += !steps.insert(e.step).second;
+      }
+    }
+    return shared;
+  };
+  EXPECT_EQ(shared_steps(off), 0);
+  EXPECT_EQ(shared_steps(spec), spec_stats.spec_accepted_tokens);
 }
 
 TEST(EngineConstraintTest, EndsWhenNothingMayFollowAndEndTokensWaitForIt) {
