@@ -64,7 +64,9 @@ ABSL_FLAG(int, cue_tokens, 8, "copy: the passage's first tokens, repeated");
 ABSL_FLAG(int, max_new_tokens, 128, "Tokens generated per request");
 ABSL_FLAG(double, temperature, -1,
           "Sampling temperature; -1: the workload's (copy 0, sampled 1)");
-ABSL_FLAG(int, speculative_tokens, 5, "k: tokens proposed per step at most");
+ABSL_FLAG(int, speculative_tokens, 0,
+          "k: tokens proposed per step at most; 0: each mode's default (5 for "
+          "ngram, 3 for draft)");
 ABSL_FLAG(int, threads, 1, "The decoders' threads");
 ABSL_FLAG(double, draft_min_probability, 0,
           "Draft mode: guesses stop below this probability under the draft");
@@ -299,7 +301,7 @@ int Main() {
   }
   std::printf(
       "cpu \"%s\", kernels %s, threads %d; model %s (%s), draft %s; workload "
-      "%s: %zu prompts of %zu tokens, %d new tokens each, k = %d\n",
+      "%s: %zu prompts of %zu tokens, %d new tokens each, k = %s\n",
       CpuModel().c_str(),
       kernels::KernelFamilyName(kernels::ActiveKernelFamily()),
       absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_model).c_str(),
@@ -307,7 +309,9 @@ int Main() {
       draft ? absl::GetFlag(FLAGS_draft_model).c_str() : "none",
       absl::GetFlag(FLAGS_workload).c_str(), prompts->ids.size(),
       prompts->ids[0].size(), absl::GetFlag(FLAGS_max_new_tokens),
-      absl::GetFlag(FLAGS_speculative_tokens));
+      absl::GetFlag(FLAGS_speculative_tokens) > 0
+          ? std::to_string(absl::GetFlag(FLAGS_speculative_tokens)).c_str()
+          : "each mode's default (ngram 5, draft 3)");
   std::vector<std::vector<double>> rates(modes.size());
   std::vector<Outcome> last(modes.size());
   bool identical = true;

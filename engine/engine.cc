@@ -266,10 +266,7 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
         " requests waiting (--max_queue=", options_.max_queue, ")"));
   }
   if (!request.seed) request.seed = static_cast<uint64_t>(seed_source_());
-  const int speculative_tokens =
-      options_.speculation.mode == SpeculativeMode::kOff
-          ? 0
-          : options_.speculation.tokens;
+  const int speculative_tokens = options_.speculation.Tokens();
   auto stream =
       std::make_shared<RequestStream>(next_id_++, options_.stream_buffer_events,
                                       [wakeup = wakeup_] { wakeup->Notify(); });

@@ -27,9 +27,10 @@ const char* SpeculativeModeName(SpeculativeMode mode) {
 }
 
 absl::Status SpeculationOptions::Validate() const {
-  if (tokens < 1 || tokens > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("speculative_tokens must be in 1..64, got ", tokens));
+  if (tokens < 0 || tokens > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "speculative_tokens must be in 0..64 (0: the mode's default), got ",
+        tokens));
   }
   if (ngram_min < 1 || ngram_max < ngram_min || ngram_max > 64) {
     return absl::InvalidArgumentError(

@@ -47,9 +47,10 @@ const char* SpeculativeModeName(SpeculativeMode mode);
 
 struct SpeculationOptions {
   SpeculativeMode mode = SpeculativeMode::kOff;
-  // Tokens proposed per step for one sequence, at most (k). A request may
-  // ask for fewer (GenerationRequest::speculative_tokens).
-  int tokens = 5;
+  // Tokens proposed per step for one sequence, at most (k); 0 means the
+  // mode's default (Tokens()). A request may ask for fewer
+  // (GenerationRequest::speculative_tokens).
+  int tokens = 0;
   // Prompt lookup: the longest and the shortest run of last tokens looked
   // up, longest first.
   int ngram_max = 3;
@@ -68,6 +69,17 @@ struct SpeculationOptions {
 
   // INVALID_ARGUMENT naming the first option out of range.
   absl::Status Validate() const;
+
+  // k: `tokens`, or the mode's default. Prompt lookup's guesses cost
+  // nothing to make, so it may guess further (5); each of a draft model's
+  // guesses costs a pass of the draft, and on the shipped model and its
+  // draft 3 was the fastest of 2 .. 5 (bench/README.md "Speculative
+  // decoding"). 0 when off.
+  int Tokens() const {
+    if (mode == SpeculativeMode::kOff) return 0;
+    if (tokens > 0) return tokens;
+    return mode == SpeculativeMode::kDraft ? 3 : 5;
+  }
 };
 
 // Prompt lookup: finds the latest earlier occurrence in `history` of its

@@ -89,8 +89,9 @@ ABSL_FLAG(std::string, speculative, "off",
           "Speculative decoding: off, ngram (prompt lookup) or draft "
           "(--draft_model). The output is the same as without it, token for "
           "token; only the speed differs");
-ABSL_FLAG(int, speculative_tokens, 5,
-          "Tokens proposed per step at most (a request may ask for fewer)");
+ABSL_FLAG(int, speculative_tokens, 0,
+          "Tokens proposed per step at most (a request may ask for fewer); 0: "
+          "the mode's default, 5 for ngram and 3 for draft");
 ABSL_FLAG(int, speculative_max_batch, 4,
           "Propose only while at most this many sequences decode in a step: "
           "a larger batch has no idle compute to verify guesses with");

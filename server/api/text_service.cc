@@ -109,9 +109,7 @@ pb::ModelInfo TextService::DescribeServer() const {
   const SpeculationOptions& speculation = engine_->options().speculation;
   pb::Speculation* spec = info.mutable_speculation();
   spec->set_mode(SpeculativeModeName(speculation.mode));
-  if (speculation.mode != SpeculativeMode::kOff) {
-    spec->set_tokens(speculation.tokens);
-  }
+  spec->set_tokens(speculation.Tokens());
   spec->set_draft_model(options_.draft_model_name);
   pb::Limits* limits = info.mutable_limits();
   limits->set_max_prompt_tokens(engine_->max_prompt_tokens());

@@ -494,9 +494,17 @@ TEST(SpeculativeTest, ANegativeRequestedKIsRefusedNamingTheField) {
 }
 
 TEST(SpeculationOptionsTest, OutOfRangeValuesAreNamed) {
-  EngineOptions options = Options(SpeculativeMode::kNgram, 0);
+  EngineOptions options = Options(SpeculativeMode::kNgram, 65);
   EXPECT_NE(options.Validate().message().find("speculative_tokens"),
             std::string::npos);
+  // 0 is each mode's default k.
+  options = Options(SpeculativeMode::kNgram, 0);
+  EXPECT_TRUE(options.Validate().ok());
+  EXPECT_EQ(options.speculation.Tokens(), 5);
+  options.speculation.mode = SpeculativeMode::kDraft;
+  EXPECT_EQ(options.speculation.Tokens(), 3);
+  options.speculation.mode = SpeculativeMode::kOff;
+  EXPECT_EQ(options.speculation.Tokens(), 0);
   options = Options(SpeculativeMode::kNgram, 5, 0);
   EXPECT_NE(options.Validate().message().find("speculative_max_batch"),
             std::string::npos);

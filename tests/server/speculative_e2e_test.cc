@@ -207,7 +207,9 @@ TEST(SpeculativeE2eTest, EveryModeStreamsTheSameAndSaysSo) {
     grpc::ClientContext context;
     ASSERT_TRUE(on.stub->GetModelInfo(&context, {}, &info).ok());
     EXPECT_EQ(info.speculation().mode(), name);
-    EXPECT_EQ(info.speculation().tokens(), 5);
+    // Each mode's default k.
+    EXPECT_EQ(info.speculation().tokens(),
+              mode == SpeculativeMode::kDraft ? 3 : 5);
     EXPECT_EQ(info.speculation().draft_model(),
               mode == SpeculativeMode::kDraft ? "shakespeare-char-draft" : "");
 
