@@ -92,6 +92,19 @@ Output Generate(Engine& engine, GenerationRequest request) {
   return stream.ok() ? Collect(**stream) : Output();
 }
 
+// All of `requests` at once, each from its own thread.
+std::vector<Output> GenerateTogether(
+    Engine& engine, const std::vector<GenerationRequest>& requests) {
+  std::vector<Output> outputs(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { outputs[i] = Generate(engine, requests[i]); });
+  }
+  for (std::thread& t : threads) t.join();
+  return outputs;
+}
+
 TEST(EngineConstraintTest, EveryFinishedOutputMatchesTheGrammar) {
   auto tokenizer = JsonPieces();
   auto json = Compile(*tokenizer, kJson);
@@ -146,13 +159,7 @@ TEST(EngineConstraintTest, ConstrainedRequestsAreBatchInvariant) {
   EngineOptions options;
   options.num_slots = 16;
   std::unique_ptr<Engine> engine = MakeEngine(options, tokenizer);
-  std::vector<Output> together(requests.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    threads.emplace_back(
-        [&, i] { together[i] = Generate(*engine, requests[i]); });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::vector<Output> together = GenerateTogether(*engine, requests);
   std::map<int64_t, int> per_step;
   for (size_t i = 0; i < requests.size(); ++i) {
     ASSERT_TRUE(together[i].finish);
@@ -188,13 +195,7 @@ TEST(EngineConstraintTest, SpeculationChangesNothingButTheSteps) {
     options.speculation.mode = mode;
     options.speculation.max_batch = 16;
     std::unique_ptr<Engine> engine = MakeEngine(options, tokenizer);
-    std::vector<Output> outputs(requests.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      threads.emplace_back(
-          [&, i] { outputs[i] = Generate(*engine, requests[i]); });
-    }
-    for (std::thread& t : threads) t.join();
+    std::vector<Output> outputs = GenerateTogether(*engine, requests);
     stats = engine->stats();
     return outputs;
   };
