@@ -18,7 +18,11 @@
 //
 // The decoder's arithmetic is batch-invariant (model/kernels/kernels.h), so a
 // request gets the same tokens whatever else runs beside it and however its
-// prompt was chunked: with the same seed, the same output.
+// prompt was chunked: with the same seed, the same output. Speculative
+// decoding (engine/speculation.h) rests on the same fact: a step may feed a
+// decoding sequence its last token and guessed ones, and the sequence keeps
+// the tokens it samples while they equal the guesses, which are the tokens
+// one-token steps would have given.
 //
 // KV memory is a pool of blocks (model/kv_cache.h over model/block_pool.h),
 // reserved at admission for everything a request may fill, so a running
