@@ -44,6 +44,7 @@
 #include "client/heatmap.h"
 #include "client/packed_weights.h"
 #include "client/textgen_client.h"
+#include "client/token_table.h"
 #include "google/protobuf/util/json_util.h"
 
 ABSL_FLAG(
@@ -339,44 +340,6 @@ absl::StatusOr<std::optional<v1::Prompt>> PromptFromFlags(
                            ParseIndices(id_flag, "prompt_ids", "token ids"));
   prompt.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
   return prompt;
-}
-
-// The table `generate` prints when tokens carry more than text (top
-// log-probabilities, attention rows): a header, then one line per token,
-//   position  id  token  logprob  [token logprob]...   (tab-separated)
-// where the bracketed pairs are the top alternatives, most likely first, and
-// logprob is "prompt" for echoed prompt tokens (not scored); then one line per
-// attention row: an empty first cell, "L<layer> H<head>", and its weights over
-// keys 0..position-1, space-separated; an encoder-decoder model's cross rows
-// then follow as "cross L<layer> H<head>", one weight per source token.
-// Rows in u8, u16 or f16 are decoded to those weights; top_k rows show what
-// was sent, "key:weight" largest first and then "rest:<remainder>", since
-// the weights left out are not known one by one.
-// Tokens are shown escaped (\n, a visible space), so no token holds a tab or
-// a space. Errors: DATA_LOSS for a row that does not decode.
-constexpr char kTokenTableHeader[] =
-    "# position\tid\ttoken\tlogprob\ttop_logprobs (token logprob)...\n";
-
-absl::StatusOr<std::string> TokenTableLines(const v1::Token& token) {
-  constexpr int kMaxShownChars = 24;
-  std::string lines = absl::StrCat(token.position(), "\t", token.id(), "\t",
-                                   DisplayToken(token.text(), kMaxShownChars));
-  // A prompt token has a log-probability only when the prompt is scored
-  // (--prompt_logprobs), and then always alternatives, but never the first.
-  if (token.is_prompt() && token.top_logprobs().empty()) {
-    absl::StrAppend(&lines, "\tprompt");
-  } else {
-    absl::StrAppendFormat(&lines, "\t%.4f", token.logprob());
-  }
-  for (const v1::TokenLogprob& alt : token.top_logprobs()) {
-    absl::StrAppendFormat(&lines, "\t%s %.4f",
-                          DisplayToken(alt.text(), kMaxShownChars),
-                          alt.logprob());
-  }
-  lines += "\n";
-  TEXTGEN_ASSIGN_OR_RETURN(const std::string rows, TapRowLines(token));
-  lines += rows;
-  return lines;
 }
 
 // The fields generate and chat share: length, sampling, stop strings and
