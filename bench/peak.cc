@@ -36,7 +36,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -48,6 +47,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/cpu_info.h"
 #include "bench/thread_counts.h"
 
 #if defined(__x86_64__)
@@ -171,21 +171,6 @@ std::vector<Family> Families() {
 #else
   return {};
 #endif
-}
-
-// The named field of /proc/cpuinfo's first processor ("model name", "flags",
-// "cpu MHz"), or "".
-std::string CpuInfo(const std::string& field) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, field.size(), field) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const size_t start = line.find_first_not_of(' ', colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "";
 }
 
 // The flags a reader of this output wants to see, of those /proc/cpuinfo has.

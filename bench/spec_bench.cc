@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -38,6 +37,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/file_util.h"
+#include "bench/cpu_info.h"
 #include "base/status_macros.h"
 #include "engine/engine.h"
 #include "model/formats/load_flags.h"
@@ -239,17 +239,6 @@ std::string Difference(const Outcome& want, const Outcome& got) {
   return "";
 }
 
-// /proc/cpuinfo's first "model name".
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      return line.substr(line.find(':') + 2);
-    }
-  }
-  return "?";
-}
-
 int Main() {
   const absl::StatusOr<LoadFlags> flags = ParseLoadFlags();
   if (!flags.ok()) {
@@ -302,7 +291,7 @@ int Main() {
   std::printf(
       "cpu \"%s\", kernels %s, threads %d; model %s (%s), draft %s; workload "
       "%s: %zu prompts of %zu tokens, %d new tokens each, k = %s\n",
-      CpuModel().c_str(),
+      CpuInfo("model name").c_str(),
       kernels::KernelFamilyName(kernels::ActiveKernelFamily()),
       absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_model).c_str(),
       target->decoder->weights().StorageName().c_str(),

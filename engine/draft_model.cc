@@ -95,7 +95,6 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
   // whose logits give the first guess.
   chunks_.clear();
   active_.clear();
-  limits_.clear();
   for (size_t w = 0; w < wants.size(); ++w) {
     const Want& want = wants[w];
     want.out->clear();
@@ -103,7 +102,6 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
     // Feeding guesses 1 .. limit - 1 fills positions up to h + limit - 2.
     const int limit = std::min(want.limit, capacity - h + 1);
     if (limit <= 0) continue;
-    limits_.push_back(limit);
     std::vector<int>& held = held_[want.slot];
     const size_t common =
         std::mismatch(held.begin(), held.end(), want.history.begin(),
@@ -116,9 +114,8 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
     held.resize(keep);
     chunks_.push_back({want.slot, want.history.subspan(keep), false});
     held.insert(held.end(), want.history.begin() + keep, want.history.end());
-    active_.push_back(static_cast<int>(w));
+    active_.push_back({&want, limit, 0});
   }
-  next_.assign(active_.size(), 0);
   while (!chunks_.empty()) {
     if (!decoder_->Forward(chunks_, cache_, ForwardOptions{}, result_).ok()) {
       // The target decodes without guesses; the draft starts afresh.
@@ -129,9 +126,8 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
     const int vocab = decoder_->config().vocab_size;
     // The next pass feeds each guess back, for those wanting more.
     size_t kept = 0;
-    chunks_.clear();
     for (size_t a = 0; a < active_.size(); ++a) {
-      const Want& want = wants[active_[a]];
+      Guessing& g = active_[a];
       const float* row = result_.logits.row(result_.first_row[a]).data();
       const int token = kernels::ArgMax(row, vocab);
       // The guess's probability under the draft: 1 / Σ exp(l - max). An
@@ -141,20 +137,17 @@ void DraftModel::Propose(absl::Span<const Want> wants) {
           kernels::SumExp(row, vocab, row[token]) * min_probability_ > 1) {
         continue;
       }
-      want.out->push_back(token);
-      if (static_cast<int>(want.out->size()) == limits_[a]) continue;
-      active_[kept] = active_[a];
-      limits_[kept] = limits_[a];
-      next_[kept] = token;
-      held_[want.slot].push_back(token);
-      ++kept;
+      g.want->out->push_back(token);
+      if (static_cast<int>(g.want->out->size()) == g.limit) continue;
+      g.next = token;
+      held_[g.want->slot].push_back(token);
+      active_[kept++] = g;
     }
     active_.resize(kept);
-    limits_.resize(kept);
-    next_.resize(kept);
-    for (size_t a = 0; a < active_.size(); ++a) {
+    chunks_.clear();
+    for (const Guessing& g : active_) {
       chunks_.push_back(
-          {wants[active_[a]].slot, absl::Span<const int>(&next_[a], 1), false});
+          {g.want->slot, absl::Span<const int>(&g.next, 1), false});
     }
   }
 }

@@ -80,11 +80,15 @@ class DraftModel {
   std::unique_ptr<Decoder> decoder_;
   KvCache cache_;
   std::vector<std::vector<int>> held_;  // Per slot: the tokens in its cache.
-  // Propose's scratch.
+  // Propose's scratch: the sequences still guessing, in the order of the
+  // pass's chunks.
+  struct Guessing {
+    const Want* want;
+    int limit;  // Guesses it gets at most.
+    int next;   // Its last guess, fed in the next pass.
+  };
   std::vector<SequenceChunk> chunks_;
-  std::vector<int> active_;  // Indices into wants still guessing.
-  std::vector<int> limits_;  // Per active entry: guesses it gets.
-  std::vector<int> next_;    // Per active entry: the guess to feed next.
+  std::vector<Guessing> active_;
   ForwardResult result_;
 };
 

@@ -395,32 +395,29 @@ bool Engine::Reap(absl::Time now) {
 
 void Engine::Propose() {
   const SpeculationOptions& spec = options_.speculation;
-  int64_t proposed = 0;
-  auto set = [&](int b, absl::Span<const int> drafts) {
-    Sequence& seq = *batch_.sequences[b];
-    seq.SetDrafts(drafts);
-    batch_.tokens[b] += seq.drafts();
-    proposed += seq.drafts();
-  };
-  wants_.clear();
-  wanting_.clear();
+  // Each allowed entry's guesses into guesses_[b]: by lookup at once, or by
+  // the draft in one batched call.
   guesses_.resize(batch_.size());
+  wants_.clear();
   for (size_t b = 0; b < batch_.size(); ++b) {
     const int limit = batch_.draft_limits[b];
     if (limit == 0) continue;
     const Sequence& seq = *batch_.sequences[b];
     if (draft_ != nullptr) {
       wants_.push_back({seq.slot(), seq.history(), limit, &guesses_[b]});
-      wanting_.push_back(static_cast<int>(b));
     } else {
       ProposeByLookup(seq.history(), limit, spec.ngram_min, spec.ngram_max,
-                      proposal_);
-      set(static_cast<int>(b), proposal_);
+                      guesses_[b]);
     }
   }
-  if (!wants_.empty()) {
-    draft_->Propose(wants_);
-    for (int b : wanting_) set(b, guesses_[b]);
+  if (!wants_.empty()) draft_->Propose(wants_);
+  int64_t proposed = 0;
+  for (size_t b = 0; b < batch_.size(); ++b) {
+    if (batch_.draft_limits[b] == 0) continue;
+    Sequence& seq = *batch_.sequences[b];
+    seq.SetDrafts(guesses_[b]);
+    batch_.tokens[b] += seq.drafts();
+    proposed += seq.drafts();
   }
   if (proposed > 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -460,14 +457,15 @@ void Engine::Step() {
   // step's rows after a rejected proposal are formed for nothing; they are
   // few and on otherwise idle threads.
   norm_rows_.clear();
-  norm_first_.assign(batch_.size(), 0);
+  norm_first_.assign(batch_.size() + 1, 0);
   for (size_t b = 0; b < batch_.size(); ++b) {
     const Sequence& seq = *batch_.sequences[b];
-    norm_first_[b] = static_cast<int>(norm_rows_.size());
-    if (!forward.ok() || !seq.PicksToken(batch_.tokens[b])) continue;
-    for (int i = 0; i <= seq.drafts(); ++i) {
-      norm_rows_.emplace_back(static_cast<int>(b), i);
+    if (forward.ok() && seq.PicksToken(batch_.tokens[b])) {
+      for (int i = 0; i <= seq.drafts(); ++i) {
+        norm_rows_.emplace_back(static_cast<int>(b), i);
+      }
     }
+    norm_first_[b + 1] = static_cast<int>(norm_rows_.size());
   }
   row_norms_.assign(norm_rows_.size(), LogSoftmaxNorm{});
   decoder_->ParallelFor(static_cast<int>(norm_rows_.size()), [&](int begin,
@@ -500,18 +498,15 @@ void Engine::Step() {
     const int generated_before = seq.generated();
     const bool was_prefilling = seq.prefilling();
     const bool verified = seq.drafts() > 0;
-    const int norms_end = b + 1 < batch_.size()
-                              ? norm_first_[b + 1]
-                              : static_cast<int>(row_norms_.size());
-    step_done_[b] =
-        seq.Advance(n, StepLogits(b), capture ? &result_.attention[b] : nullptr,
-                    capture && !result_.cross_attention.empty()
-                        ? &result_.cross_attention[b]
-                        : nullptr,
-                    step_, now,
-                    absl::MakeConstSpan(row_norms_)
-                        .subspan(norm_first_[b], norms_end - norm_first_[b]),
-                    logprobs_, events);
+    step_done_[b] = seq.Advance(
+        n, StepLogits(b), capture ? &result_.attention[b] : nullptr,
+        capture && !result_.cross_attention.empty()
+            ? &result_.cross_attention[b]
+            : nullptr,
+        step_, now,
+        absl::MakeConstSpan(row_norms_)
+            .subspan(norm_first_[b], norm_first_[b + 1] - norm_first_[b]),
+        logprobs_, events);
     generated_tokens += seq.generated() - generated_before;
     if (was_prefilling) scheduler_.PromptFed(seq);
     if (verified) {

@@ -279,15 +279,14 @@ class Engine {
   ForwardResult result_;
   std::vector<float> logprobs_;
   // This step's rows that may pick a token, as (batch entry, row of its
-  // PickingRows), and their normalisers; entry b's start at norm_first_[b].
+  // PickingRows), and their normalisers; entry b's are [norm_first_[b],
+  // norm_first_[b + 1]).
   std::vector<std::pair<int, int>> norm_rows_;
   std::vector<LogSoftmaxNorm> row_norms_;
   std::vector<int> norm_first_;
   // Propose's scratch.
-  std::vector<int> proposal_;
+  std::vector<std::vector<int>> guesses_;  // Per batch entry.
   std::vector<DraftModel::Want> wants_;
-  std::vector<int> wanting_;  // Batch entries of wants_.
-  std::vector<std::vector<int>> guesses_;
   std::vector<StreamEvent> events_;
   // Per batch entry: the step's events, and whether the sequence ended.
   std::vector<std::vector<StreamEvent>> step_events_;
