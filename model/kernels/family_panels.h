@@ -182,8 +182,12 @@ void PanelGroups(const float* x, int rows, int x_stride, const Panel& panel,
   }
 }
 
-// Rows [0, rows), rows ≤ 6, × one panel in one pass, all rows sharing each
-// load; prefetching (PanelTile<1>) when there is one row.
+// Rows one pass over a panel takes at most: six rows' sums still fit the
+// registers of the widest family (24 of AVX-512's 32, and 4 for the panel).
+constexpr int kOnePassRows = kTileRows + 2;
+
+// Rows [0, rows), rows ≤ kOnePassRows, × one panel in one pass, all rows
+// sharing each load; prefetching (PanelTile<1>) when there is one row.
 template <typename Panel>
 inline void PanelRowsInOnePass(const float* x, int rows, int x_stride,
                                const Panel& panel, int depth, float* y,
@@ -228,12 +232,11 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
     const char* next = p + 1 < panel_end ? panel_at(p + 1).Step(0) : nullptr;
     const int j0 = p * PackedWeights::kPanel;
     const int valid = Min(PackedWeights::kPanel, cols - j0);
-    if (rows > kTileRows && rows <= 2 * kTileRows) {
-      // A verification chunk (5 .. 8 rows): at most two passes over the
-      // panel cost less than PanelGroups' chunked walk, which pays for
-      // streaming one panel for many rows. Six rows' sums still fit the
-      // registers of the widest family (24 + 4 of AVX-512's 32).
-      const int first = rows <= 6 ? rows : kTileRows;
+    if (rows <= 2 * kTileRows) {
+      // Decode, and a verification chunk (its last token and the guesses):
+      // at most two passes over the panel cost less than PanelGroups'
+      // chunked walk, which pays for streaming one panel for many rows.
+      const int first = rows <= kOnePassRows ? rows : kTileRows;
       PanelRowsInOnePass(x, first, x_stride, panel, depth, y + j0, y_stride,
                          valid, accumulate);
       if (first < rows) {
@@ -242,9 +245,6 @@ void MatMulPanelsOf(const float* x, int rows, int x_stride, PanelAt panel_at,
                            y + static_cast<long>(first) * y_stride + j0,
                            y_stride, valid, accumulate);
       }
-    } else if (rows <= kTileRows) {
-      PanelRowsInOnePass(x, rows, x_stride, panel, depth, y + j0, y_stride,
-                         valid, accumulate);
     } else if (widened != nullptr) {
       for (int k = 0; k < depth; ++k) {
         for (int c = 0; c < kPanelVecs; ++c) {
