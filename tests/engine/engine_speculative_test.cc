@@ -102,30 +102,18 @@ struct Runs {
   EngineStats stats;
 };
 
-// Runs `requests` on golden model `model`: all submitted at once (a mixed
-// batch), or one after another. With SpeculativeMode::kDraft the draft is
-// the target's own checkpoint, in another Decoder: its greedy guesses are
-// what a greedy request samples, and a sampled request's mostly not.
-Runs RunRequests(const std::string& model, const EngineOptions& options,
-                 const std::vector<GenerationRequest>& requests,
-                 bool together) {
+// Starts `created` and runs `requests` on it: all submitted at once (a mixed
+// batch), or one after another.
+Runs RunOn(absl::StatusOr<std::unique_ptr<Engine>> created,
+           const std::vector<GenerationRequest>& requests, bool together) {
   Runs run;
-  std::unique_ptr<Decoder> decoder =
-      testing::LoadDecoder(testing::GoldenDir(model));
-  std::shared_ptr<const Tokenizer> tokenizer =
-      Letters(decoder->config().vocab_size);
-  absl::StatusOr<std::unique_ptr<Engine>> created =
-      Engine::Create(options, std::move(decoder), tokenizer,
-                     options.speculation.mode == SpeculativeMode::kDraft
-                         ? testing::LoadDecoder(testing::GoldenDir(model))
-                         : nullptr);
   EXPECT_TRUE(created.ok()) << created.status();
   if (!created.ok()) return run;
-  std::unique_ptr<Engine> engine = *std::move(created);
-  EXPECT_TRUE(engine->Start().ok());
+  Engine& engine = **created;
+  EXPECT_TRUE(engine.Start().ok());
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const GenerationRequest& r : requests) {
-    absl::StatusOr<std::shared_ptr<RequestStream>> stream = engine->Submit(r);
+    absl::StatusOr<std::shared_ptr<RequestStream>> stream = engine.Submit(r);
     EXPECT_TRUE(stream.ok()) << stream.status();
     if (!stream.ok()) return run;
     if (together) {
@@ -137,8 +125,27 @@ Runs RunRequests(const std::string& model, const EngineOptions& options,
   for (size_t i = 0; i < streams.size(); ++i) {
     run.outputs.push_back(CollectCompletions(*streams[i], requests[i].n));
   }
-  run.stats = engine->stats();
+  run.stats = engine.stats();
   return run;
+}
+
+// Runs `requests` on golden model `model` (see RunOn). With
+// SpeculativeMode::kDraft the draft is the target's own checkpoint, in another
+// Decoder: its greedy guesses are what a greedy request samples, and a sampled
+// request's mostly not.
+Runs RunRequests(const std::string& model, const EngineOptions& options,
+                 const std::vector<GenerationRequest>& requests,
+                 bool together) {
+  std::unique_ptr<Decoder> decoder =
+      testing::LoadDecoder(testing::GoldenDir(model));
+  std::shared_ptr<const Tokenizer> tokenizer =
+      Letters(decoder->config().vocab_size);
+  return RunOn(
+      Engine::Create(options, std::move(decoder), tokenizer,
+                     options.speculation.mode == SpeculativeMode::kDraft
+                         ? testing::LoadDecoder(testing::GoldenDir(model))
+                         : nullptr),
+      requests, together);
 }
 
 void ExpectSameEvents(const std::vector<TokenEvent>& want,
@@ -295,28 +302,12 @@ void ExpectIdentityOnRealModel(const RealModel& model,
                                const std::vector<GenerationRequest>& requests,
                                const std::string& label) {
   auto run = [&](SpeculativeMode mode, bool together) {
-    Runs run;
-    EngineOptions options = Options(mode);
-    auto engine = Engine::Create(
-        options, RealModel::Share(*model.decoder), model.tokenizer,
-        mode == SpeculativeMode::kDraft ? RealModel::Share(*model.draft)
-                                        : nullptr);
-    EXPECT_TRUE(engine.ok()) << engine.status();
-    if (!engine.ok() || !(*engine)->Start().ok()) return run;
-    std::vector<std::shared_ptr<RequestStream>> streams;
-    for (const GenerationRequest& r : requests) {
-      streams.push_back(*(*engine)->Submit(r));
-      if (!together) {
-        run.outputs.push_back(CollectCompletions(*streams.back(), r.n));
-      }
-    }
-    if (together) {
-      for (size_t i = 0; i < streams.size(); ++i) {
-        run.outputs.push_back(CollectCompletions(*streams[i], requests[i].n));
-      }
-    }
-    run.stats = (*engine)->stats();
-    return run;
+    return RunOn(Engine::Create(Options(mode), RealModel::Share(*model.decoder),
+                                model.tokenizer,
+                                mode == SpeculativeMode::kDraft
+                                    ? RealModel::Share(*model.draft)
+                                    : nullptr),
+                 requests, together);
   };
   const Runs plain = run(SpeculativeMode::kOff, false);
   bool stopped = false;
