@@ -395,6 +395,7 @@ bool Engine::Reap(absl::Time now) {
 
 void Engine::Propose() {
   const SpeculationOptions& spec = options_.speculation;
+  if (spec.mode == SpeculativeMode::kOff) return;
   // Each allowed entry's guesses into guesses_[b]: by lookup at once, or by
   // the draft in one batched call.
   guesses_.resize(batch_.size());

@@ -196,6 +196,7 @@ bool Scheduler::Schedule(absl::Time now, ScheduledBatch& batch) {
 
 void Scheduler::LimitDrafts(ScheduledBatch& batch) const {
   batch.draft_limits.assign(batch.size(), 0);
+  if (options_.speculative_max_batch == 0) return;  // Speculation off.
   const int decoding = static_cast<int>(
       std::count_if(batch.sequences.begin(), batch.sequences.end(),
                     [](const Sequence* seq) { return !seq->prefilling(); }));
