@@ -101,10 +101,10 @@ class Sequence {
   absl::Span<const int> history() const { return history_; }
   // How many tokens the sequence may have proposed for its next step: 0
   // while prefilling, with speculation off for it (the engine's setting, the
-  // request's), or while its adaptive rule
-  // pauses it; never more than it may still generate less one, or than the
-  // context has room for. Counts a step of the adaptive rule: call it once
-  // per step the sequence decodes in.
+  // request's), or while its adaptive rule pauses it; never more than it may
+  // still generate less one, or than the context has room for. Counts a
+  // step of the adaptive rule: call it once per step the sequence decodes
+  // in.
   int DraftBudget();
   // Sets the proposals the next step verifies (at most DraftBudget()).
   void SetDrafts(absl::Span<const int> drafts);
@@ -121,7 +121,7 @@ class Sequence {
   // Called after the model has taken the chunk from NextChunk(n). `logits`
   // holds the chunk's rows of logits, vocab_size floats each: all n rows if
   // wants_all_logits() was true for the chunk (they score the prompt, or
-  // check the proposals), else only the last. PickingRows(n, logits) pick
+  // check the proposals), else only the last. PickingRows(logits) pick
   // the next tokens once the prompt is complete: the last row, or with
   // proposals row i after proposal i was accepted. `attention` holds the
   // chunk's maps if they were captured.
